@@ -40,7 +40,7 @@ const (
 
 // Errors of the frame layer.
 var (
-	ErrTooLarge = errors.New("proto: frame too large")
+	ErrTooLarge  = errors.New("proto: frame too large")
 	ErrMalformed = errors.New("proto: malformed frame")
 )
 

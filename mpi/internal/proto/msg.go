@@ -11,10 +11,10 @@ const MsgHeaderLen = 40
 // Reserved communicator contexts. A context separates traffic so that a
 // receive in one never matches a message of another.
 const (
-	CtxWorld      uint32 = 0 // point-to-point on the world communicator
-	CtxWorldColl  uint32 = 1 // collectives on the world communicator
-	MaxTag               = 1<<31 - 1
-	MaxRanks             = 1 << 16 // ranks per job the protocol accepts
+	CtxWorld     uint32 = 0 // point-to-point on the world communicator
+	CtxWorldColl uint32 = 1 // collectives on the world communicator
+	MaxTag              = 1<<31 - 1
+	MaxRanks            = 1 << 16 // ranks per job the protocol accepts
 )
 
 // MsgHeader describes one fragment of a message. Every fragment of a message
