@@ -12,11 +12,11 @@ type ID string
 
 // Requirements are what a host must have to take part in a job.
 type Requirements struct {
-	OS        string   `json:"os,omitempty"`         // GOOS, e.g. "linux"; empty: any
-	Arch      string   `json:"arch,omitempty"`       // GOARCH, e.g. "amd64"; empty: any
-	MinCores  int      `json:"min_cores,omitempty"`  // cores the host must offer in all
-	MinMemory int64    `json:"min_memory,omitempty"` // bytes of memory the host must offer
-	Labels    []string `json:"labels,omitempty"`     // every label ("gpu", "site=nancy") must be set on the host
+	OS        string   `json:"os,omitempty" yaml:"os,omitempty"`                 // GOOS, e.g. "linux"; empty: any
+	Arch      string   `json:"arch,omitempty" yaml:"arch,omitempty"`             // GOARCH, e.g. "amd64"; empty: any
+	MinCores  int      `json:"min_cores,omitempty" yaml:"min_cores,omitempty"`   // cores the host must offer in all
+	MinMemory int64    `json:"min_memory,omitempty" yaml:"min_memory,omitempty"` // bytes of memory the host must offer
+	Labels    []string `json:"labels,omitempty" yaml:"labels,omitempty"`         // every label ("gpu", "site=nancy") must be set on the host
 }
 
 // Need is what a job advert asks for. It travels as the advert's body.
@@ -52,14 +52,84 @@ func DecodeNeed(b []byte) (Need, error) {
 	if err := wire.DecodeJSON(b, &n); err != nil {
 		return n, fmt.Errorf("job: decode need: %w", err)
 	}
-	if n.Job == "" || n.N < 1 || n.R < 1 || n.N > MaxProcs || n.R > MaxReplicas {
-		return n, fmt.Errorf("job: need out of range: job %q n=%d r=%d", n.Job, n.N, n.R)
+	if err := n.Validate(); err != nil {
+		return n, fmt.Errorf("job: need: %w", err)
 	}
 	return n, nil
+}
+
+// Validate checks a Need's bounds: a well-formed job ID, 1 <= n, 1 <= r,
+// n×r within MaxProcs, and valid requirements.
+func (n Need) Validate() error {
+	if _, err := ParseID(string(n.Job)); err != nil {
+		return err
+	}
+	if n.N < 1 || n.R < 1 || n.N > MaxProcs || n.R > MaxReplicas || n.N*n.R > MaxProcs {
+		return fmt.Errorf("out of range: job %q n=%d r=%d (1 <= r <= %d, n*r <= %d)",
+			n.Job, n.N, n.R, MaxReplicas, MaxProcs)
+	}
+	return n.Req.Validate()
 }
 
 // Bounds on what one job may ask for.
 const (
 	MaxProcs    = 100000
 	MaxReplicas = 16
+	MaxCores    = 1 << 16 // a requirement above this is a typo, not a machine
+	MaxLabels   = 32
+	MaxLabelLen = 128
+	maxNameLen  = 32 // GOOS and GOARCH names are short
 )
+
+// Validate checks requirements from a user or a peer; errors name the field.
+func (r Requirements) Validate() error {
+	if err := checkName("os", r.OS); err != nil {
+		return err
+	}
+	if err := checkName("arch", r.Arch); err != nil {
+		return err
+	}
+	if r.MinCores < 0 || r.MinCores > MaxCores {
+		return fmt.Errorf("require: cores: must be 0..%d, got %d", MaxCores, r.MinCores)
+	}
+	if r.MinMemory < 0 || r.MinMemory > MaxSize {
+		return fmt.Errorf("require: mem: must be 0..%d bytes, got %d", MaxSize, r.MinMemory)
+	}
+	if len(r.Labels) > MaxLabels {
+		return fmt.Errorf("require: labels: at most %d, got %d", MaxLabels, len(r.Labels))
+	}
+	for _, l := range r.Labels {
+		if err := CheckLabel(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkName accepts what GOOS and GOARCH look like: lower-case letters and
+// digits.
+func checkName(field, s string) error {
+	if len(s) > maxNameLen {
+		return fmt.Errorf("require: %s: at most %d characters, got %d", field, maxNameLen, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return fmt.Errorf("require: %s: %q must be lower-case letters and digits", field, s)
+		}
+	}
+	return nil
+}
+
+// CheckLabel checks one host or job label: 1 to 128 printable ASCII
+// characters without spaces or commas (a comma separates flag values).
+func CheckLabel(l string) error {
+	if l == "" || len(l) > MaxLabelLen {
+		return fmt.Errorf("require: label: must be 1..%d characters, got %d", MaxLabelLen, len(l))
+	}
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; c <= ' ' || c > '~' || c == ',' {
+			return fmt.Errorf("require: label %q: printable ASCII without spaces or commas", l)
+		}
+	}
+	return nil
+}
