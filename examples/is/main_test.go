@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/zorilla-p2p/zorilla/examples/internal/npb"
+)
+
+func TestMainClassS(t *testing.T) {
+	var out, errw strings.Builder
+	if code := realMain([]string{"s"}, &out, &errw); code != 0 {
+		t.Fatalf("exit %d, stderr %q, stdout\n%s", code, errw.String(), out.String())
+	}
+	for _, want := range []string{"IS Benchmark Completed.", "Class           =                        S",
+		"Size            =                    65536", "Verification    =               SUCCESSFUL"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{nil, {"S", "extra"}, {"C"}, {"-h"}} {
+		var out, errw strings.Builder
+		if code := realMain(args, &out, &errw); code != 2 || errw.Len() == 0 {
+			t.Errorf("args %q: exit %d, stderr %q", args, code, errw.String())
+		}
+	}
+}
+
+func TestRunStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := run(ctx, npb.Solo{}, classes['S'], &strings.Builder{}); err == nil {
+		t.Fatal("run on a cancelled context succeeded")
+	}
+}
