@@ -1,0 +1,164 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is where a job is in its life, as `zorilla status` shows it.
+type State string
+
+const (
+	Waiting   State = "waiting"   // accepted by the submitter's agent, not yet flooded
+	Reserving State = "reserving" // flooding adverts and collecting offers
+	Starting  State = "starting"  // two-phase start: committing and launching on the chosen hosts
+	Running   State = "running"   // every process started
+	Done      State = "done"      // every rank exited 0
+	Failed    State = "failed"    // a rank failed, not enough resources, timeout, or the start failed for good
+	Cancelled State = "cancelled" // the user cancelled it
+)
+
+// ErrTransition is wrapped by every refused state change.
+var ErrTransition = errors.New("job: illegal state transition")
+
+// transitions lists the legal moves. Besides the straight path, a failed
+// start goes back to Starting (retry on the spares) or Reserving (match
+// again, CrossGrid's Table 1), and a running job whose host dies with r = 1
+// goes back to Reserving to be restarted.
+var transitions = map[State][]State{
+	Waiting:   {Reserving, Failed, Cancelled},
+	Reserving: {Starting, Failed, Cancelled},
+	Starting:  {Running, Starting, Reserving, Failed, Cancelled},
+	Running:   {Done, Failed, Cancelled, Reserving},
+}
+
+// ParseState reads a state name.
+func ParseState(s string) (State, error) {
+	switch st := State(s); st {
+	case Waiting, Reserving, Starting, Running, Done, Failed, Cancelled:
+		return st, nil
+	}
+	return "", fmt.Errorf("state: unknown %q", s)
+}
+
+// Terminal reports whether a job in this state is over.
+func (s State) Terminal() bool { return s == Done || s == Failed || s == Cancelled }
+
+// CanTransition reports whether a job may move from one state to another.
+func CanTransition(from, to State) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Event is one state change of a job.
+type Event struct {
+	State  State     `json:"state"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Bounds on a record's history, so a job retried many times keeps a small
+// record: the first events and the latest ones are kept.
+const (
+	MaxHistory   = 64
+	MaxReasonLen = 1024
+)
+
+// Record is what the submitter keeps about a job, on disk, from submit to
+// the end: its description, key, state with the times of every change, the
+// current plan and the outcome.
+type Record struct {
+	ID       ID          `json:"id"`
+	Key      Key         `json:"key"`
+	Desc     Description `json:"desc"`
+	State    State       `json:"state"`
+	Created  time.Time   `json:"created"`
+	Updated  time.Time   `json:"updated"`
+	History  []Event     `json:"history"`
+	Attempts int         `json:"attempts,omitempty"` // starts tried so far
+	Plan     *Plan       `json:"plan,omitempty"`     // the placement of the current or last start
+	Exit     int         `json:"exit,omitempty"`     // exit status of the job: the first non-zero rank's
+	Reason   string      `json:"reason,omitempty"`   // why it failed or was cancelled, e.g. "rank 3 exited 2"
+}
+
+// NewRecord starts a job's record in Waiting.
+func NewRecord(id ID, key Key, d Description, now time.Time) Record {
+	return Record{ID: id, Key: key, Desc: d, State: Waiting, Created: now, Updated: now,
+		History: []Event{{State: Waiting, At: now}}}
+}
+
+// Transition returns the record moved to state to at time at, with why
+// recorded (the reason of a failure or a cancel, or a note such as "retry
+// on spares"). Moving into Starting counts an attempt. An illegal move
+// returns an error wrapping ErrTransition and the record unchanged. The
+// given record is never modified.
+func Transition(r Record, to State, at time.Time, why string) (Record, error) {
+	if !CanTransition(r.State, to) {
+		return r, fmt.Errorf("%w: job %s from %s to %s", ErrTransition, r.ID, r.State, to)
+	}
+	if len(why) > MaxReasonLen {
+		why = why[:MaxReasonLen]
+	}
+	next := r
+	next.State, next.Updated = to, at
+	next.History = appendEvent(r.History, Event{State: to, At: at, Reason: why})
+	if to == Starting {
+		next.Attempts++
+	}
+	if to.Terminal() {
+		next.Reason = why
+	}
+	return next, nil
+}
+
+// appendEvent copies h with e appended; beyond MaxHistory it drops the
+// oldest events after the first, which records when the job was submitted.
+func appendEvent(h []Event, e Event) []Event {
+	out := make([]Event, 0, min(len(h)+1, MaxHistory))
+	if len(h)+1 > MaxHistory {
+		out = append(out, h[0])
+		h = h[len(h)+2-MaxHistory:]
+	}
+	out = append(out, h...)
+	return append(out, e)
+}
+
+// Since returns when the job entered its current state.
+func (r Record) Since() time.Time {
+	if len(r.History) == 0 {
+		return r.Updated
+	}
+	return r.History[len(r.History)-1].At
+}
+
+// Check verifies a record read back from disk.
+func (r Record) Check() error {
+	if _, err := ParseID(string(r.ID)); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if _, err := ParseState(string(r.State)); err != nil {
+		return fmt.Errorf("record %s: %w", r.ID, err)
+	}
+	if r.Key != "" {
+		if _, err := ParseKey(string(r.Key)); err != nil {
+			return fmt.Errorf("record %s: %w", r.ID, err)
+		}
+	}
+	if len(r.History) == 0 || len(r.History) > MaxHistory {
+		return fmt.Errorf("record %s: history of %d events, want 1..%d", r.ID, len(r.History), MaxHistory)
+	}
+	if err := r.Desc.Validate(); err != nil {
+		return fmt.Errorf("record %s: desc: %w", r.ID, err)
+	}
+	if r.Plan != nil {
+		if err := r.Plan.Check(); err != nil {
+			return fmt.Errorf("record %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
