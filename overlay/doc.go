@@ -6,4 +6,30 @@
 //
 // The neighbour choice is a pure function (SelectNeighbours) over measured
 // candidates; the Overlay type is the I/O shell that measures and refreshes.
+//
+// How the set is kept:
+//
+//   - Discovery: the DHT routing table, random-walk lookups (a DHT query for
+//     a random key), connected peers that speak the overlay protocol, and
+//     the neighbour exchange (ProtocolID): every ExchangeInterval an agent
+//     asks one of its neighbours, in turn, for the peers it knows. The
+//     neighbours of a near peer are likely near, so locality spreads without
+//     measuring the whole network.
+//   - Measurement: libp2p ping over the host (not ICMP, as in P2P-MPI); each
+//     probe takes the smallest of a few pings and feeds an EWMA. At most
+//     ProbesPerTick probes start per tick: neighbours often, new peers as
+//     they come, the others rarely. The table is bounded (MaxKnown).
+//   - Failure: a peer that fails its probes (or that a service reports with
+//     MarkDead) is dropped and ignored for DeadFor, unless it connects again.
+//     A neighbour whose connection drops is probed at once.
+//   - Symmetry: the exchange tells a neighbour "you are one of mine"; it
+//     keeps us as an inbound neighbour for InboundLease. Neighbours() is the
+//     union, so a flood reaches an agent that nobody picked as one of its
+//     nearest.
+//
+// The DHT's own routing table is not the neighbour set: it is XOR-based,
+// and kad-dht v0.38.0 ignores its latency-tolerance option.
+//
+// Neighbour connections are protected in the host's connection manager.
+// The Overlay does not own the host: callers close it after the Overlay.
 package overlay

@@ -1,0 +1,173 @@
+package overlay
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// Config tunes the overlay. Start from DefaultConfig (or FastConfig in
+// tests) and change what you need; New refuses a Config that does not
+// validate.
+type Config struct {
+	// K is how many lowest-RTT peers are neighbours. 6: enough redundancy
+	// for a flood to survive a few dead peers inside a site, few enough that
+	// a flood's fan-out stays small (200-node mocknet: ~78% same-site links).
+	K int
+	// Random is how many random long-range neighbours are added to the K
+	// nearest. 2: with locality alone sites become islands; two random links
+	// per agent keep the graph connected across sites (a small-world graph).
+	Random int
+
+	// ProtocolPrefix is the DHT's protocol prefix, so that Zorilla agents
+	// form their own DHT and never join the public IPFS one.
+	ProtocolPrefix protocol.ID
+
+	// Tick is how often the overlay looks for due work (probes, exchanges,
+	// walks). 1s: every other period is a multiple of it.
+	Tick time.Duration
+	// ProbesPerTick bounds the pings started per tick, and so the cost of
+	// measuring: 4 per second per agent is negligible even at 400 agents.
+	ProbesPerTick int
+	// PingsPerProbe is how many pings one probe sends on one stream; the
+	// smallest RTT is the sample, which filters out scheduling hiccups.
+	PingsPerProbe int
+	// PingTimeout bounds one probe, dial included. 5s: a peer slower than
+	// that is useless as a neighbour anyway.
+	PingTimeout time.Duration
+	// NeighbourRefresh is how often a neighbour's RTT is measured again.
+	// 15s: neighbours carry floods, so a dead one must be noticed soon.
+	NeighbourRefresh time.Duration
+	// Refresh is how often a known peer that is not a neighbour is measured
+	// again. 5 min: it only matters if it became closer than a neighbour.
+	Refresh time.Duration
+	// RetryAfter is how soon a peer whose last probe failed is probed again.
+	// 2s: a dead neighbour is dropped within a few seconds.
+	RetryAfter time.Duration
+	// Alpha is the weight of a new sample in the smoothed RTT (EWMA). 0.25:
+	// one outlier moves the estimate by a quarter, four samples settle it.
+	Alpha float64
+	// MaxFailures is how many consecutive failed probes make a measured peer
+	// dead (a peer never measured is dead after one). 2: one lost probe is
+	// not a dead peer.
+	MaxFailures int
+	// DeadFor is how long a dead peer is ignored, unless it connects again.
+	// 2 min: long enough not to flap, short enough to see a restart.
+	DeadFor time.Duration
+	// MaxKnown bounds the peer table. 256: enough candidates for locality in
+	// networks of hundreds, bounded memory against a peer that lies.
+	MaxKnown int
+
+	// ExchangeInterval is how often the overlay asks one neighbour (round
+	// robin) for its neighbours, and tells it that it is one of ours. 5s.
+	ExchangeInterval time.Duration
+	// ExchangeTimeout bounds one exchange, both sides. 10s.
+	ExchangeTimeout time.Duration
+	// InboundLease is how long a peer that said "you are my neighbour"
+	// stays one of ours. 2 min: several exchange rounds, so a live peer
+	// renews it long before it ends.
+	InboundLease time.Duration
+	// MaxInbound bounds how many peers may make us their neighbour, so no
+	// agent becomes a hub that every flood crosses. 32 = 4*(K+Random).
+	MaxInbound int
+
+	// WalkInterval is how often a random-walk DHT lookup looks for peers
+	// the overlay does not know yet. 1 min.
+	WalkInterval time.Duration
+	// WalkTimeout bounds one random walk. 30s.
+	WalkTimeout time.Duration
+	// DHTRefresh is the DHT routing table's own refresh period. 10 min is
+	// kad-dht's default; lower it in tests.
+	DHTRefresh time.Duration
+}
+
+// DefaultConfig is the Config of a production agent.
+func DefaultConfig() Config {
+	return Config{
+		K:                6,
+		Random:           2,
+		ProtocolPrefix:   "/zorilla",
+		Tick:             time.Second,
+		ProbesPerTick:    4,
+		PingsPerProbe:    3,
+		PingTimeout:      5 * time.Second,
+		NeighbourRefresh: 15 * time.Second,
+		Refresh:          5 * time.Minute,
+		RetryAfter:       2 * time.Second,
+		Alpha:            0.25,
+		MaxFailures:      2,
+		DeadFor:          2 * time.Minute,
+		MaxKnown:         256,
+		ExchangeInterval: 5 * time.Second,
+		ExchangeTimeout:  10 * time.Second,
+		InboundLease:     2 * time.Minute,
+		MaxInbound:       32,
+		WalkInterval:     time.Minute,
+		WalkTimeout:      30 * time.Second,
+		DHTRefresh:       10 * time.Minute,
+	}
+}
+
+// FastConfig is DefaultConfig with every period shortened, for tests and
+// in-process testnets: a few dozen agents converge in seconds.
+func FastConfig() Config {
+	c := DefaultConfig()
+	c.Tick = 50 * time.Millisecond
+	c.ProbesPerTick = 4
+	c.PingTimeout = time.Second
+	c.NeighbourRefresh = time.Second
+	c.Refresh = 10 * time.Second
+	c.RetryAfter = 100 * time.Millisecond
+	c.DeadFor = 5 * time.Second
+	c.ExchangeInterval = 200 * time.Millisecond
+	c.ExchangeTimeout = 2 * time.Second
+	c.InboundLease = 5 * time.Second
+	c.WalkInterval = 3 * time.Second
+	c.WalkTimeout = 3 * time.Second
+	c.DHTRefresh = time.Minute
+	return c
+}
+
+// ErrInvalidConfig is wrapped by every error of Config validation.
+var ErrInvalidConfig = errors.New("overlay: invalid config")
+
+func (c Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.K >= 1, "K %d < 1", c.K)
+	check(c.Random >= 0, "Random %d < 0", c.Random)
+	check(c.ProtocolPrefix != "" && c.ProtocolPrefix[0] == '/', "ProtocolPrefix %q must start with /", c.ProtocolPrefix)
+	check(c.ProtocolPrefix != "/ipfs", "ProtocolPrefix /ipfs would join the public DHT")
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"Tick", c.Tick}, {"PingTimeout", c.PingTimeout}, {"NeighbourRefresh", c.NeighbourRefresh},
+		{"Refresh", c.Refresh}, {"RetryAfter", c.RetryAfter}, {"DeadFor", c.DeadFor},
+		{"ExchangeInterval", c.ExchangeInterval}, {"ExchangeTimeout", c.ExchangeTimeout},
+		{"InboundLease", c.InboundLease}, {"WalkInterval", c.WalkInterval},
+		{"WalkTimeout", c.WalkTimeout}, {"DHTRefresh", c.DHTRefresh},
+	} {
+		check(d.d > 0, "%s %v must be positive", d.name, d.d)
+	}
+	check(c.ProbesPerTick >= 1, "ProbesPerTick %d < 1", c.ProbesPerTick)
+	check(c.PingsPerProbe >= 1 && c.PingsPerProbe <= 16, "PingsPerProbe %d not in [1,16]", c.PingsPerProbe)
+	check(c.Alpha > 0 && c.Alpha <= 1, "Alpha %v not in (0,1]", c.Alpha)
+	check(c.MaxFailures >= 1, "MaxFailures %d < 1", c.MaxFailures)
+	check(c.MaxKnown >= c.K+c.Random, "MaxKnown %d < K+Random %d", c.MaxKnown, c.K+c.Random)
+	check(c.MaxInbound >= 0, "MaxInbound %d < 0", c.MaxInbound)
+	// A neighbour renews its lease once per round over its K+Random
+	// neighbours; the lease must outlive a round.
+	round := c.ExchangeInterval * time.Duration(c.K+c.Random)
+	check(c.InboundLease > round, "InboundLease %v must exceed ExchangeInterval*(K+Random) = %v", c.InboundLease, round)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return nil
+}

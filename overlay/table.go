@@ -1,0 +1,189 @@
+package overlay
+
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// role is what a known peer is to us.
+type role uint8
+
+const (
+	roleNone      role = iota
+	roleNear           // one of the K lowest-RTT peers
+	roleLongRange      // one of the random long-range peers
+)
+
+// entry is what the table knows of one peer.
+type entry struct {
+	rtt          time.Duration // smoothed RTT; valid when measured
+	measured     bool
+	lastProbe    time.Time // when the last probe ended; zero: never probed
+	failures     int       // consecutive failed probes
+	deadUntil    time.Time // dead while now is before it
+	inboundUntil time.Time // it has us as a neighbour until then
+	probing      bool
+	role         role
+}
+
+func (e *entry) dead(now time.Time) bool    { return now.Before(e.deadUntil) }
+func (e *entry) inbound(now time.Time) bool { return now.Before(e.inboundUntil) && !e.dead(now) }
+
+// table is the overlay's peer table: known peers, their smoothed RTT, who is
+// dead, and the neighbour set. It is plain data: the run loop is its only
+// user, every method takes the time, and nothing in it does I/O, so its
+// rules are tested without a network.
+type table struct {
+	cfg   Config
+	self  peer.ID
+	peers map[peer.ID]*entry
+}
+
+func newTable(cfg Config, self peer.ID) *table {
+	return &table{cfg: cfg, self: self, peers: map[peer.ID]*entry{}}
+}
+
+// add makes p a known peer (to be measured). It reports whether p is new.
+// A full table makes room by forgetting a dead peer or the farthest peer
+// that is not a neighbour; if there is none, p is not added.
+func (t *table) add(p peer.ID, now time.Time) bool {
+	if p == t.self || p == "" {
+		return false
+	}
+	if _, ok := t.peers[p]; ok {
+		return false
+	}
+	if len(t.peers) >= t.cfg.MaxKnown && !t.evict(now) {
+		return false
+	}
+	t.peers[p] = &entry{}
+	return true
+}
+
+// evict forgets one peer to make room: a dead one first, else the measured
+// non-neighbour with the largest RTT. Peers being probed stay.
+func (t *table) evict(now time.Time) bool {
+	var victim peer.ID
+	var worst time.Duration = -1
+	for id, e := range t.peers {
+		switch {
+		case e.probing || e.role != roleNone || e.inbound(now):
+			continue
+		case e.dead(now):
+			delete(t.peers, id)
+			return true
+		case e.measured && e.rtt > worst:
+			victim, worst = id, e.rtt
+		}
+	}
+	if worst < 0 {
+		return false
+	}
+	delete(t.peers, victim)
+	return true
+}
+
+// observe records the outcome of a probe of p: an RTT sample, or a failure.
+// It reports whether the peer became dead. A result for a peer that is
+// unknown or already dead changes nothing.
+func (t *table) observe(p peer.ID, rtt time.Duration, failed bool, now time.Time) (died bool) {
+	e, ok := t.peers[p]
+	if !ok || e.dead(now) {
+		return false
+	}
+	e.probing = false
+	e.lastProbe = now
+	if failed {
+		e.failures++
+		if !e.measured || e.failures >= t.cfg.MaxFailures {
+			t.kill(p, now)
+			return true
+		}
+		return false
+	}
+	e.failures = 0
+	e.rtt = ewma(e.rtt, rtt, t.cfg.Alpha, e.measured)
+	e.measured = true
+	return false
+}
+
+// ewma folds a sample into a smoothed value; the first sample sets it.
+func ewma(old, sample time.Duration, alpha float64, have bool) time.Duration {
+	if !have {
+		return sample
+	}
+	return time.Duration(alpha*float64(sample) + (1-alpha)*float64(old))
+}
+
+// kill marks p dead for DeadFor: it is no neighbour, its RTT is forgotten
+// and it is not probed again until the mark ends or it revives.
+func (t *table) kill(p peer.ID, now time.Time) {
+	e, ok := t.peers[p]
+	if !ok {
+		if !t.add(p, now) {
+			return
+		}
+		e = t.peers[p]
+	}
+	*e = entry{deadUntil: now.Add(t.cfg.DeadFor), lastProbe: now}
+}
+
+// revive clears a dead mark when p shows it is alive (it connected to us or
+// spoke our protocol); p is then measured again from scratch.
+func (t *table) revive(p peer.ID, now time.Time) {
+	if e, ok := t.peers[p]; ok && e.dead(now) {
+		*e = entry{}
+		return
+	}
+	t.add(p, now)
+}
+
+// disconnected notes that the connection to p dropped. A neighbour's
+// disconnection counts as one failure: it is probed at once, first, and
+// one more failed probe makes it dead. Other peers are left alone, so the
+// connection manager can trim them.
+func (t *table) disconnected(p peer.ID, now time.Time) {
+	e, ok := t.peers[p]
+	if !ok || !e.measured || (e.role == roleNone && !e.inbound(now)) {
+		return
+	}
+	e.lastProbe = time.Time{}
+	e.failures = max(e.failures, 1)
+}
+
+// leaseInbound records that p has chosen us as a neighbour, until now +
+// InboundLease, unless MaxInbound peers already have. It reports whether p
+// holds a lease.
+func (t *table) leaseInbound(p peer.ID, now time.Time) bool {
+	t.revive(p, now)
+	e, ok := t.peers[p]
+	if !ok {
+		return false
+	}
+	if !e.inbound(now) && t.countInbound(now) >= t.cfg.MaxInbound {
+		return false
+	}
+	e.inboundUntil = now.Add(t.cfg.InboundLease)
+	return true
+}
+
+func (t *table) countInbound(now time.Time) int {
+	n := 0
+	for _, e := range t.peers {
+		if e.inbound(now) {
+			n++
+		}
+	}
+	return n
+}
+
+// expire forgets peers whose dead mark has ended; discovery finds them
+// again if they are still around.
+func (t *table) expire(now time.Time) {
+	for id, e := range t.peers {
+		if !e.deadUntil.IsZero() && !e.dead(now) && !e.probing {
+			delete(t.peers, id)
+		}
+	}
+}

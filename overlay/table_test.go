@@ -1,0 +1,261 @@
+package overlay
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func testTable(mut func(*Config)) *table {
+	cfg := DefaultConfig()
+	if mut != nil {
+		mut(&cfg)
+	}
+	return newTable(cfg, "self")
+}
+
+func TestTableSmoothsRTT(t *testing.T) {
+	tab := testTable(nil)
+	tab.add("a", t0)
+	tab.observe("a", 8*ms, false, t0)
+	if e := tab.peers["a"]; e.rtt != 8*ms || !e.measured {
+		t.Fatalf("first sample: rtt %v measured %v, want 8ms true", e.rtt, e.measured)
+	}
+	tab.observe("a", 40*ms, false, t0) // one outlier moves it by Alpha
+	if got := tab.peers["a"].rtt; got != 16*ms {
+		t.Fatalf("after outlier: %v, want 0.75*8+0.25*40 = 16ms", got)
+	}
+}
+
+func TestTableDeath(t *testing.T) {
+	tab := testTable(nil) // MaxFailures 2, DeadFor 2m
+	for _, p := range []peer.ID{"new", "old"} {
+		tab.add(p, t0)
+	}
+	tab.observe("old", 5*ms, false, t0)
+
+	if died := tab.observe("new", 0, true, t0); !died {
+		t.Fatal("a never-measured peer that fails is not dead")
+	}
+	if died := tab.observe("old", 0, true, t0); died {
+		t.Fatal("a measured peer died on its first failure")
+	}
+	if died := tab.observe("old", 0, true, t0); !died {
+		t.Fatal("a measured peer survived MaxFailures failures")
+	}
+	e := tab.peers["old"]
+	if !e.dead(t0) || e.measured || e.role != roleNone {
+		t.Fatalf("dead entry %+v keeps state", e)
+	}
+	if tab.observe("old", 1*ms, false, t0.Add(time.Second)); tab.peers["old"].measured {
+		t.Fatal("a late probe result revived a dead peer")
+	}
+	if got := tab.due(t0.Add(time.Minute), 10); len(got) != 0 {
+		t.Fatalf("dead peers are probed: %v", got)
+	}
+	tab.expire(t0.Add(time.Minute))
+	if _, ok := tab.peers["old"]; !ok {
+		t.Fatal("expired before DeadFor")
+	}
+	tab.expire(t0.Add(3 * time.Minute))
+	if len(tab.peers) != 0 {
+		t.Fatalf("dead peers not forgotten after DeadFor: %v", tab.peers)
+	}
+}
+
+func TestTableReviveAndMarkDead(t *testing.T) {
+	tab := testTable(nil)
+	tab.kill("x", t0) // MarkDead of an unknown peer still remembers it
+	if !tab.peers["x"].dead(t0) {
+		t.Fatal("killed peer not dead")
+	}
+	if tab.add("x", t0) {
+		t.Fatal("a dead peer was added again by discovery")
+	}
+	tab.revive("x", t0.Add(time.Second)) // it connected again
+	if e := tab.peers["x"]; e.dead(t0.Add(time.Second)) || e.measured {
+		t.Fatalf("revived peer %+v, want alive and unmeasured", e)
+	}
+	if got := tab.due(t0.Add(time.Second), 1); !slices.Equal(got, []peer.ID{"x"}) {
+		t.Fatalf("revived peer not probed: %v", got)
+	}
+}
+
+func TestTableBounded(t *testing.T) {
+	tab := testTable(func(c *Config) { c.MaxKnown = 10; c.K = 2; c.Random = 0 })
+	for i := range 10 {
+		p := peer.ID(fmt.Sprint("p", i))
+		tab.add(p, t0)
+		tab.observe(p, time.Duration(i+1)*ms, false, t0)
+	}
+	tab.reselect(t0, rand.New(rand.NewPCG(1, 1)))
+	tab.kill("p5", t0)
+	if !tab.add("q1", t0) {
+		t.Fatal("full table did not make room")
+	}
+	if _, ok := tab.peers["p5"]; ok {
+		t.Fatal("room was not taken from the dead peer first")
+	}
+	if !tab.add("q2", t0) {
+		t.Fatal("full table did not make room again")
+	}
+	if _, ok := tab.peers["p9"]; ok {
+		t.Fatal("room was not taken from the farthest peer")
+	}
+	// Only neighbours and unmeasured peers left to evict: refuse.
+	for i := range 8 {
+		tab.add(peer.ID(fmt.Sprint("r", i)), t0)
+	}
+	if len(tab.peers) != 10 {
+		t.Fatalf("table grew to %d, bound 10", len(tab.peers))
+	}
+	for _, p := range []peer.ID{"p0", "p1"} {
+		if _, ok := tab.peers[p]; !ok {
+			t.Fatalf("neighbour %s evicted", p)
+		}
+	}
+	if tab.add("self", t0) || tab.add("", t0) {
+		t.Fatal("added self or an empty id")
+	}
+}
+
+func TestTableDueOrder(t *testing.T) {
+	tab := testTable(func(c *Config) { c.K = 1; c.Random = 0 })
+	for _, p := range []peer.ID{"nb", "failing", "new", "stale", "fresh"} {
+		tab.add(p, t0)
+	}
+	for _, p := range []peer.ID{"nb", "failing", "stale", "fresh"} {
+		tab.observe(p, 5*ms, false, t0)
+	}
+	tab.observe("nb", 1*ms, false, t0)
+	tab.reselect(t0, rand.New(rand.NewPCG(1, 1))) // nb is the nearest
+	now := t0.Add(6 * time.Minute)
+	tab.observe("failing", 0, true, now.Add(-time.Minute))
+	tab.observe("fresh", 5*ms, false, now.Add(-time.Second))
+
+	got := tab.due(now, 10)
+	want := []peer.ID{"failing", "nb", "new", "stale"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("due %v, want %v (fresh is not due)", got, want)
+	}
+	if again := tab.due(now, 10); len(again) != 0 {
+		t.Fatalf("peers being probed are due again: %v", again)
+	}
+	tab.observe("nb", 1*ms, false, now)
+	if got := tab.due(now.Add(14*time.Second), 10); len(got) != 0 {
+		t.Fatalf("neighbour due before NeighbourRefresh: %v", got)
+	}
+	if got := tab.due(now.Add(15*time.Second), 1); !slices.Equal(got, []peer.ID{"nb"}) {
+		t.Fatalf("neighbour not due after NeighbourRefresh: %v", got)
+	}
+}
+
+func TestTableInboundLease(t *testing.T) {
+	tab := testTable(func(c *Config) { c.MaxInbound = 2 })
+	for _, p := range []peer.ID{"a", "b"} {
+		if !tab.leaseInbound(p, t0) {
+			t.Fatalf("lease for %s refused", p)
+		}
+	}
+	if tab.leaseInbound("c", t0) {
+		t.Fatal("lease beyond MaxInbound granted")
+	}
+	if !tab.leaseInbound("a", t0.Add(time.Minute)) {
+		t.Fatal("a renewal was refused")
+	}
+	later := t0.Add(2*time.Minute + time.Second) // b's lease ended, a's did not
+	infos := tab.infos(later)
+	in := map[peer.ID]bool{}
+	for _, p := range infos {
+		in[p.ID] = p.Inbound
+	}
+	if !in["a"] || in["b"] || in["c"] {
+		t.Fatalf("inbound after leases: %v, want only a", in)
+	}
+	if got := neighbours(infos, nil); !slices.Equal(got, []peer.ID{"a"}) {
+		t.Fatalf("neighbours %v, want the inbound peer a", got)
+	}
+}
+
+func TestTableDisconnected(t *testing.T) {
+	tab := testTable(func(c *Config) { c.K = 1; c.Random = 0 })
+	for _, p := range []peer.ID{"nb", "other"} {
+		tab.add(p, t0)
+	}
+	tab.observe("nb", 1*ms, false, t0)
+	tab.observe("other", 9*ms, false, t0)
+	tab.reselect(t0, rand.New(rand.NewPCG(1, 1)))
+	tab.disconnected("nb", t0)
+	tab.disconnected("other", t0) // trimmed by the connection manager: fine
+	if got := tab.due(t0.Add(time.Second), 10); !slices.Equal(got, []peer.ID{"nb"}) {
+		t.Fatalf("due after disconnections %v, want just the neighbour", got)
+	}
+	if died := tab.observe("nb", 0, true, t0.Add(time.Second)); !died {
+		t.Fatal("a disconnected neighbour that fails one probe is not dead")
+	}
+	tab.reselect(t0.Add(time.Second), rand.New(rand.NewPCG(1, 1)))
+	if got := tab.outbound(); !slices.Equal(got, []peer.ID{"other"}) {
+		t.Fatalf("neighbours after death %v, want [other]", got)
+	}
+}
+
+// TestTableThreeSites builds the table of an agent in a 3-site topology
+// (1ms inside a site, 20 and 40ms to the others) and checks that its
+// nearest are its site mates and its long-range links are elsewhere.
+func TestTableThreeSites(t *testing.T) {
+	tab := testTable(nil) // K 6, Random 2
+	rtt := map[string]time.Duration{"a": 1 * ms, "b": 20 * ms, "c": 40 * ms}
+	for _, site := range []string{"a", "b", "c"} {
+		for i := range 8 {
+			p := peer.ID(fmt.Sprintf("%s%d", site, i))
+			tab.add(p, t0)
+			tab.observe(p, rtt[site]+time.Duration(i)*100*time.Microsecond, false, t0)
+		}
+	}
+	if changed := tab.reselect(t0, rand.New(rand.NewPCG(3, 3))); !changed {
+		t.Fatal("first selection reported no change")
+	}
+	out := tab.outbound()
+	if !slices.Equal(out[:6], []peer.ID{"a0", "a1", "a2", "a3", "a4", "a5"}) {
+		t.Fatalf("nearest %v, want a0..a5", out[:6])
+	}
+	if len(out) != 8 {
+		t.Fatalf("%d neighbours, want 8", len(out))
+	}
+	if changed := tab.reselect(t0, rand.New(rand.NewPCG(9, 9))); changed {
+		t.Fatal("reselection with nothing new changed the set (long-range links must stay)")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	if err := FastConfig().validate(); err != nil {
+		t.Fatalf("fast config: %v", err)
+	}
+	for name, mut := range map[string]func(*Config){
+		"K":            func(c *Config) { c.K = 0 },
+		"prefix":       func(c *Config) { c.ProtocolPrefix = "zorilla" },
+		"public dht":   func(c *Config) { c.ProtocolPrefix = "/ipfs" },
+		"tick":         func(c *Config) { c.Tick = 0 },
+		"alpha":        func(c *Config) { c.Alpha = 1.5 },
+		"max known":    func(c *Config) { c.MaxKnown = 3 },
+		"short lease":  func(c *Config) { c.InboundLease = c.ExchangeInterval },
+		"pings":        func(c *Config) { c.PingsPerProbe = 0 },
+		"max failures": func(c *Config) { c.MaxFailures = 0 },
+	} {
+		c := DefaultConfig()
+		mut(&c)
+		if err := c.validate(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: got %v, want ErrInvalidConfig", name, err)
+		}
+	}
+}
