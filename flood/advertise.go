@@ -1,0 +1,101 @@
+package flood
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrMaxRadius is returned by Advertise when the largest radius has been
+// flooded and waited for without enough offers.
+var ErrMaxRadius = errors.New("flood: largest radius flooded without enough offers")
+
+// Schedule is the submitter's growing-radius loop: flood radius 1 and wait
+// First; flood radius 2 and wait First*Factor; and so on up to MaxRadius.
+type Schedule struct {
+	First     time.Duration // wait after the radius-1 flood
+	Factor    float64       // each wait is the previous one times Factor (>= 1)
+	MaxRadius int           // last radius; 0, or more than the Flooder's MaxTTL, means MaxTTL
+}
+
+// ZorillaSchedule is the schedule of Zorilla's flood scheduler: waits of
+// 1 s, 2 s, 4 s, ... up to the Flooder's MaxTTL.
+func ZorillaSchedule() Schedule { return Schedule{First: time.Second, Factor: 2} }
+
+func (s Schedule) validate() error {
+	if s.First <= 0 || s.Factor < 1 || math.IsInf(s.Factor, 0) || s.MaxRadius < 0 {
+		return fmt.Errorf("flood: schedule %+v: need First > 0, finite Factor >= 1, MaxRadius >= 0", s)
+	}
+	return nil
+}
+
+// next is the wait after w, kept within time.Duration's range.
+func (s Schedule) next(w time.Duration) time.Duration {
+	n := float64(w) * s.Factor
+	if n >= math.MaxInt64/2 {
+		return math.MaxInt64 / 2
+	}
+	return time.Duration(n)
+}
+
+// Advertise runs the submitter's loop for a (Zorilla's thread 1): flood
+// with radius 1, wait; radius 2, wait longer; ... It returns nil as soon as
+// enough is closed (the caller collects offers beside it and closes enough
+// when it has them), ctx's error when ctx ends (the job's scheduling
+// deadline), ErrMaxRadius after the wait of the largest radius, and
+// ErrClosed when the Flooder closes. A nil enough never fires.
+func (f *Flooder) Advertise(ctx context.Context, a Advert, enough <-chan struct{}, sched Schedule) error {
+	if err := sched.validate(); err != nil {
+		return err
+	}
+	maxRadius := f.cfg.MaxTTL
+	if sched.MaxRadius > 0 && sched.MaxRadius < maxRadius {
+		maxRadius = sched.MaxRadius
+	}
+	lp := loop{
+		flood: func(ctx context.Context, r int) error { return f.Flood(ctx, a, r) },
+		after: f.cfg.Clock.After,
+		done:  f.ctx.Done(),
+	}
+	return lp.run(ctx, enough, sched, maxRadius)
+}
+
+// loop is the I/O the growing-radius loop needs, so that tests can drive it
+// with a fake flood and clock.
+type loop struct {
+	flood func(ctx context.Context, radius int) error
+	after func(time.Duration) <-chan time.Time
+	done  <-chan struct{} // the Flooder's end
+}
+
+func (lp loop) run(ctx context.Context, enough <-chan struct{}, sched Schedule, maxRadius int) error {
+	wait := sched.First
+	for radius := 1; ; radius++ {
+		select {
+		case <-enough:
+			return nil
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := lp.flood(ctx, radius); err != nil {
+			return err
+		}
+		select {
+		case <-enough:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-lp.done:
+			return ErrClosed
+		case <-lp.after(wait):
+		}
+		if radius >= maxRadius {
+			return fmt.Errorf("%w (radius %d)", ErrMaxRadius, radius)
+		}
+		wait = sched.next(wait)
+	}
+}
