@@ -207,6 +207,27 @@ func seal(a Advert, key crypto.PrivKey) ([]byte, error) {
 // fields a local caller gave, and signs. self and addrs are the local
 // peer's; key is its private key.
 func prepare(a Advert, self peer.ID, addrs []ma.Multiaddr, key crypto.PrivKey, c Config) (Advert, error) {
+	a, err := fill(a, self, addrs, c)
+	if err != nil {
+		return a, err
+	}
+	env, err := seal(a, key)
+	if err != nil {
+		return a, err
+	}
+	msg, err := encodeMessage(env, c.MaxTTL)
+	if err != nil {
+		return a, err
+	}
+	if len(msg) > c.MaxAdvertSize {
+		return a, fmt.Errorf("%w: advert %s is %d bytes, limit %d", ErrOversized, a.Job, len(msg), c.MaxAdvertSize)
+	}
+	a.env = env
+	return a, nil
+}
+
+// fill sets the defaults of a local advert and checks it.
+func fill(a Advert, self peer.ID, addrs []ma.Multiaddr, c Config) (Advert, error) {
 	if a.Submitter == "" {
 		a.Submitter = self
 	}
@@ -216,7 +237,7 @@ func prepare(a Advert, self peer.ID, addrs []ma.Multiaddr, key crypto.PrivKey, c
 	if a.Job == "" || len(a.Job) > MaxJobLen {
 		return a, fmt.Errorf("flood: job ID of %d bytes outside 1..%d", len(a.Job), MaxJobLen)
 	}
-	if a.Addrs == nil && len(addrs) > 0 {
+	if a.Addrs == nil {
 		a.Addrs = addrs[:min(len(addrs), MaxAddrs)]
 	}
 	if len(a.Addrs) > MaxAddrs {
@@ -232,17 +253,5 @@ func prepare(a Advert, self peer.ID, addrs []ma.Multiaddr, key crypto.PrivKey, c
 	if err := checkTimes(a, c.MaxLifetime, now); err != nil {
 		return a, fmt.Errorf("flood: advert %s: %w", a.Job, err)
 	}
-	env, err := seal(a, key)
-	if err != nil {
-		return a, err
-	}
-	msg, err := encodeMessage(env, c.MaxTTL)
-	if err != nil {
-		return a, err
-	}
-	if len(msg) > c.MaxAdvertSize {
-		return a, fmt.Errorf("%w: advert %s is %d bytes, limit %d", ErrOversized, a.Job, len(msg), c.MaxAdvertSize)
-	}
-	a.env = env
 	return a, nil
 }
