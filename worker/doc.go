@@ -2,5 +2,39 @@
 // (J applications, P processes each, cores, memory, requirements, allow and
 // deny lists) as a pure function, reservation leases with expiry, staging of
 // programs and inputs verified by sha256, and launching, watching, limiting
-// and cleaning up the processes of the jobs this machine takes part in.
+// and cleaning up the processes of the jobs this machine takes part in
+// (subpackage proc).
+//
+// # Deciding on an advert
+//
+// Decide(policy, usage, submitter, need) is P2P-MPI's gatekeeper test
+// (section 4.2, step 4) plus Zorilla's requirements: the submitter is not
+// denied (and is allowed, when an allow list is set), fewer than J
+// applications are running or reserved, OS, arch, labels, cores and memory
+// match, and the offer is c = min(P, free cores, n) processes. It is pure
+// and table-tested; its Reason is meant for logs and `submit --dry-run`.
+//
+// # Leases
+//
+// Leases is the table of what this machine has promised. Admit decides and
+// reserves in one step under the table's lock, so two adverts arriving at
+// once can never both be offered the same cores. A lease has a random key
+// that only the submitter learns (in the offer) and must quote back:
+//
+//   - Commit(key, job) when the submitter places processes here: the lease
+//     stops expiring; Shrink it to what the plan actually uses;
+//   - Release(key) on a cancel, on a commit that does not use this host, and
+//     when the job's processes are gone;
+//   - otherwise the lease expires (LeaseConfig.DefaultTTL, capped by MaxTTL)
+//     and its slots come back.
+//
+// Expiry is lazy, evaluated against the injected clock on every call, so
+// no goroutine runs behind the table. Usage() is what the leases hold, the
+// input Decide needs. A job holds at most one lease per machine: a wider
+// flood that reaches the machine again gets no second offer.
+//
+// Allow and deny files (--allow FILE, --deny FILE) hold one peer ID per
+// line with '#' comments; LoadPeerList reads them. With no allow list every
+// submitter that is not denied is accepted; an empty allow file accepts
+// nobody.
 package worker

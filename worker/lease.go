@@ -1,0 +1,329 @@
+package worker
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+var log = logging.Logger("zorilla/worker")
+
+// Lease errors.
+var (
+	ErrNoLease   = errors.New("worker: no such lease") // unknown, released or expired
+	ErrWrongJob  = errors.New("worker: lease is for another job")
+	ErrCapacity  = errors.New("worker: not enough free capacity")
+	ErrJobLeased = errors.New("worker: job already holds a lease here")
+)
+
+// Lease is a reservation of slots on this machine for one job, made when
+// the worker answers an advert with an offer. Until it is committed it
+// expires, and its slots come back; once committed it lasts until
+// released, when the job's processes are gone.
+type Lease struct {
+	Key       string // secret: sent only to the submitter, quoted in commit and cancel
+	Job       job.ID
+	Submitter peer.ID
+	Slots     int       // processes offered
+	Cores     int       // cores held
+	Memory    int64     // bytes held
+	Expires   time.Time // zero once committed
+	Committed bool
+}
+
+// LeaseConfig configures a lease table.
+type LeaseConfig struct {
+	// DefaultTTL is a lease's life when Reserve is given 0.
+	DefaultTTL time.Duration
+	// MaxTTL caps any lease's life before commit; longer asks are cut.
+	MaxTTL time.Duration
+	// Now is the clock; nil means time.Now. Tests inject one.
+	Now func() time.Time
+}
+
+// DefaultLeaseConfig returns the settings of a real agent.
+func DefaultLeaseConfig() LeaseConfig {
+	return LeaseConfig{
+		// 30 s: a submitter commits as soon as it has enough offers, which
+		// with Zorilla's doubling waits is seconds after the offer; slots
+		// promised to a submitter that vanished come back quickly.
+		DefaultTTL: 30 * time.Second,
+		// 10 minutes: a job may search for hosts for minutes (its
+		// scheduling deadline) while holding early offers; longer than
+		// that, an idle promise only blocks others.
+		MaxTTL: 10 * time.Minute,
+	}
+}
+
+func (c LeaseConfig) validate() error {
+	if c.DefaultTTL <= 0 || c.MaxTTL < c.DefaultTTL {
+		return fmt.Errorf("lease config: need 0 < DefaultTTL <= MaxTTL, got %v and %v", c.DefaultTTL, c.MaxTTL)
+	}
+	return nil
+}
+
+// Leases is this machine's table of leases, checked against the owner
+// policy so that the same slots are never promised twice. Expiry is lazy:
+// every call first drops the leases whose time has passed, so with an
+// injected clock it is exactly reproducible. All methods are safe for
+// concurrent use; mu guards every field below it.
+type Leases struct {
+	now        func() time.Time
+	defaultTTL time.Duration
+	maxTTL     time.Duration
+
+	mu     sync.Mutex
+	policy Policy
+	byKey  map[string]*Lease
+	byJob  map[job.ID]*Lease
+}
+
+// NewLeases returns an empty lease table under policy p.
+func NewLeases(p Policy, cfg LeaseConfig) (*Leases, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("lease table: policy: %w", err)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Leases{now: now, defaultTTL: cfg.DefaultTTL, maxTTL: cfg.MaxTTL,
+		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}}, nil
+}
+
+// SetPolicy replaces the policy (the owner changed a setting or reloaded an
+// allow list). Existing leases stay; new ones see the new limits.
+func (l *Leases) SetPolicy(p Policy) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("set policy: %w", err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.policy = p
+	return nil
+}
+
+// Policy returns the current policy.
+func (l *Leases) Policy() Policy {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.policy
+}
+
+// Admit decides on an advert and, when the policy accepts, reserves what
+// the decision offers, in one step: two adverts deciding at once cannot
+// both count the same free cores. A refusal returns the Decision with its
+// reason and no error; an error means the decision accepted but the
+// reservation failed (the job already holds a lease here).
+func (l *Leases) Admit(submitter peer.ID, need job.Need, ttl time.Duration) (Decision, Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	d := Decide(l.policy, l.usage(), submitter, need)
+	if !d.Accept {
+		return d, Lease{}, nil
+	}
+	ls, err := l.reserve(need.Job, submitter, d.Slots, d.Cores, d.Memory, ttl)
+	return d, ls, err
+}
+
+// Reserve holds slots, cores and memory for a job for ttl (0: the default;
+// more than MaxTTL: MaxTTL), under a fresh random key. It fails with
+// ErrCapacity when the policy's J, P, cores or memory would be exceeded,
+// and with ErrJobLeased when the job already holds a lease here.
+func (l *Leases) Reserve(j job.ID, submitter peer.ID, slots, cores int, memory int64, ttl time.Duration) (Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	return l.reserve(j, submitter, slots, cores, memory, ttl)
+}
+
+func (l *Leases) reserve(j job.ID, submitter peer.ID, slots, cores int, memory int64, ttl time.Duration) (Lease, error) {
+	if _, err := job.ParseID(string(j)); err != nil {
+		return Lease{}, fmt.Errorf("reserve: %w", err)
+	}
+	if slots < 1 || cores < slots || memory < 0 || ttl < 0 {
+		return Lease{}, fmt.Errorf("reserve %s: need slots >= 1, cores >= slots, memory >= 0, ttl >= 0; got %d, %d, %d, %v",
+			j, slots, cores, memory, ttl)
+	}
+	if _, held := l.byJob[j]; held {
+		return Lease{}, fmt.Errorf("reserve %s: %w", j, ErrJobLeased)
+	}
+	if err := fits(l.policy, l.usage(), slots, cores, memory); err != nil {
+		return Lease{}, fmt.Errorf("reserve %s: %w", j, err)
+	}
+	if ttl == 0 {
+		ttl = l.defaultTTL
+	}
+	ls := &Lease{Key: newLeaseKey(), Job: j, Submitter: submitter, Slots: slots, Cores: cores,
+		Memory: memory, Expires: l.now().Add(min(ttl, l.maxTTL))}
+	l.byKey[ls.Key], l.byJob[j] = ls, ls
+	return *ls, nil
+}
+
+// fits checks one more reservation against the policy's capacity.
+func fits(p Policy, u Usage, slots, cores int, memory int64) error {
+	switch {
+	case u.Jobs+1 > p.MaxJobs:
+		return fmt.Errorf("%w: %d of J=%d applications", ErrCapacity, u.Jobs, p.MaxJobs)
+	case slots > p.MaxProcs:
+		return fmt.Errorf("%w: %d processes, P=%d", ErrCapacity, slots, p.MaxProcs)
+	case u.Cores+cores > p.Cores:
+		return fmt.Errorf("%w: %d cores asked, %d of %d free", ErrCapacity, cores, p.Cores-u.Cores, p.Cores)
+	case u.Memory+memory > p.Memory:
+		return fmt.Errorf("%w: %d bytes asked, %d of %d free", ErrCapacity, memory, p.Memory-u.Memory, p.Memory)
+	}
+	return nil
+}
+
+// newLeaseKey returns 128 random bits, URL-safe.
+func newLeaseKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails: crypto/rand crashes the program instead
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Commit turns a lease into the job's hold on this machine: it stops
+// expiring. The key must name a live lease of that job. Committing twice is
+// harmless.
+func (l *Leases) Commit(key string, j job.ID) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	ls, ok := l.byKey[key]
+	if !ok {
+		return fmt.Errorf("commit %s: %w", j, ErrNoLease)
+	}
+	if ls.Job != j {
+		return fmt.Errorf("commit %s: %w", j, ErrWrongJob)
+	}
+	ls.Committed, ls.Expires = true, time.Time{}
+	return nil
+}
+
+// Shrink lowers what a lease holds to what the job uses (a commit that
+// places fewer processes than offered); the rest comes back at once. It
+// never grows a lease.
+func (l *Leases) Shrink(key string, slots, cores int, memory int64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	ls, ok := l.byKey[key]
+	if !ok {
+		return fmt.Errorf("shrink: %w", ErrNoLease)
+	}
+	if slots < 1 || cores < slots || memory < 0 || slots > ls.Slots || cores > ls.Cores || memory > ls.Memory {
+		return fmt.Errorf("shrink %s: %d slots, %d cores, %d bytes do not fit in the lease's %d, %d, %d",
+			ls.Job, slots, cores, memory, ls.Slots, ls.Cores, ls.Memory)
+	}
+	ls.Slots, ls.Cores, ls.Memory = slots, cores, memory
+	return nil
+}
+
+// Release ends a lease (a cancel, a commit elsewhere, or the end of the
+// job) and returns what it held.
+func (l *Leases) Release(key string) (Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	ls, ok := l.byKey[key]
+	if !ok {
+		return Lease{}, fmt.Errorf("release: %w", ErrNoLease)
+	}
+	l.remove(ls)
+	return *ls, nil
+}
+
+// Get returns a live lease by key.
+func (l *Leases) Get(key string) (Lease, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	ls, ok := l.byKey[key]
+	if !ok {
+		return Lease{}, false
+	}
+	return *ls, true
+}
+
+// ByJob returns the live lease a job holds here.
+func (l *Leases) ByJob(j job.ID) (Lease, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	ls, ok := l.byJob[j]
+	if !ok {
+		return Lease{}, false
+	}
+	return *ls, true
+}
+
+// Usage is what the live leases hold; it feeds Decide.
+func (l *Leases) Usage() Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	return l.usage()
+}
+
+// List returns the live leases, ordered by job.
+func (l *Leases) List() []Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	out := make([]Lease, 0, len(l.byKey))
+	for _, ls := range l.byKey {
+		out = append(out, *ls)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Job < out[j].Job })
+	return out
+}
+
+// Expire drops the leases whose time has passed and returns them. Every
+// other method does the same silently; an owner that wants to log expiries
+// calls Expire on a timer.
+func (l *Leases) Expire() []Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sweep()
+}
+
+func (l *Leases) sweep() []Lease {
+	now := l.now()
+	var gone []Lease
+	for _, ls := range l.byKey {
+		if !ls.Committed && !now.Before(ls.Expires) {
+			l.remove(ls)
+			gone = append(gone, *ls)
+			log.Debugf("lease for job %s expired, %d slots back", ls.Job, ls.Slots)
+		}
+	}
+	return gone
+}
+
+func (l *Leases) remove(ls *Lease) {
+	delete(l.byKey, ls.Key)
+	delete(l.byJob, ls.Job)
+}
+
+func (l *Leases) usage() Usage {
+	var u Usage
+	for _, ls := range l.byKey {
+		u.Jobs++
+		u.Cores += ls.Cores
+		u.Memory += ls.Memory
+	}
+	return u
+}

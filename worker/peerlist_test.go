@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+func realPeers(t testing.TB, n int) []peer.ID {
+	t.Helper()
+	src := rand.NewChaCha8([32]byte{3})
+	out := make([]peer.ID, n)
+	for i := range out {
+		_, pub, err := crypto.GenerateEd25519Key(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out[i], err = peer.IDFromPublicKey(pub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestParsePeerList(t *testing.T) {
+	ids := realPeers(t, 3)
+	text := "# lab machines\n" + ids[0].String() + "\n\n   " + ids[1].String() + "   # bob's desktop\n" +
+		ids[0].String() + "\n" + ids[2].String()
+	got, err := ParsePeerList(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || !got[ids[0]] || !got[ids[1]] || !got[ids[2]] {
+		t.Fatalf("got %v", got)
+	}
+	empty, err := ParsePeerList(strings.NewReader("# nobody\n\n"))
+	if err != nil || empty == nil || len(empty) != 0 {
+		t.Fatalf("empty list = %v, %v; want an empty non-nil set", empty, err)
+	}
+}
+
+func TestParsePeerListErrorsNameTheLine(t *testing.T) {
+	ids := realPeers(t, 1)
+	tests := map[string]string{
+		ids[0].String() + "\nnot-a-peer\n":             "line 2:",
+		"\n\n" + ids[0].String() + " extra\n":          "line 3:",
+		strings.Repeat("x", maxPeerListLine+10) + "\n": "line 1: longer than",
+	}
+	for in, want := range tests {
+		_, err := ParsePeerList(strings.NewReader(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+}
+
+func TestLoadPeerList(t *testing.T) {
+	ids := realPeers(t, 2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "deny")
+	if err := os.WriteFile(path, []byte(ids[0].String()+"\n"+ids[1].String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deny, err := LoadPeerList(path)
+	if err != nil || len(deny) != 2 {
+		t.Fatalf("LoadPeerList = %v, %v", deny, err)
+	}
+	if _, err := LoadPeerList(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("missing file accepted")
+	}
+	if err := os.WriteFile(path, []byte("junk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPeerList(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("error %v should name the file and line", err)
+	}
+	// End to end with the policy: a denied submitter gets no offer.
+	p := host()
+	p.Deny = deny
+	if d := Decide(p, Usage{}, ids[1], need(1, job.Requirements{})); d.Accept {
+		t.Fatal("denied submitter accepted")
+	}
+}
+
+func FuzzParsePeerList(f *testing.F) {
+	ids := realPeers(f, 2)
+	f.Add(ids[0].String() + "\n# c\n" + ids[1].String())
+	f.Add("junk\n")
+	f.Add("#\n\n\r\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParsePeerList(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for id := range got {
+			if err := id.Validate(); err != nil {
+				t.Fatalf("accepted invalid peer ID %q", id)
+			}
+		}
+	})
+}

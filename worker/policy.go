@@ -1,0 +1,149 @@
+package worker
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/pbnjay/memory"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// Policy is what the owner of a machine lends to the network (P2P-MPI's
+// owner preferences, section 4.1): how many applications at once (J), how
+// many processes each (P), the cores and memory lent in all, what the
+// machine is (OS, arch, labels), and who may use it.
+type Policy struct {
+	MaxJobs  int      // J: applications running or reserved at once
+	MaxProcs int      // P: processes of one application
+	Cores    int      // cores lent in all; each process holds one
+	Memory   int64    // bytes lent in all
+	OS, Arch string   // what this machine is (GOOS, GOARCH)
+	Labels   []string // owner-set labels a job may require ("gpu", "site=nancy")
+	// Allow and Deny are the submitters' peer IDs read by LoadPeerList.
+	// A nil Allow accepts every submitter that is not denied; an empty
+	// non-nil Allow accepts nobody. Deny wins over Allow.
+	Allow, Deny map[peer.ID]bool
+}
+
+// MaxJobsLimit bounds J: more applications at once than this on one
+// machine is a typo.
+const MaxJobsLimit = 1024
+
+// MaxHostLabels bounds the labels an owner may set.
+const MaxHostLabels = 256
+
+// DefaultPolicy describes this machine with P2P-MPI's usual setting for a
+// multi-core host: one application at a time (J = 1, so jobs never compete
+// for the cores) with one process per core (P = cores). Three quarters of
+// the memory is lent, leaving the rest to the owner. Every submitter not
+// denied is accepted.
+func DefaultPolicy() Policy {
+	cores := runtime.NumCPU()
+	mem := int64(min(memory.TotalMemory()/4*3, uint64(job.MaxSize)))
+	return Policy{MaxJobs: 1, MaxProcs: cores, Cores: cores, Memory: mem, OS: runtime.GOOS, Arch: runtime.GOARCH}
+}
+
+// Validate checks a policy's bounds; errors name the setting.
+func (p Policy) Validate() error {
+	switch {
+	case p.MaxJobs < 0 || p.MaxJobs > MaxJobsLimit:
+		return fmt.Errorf("max-jobs: must be 0..%d, got %d", MaxJobsLimit, p.MaxJobs)
+	case p.MaxProcs < 0 || p.MaxProcs > job.MaxProcs:
+		return fmt.Errorf("max-procs: must be 0..%d, got %d", job.MaxProcs, p.MaxProcs)
+	case p.Cores < 0 || p.Cores > job.MaxCores:
+		return fmt.Errorf("cores: must be 0..%d, got %d", job.MaxCores, p.Cores)
+	case p.Memory < 0 || p.Memory > job.MaxSize:
+		return fmt.Errorf("memory: must be 0..%d bytes, got %d", job.MaxSize, p.Memory)
+	case len(p.Labels) > MaxHostLabels:
+		return fmt.Errorf("labels: at most %d, got %d", MaxHostLabels, len(p.Labels))
+	}
+	if err := (job.Requirements{OS: p.OS, Arch: p.Arch}).Validate(); err != nil {
+		return err
+	}
+	for _, l := range p.Labels {
+		if err := job.CheckLabel(l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Usage is what this machine has promised: applications running or
+// reserved, and the cores and memory they hold.
+type Usage struct {
+	Jobs   int
+	Cores  int
+	Memory int64
+}
+
+// Decision is the policy's answer to an advert. When Accept is set the
+// worker offers Slots processes (c = min(P, free cores, n)) and holds Cores
+// cores and Memory bytes for the job. Reason says why, for logs and for
+// `submit --dry-run`.
+type Decision struct {
+	Accept bool
+	Slots  int
+	Cores  int
+	Memory int64
+	Reason string
+}
+
+func refuse(format string, a ...any) Decision {
+	return Decision{Reason: fmt.Sprintf(format, a...)}
+}
+
+// Decide applies the owner policy to an advert from submitter: the
+// submitter is not denied (and is allowed, when there is an allow list),
+// fewer than J applications are running or reserved, the requirements are
+// met, and at least one process fits. It is a pure function of its
+// arguments.
+func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
+	if err := need.Validate(); err != nil {
+		return refuse("bad request: %v", err)
+	}
+	if p.Deny[submitter] {
+		return refuse("submitter %s is denied", submitter)
+	}
+	if p.Allow != nil && !p.Allow[submitter] {
+		return refuse("submitter %s is not in the allow list", submitter)
+	}
+	if u.Jobs >= p.MaxJobs {
+		return refuse("busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
+	}
+	if why := unmet(p, need.Req); why != "" {
+		return refuse("%s", why)
+	}
+	freeCores, freeMem := p.Cores-u.Cores, p.Memory-u.Memory
+	if need.Req.MinCores > freeCores {
+		return refuse("requires %d cores, %d free", need.Req.MinCores, max(freeCores, 0))
+	}
+	if need.Req.MinMemory > freeMem {
+		return refuse("requires %s of memory, %s free", job.FormatSize(need.Req.MinMemory), job.FormatSize(max(freeMem, 0)))
+	}
+	slots := min(p.MaxProcs, freeCores, need.N)
+	if slots < 1 {
+		return refuse("no free slot: P=%d, %d cores free", p.MaxProcs, max(freeCores, 0))
+	}
+	return Decision{Accept: true, Slots: slots, Cores: max(slots, need.Req.MinCores),
+		Memory: need.Req.MinMemory, Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
+}
+
+// unmet says which fixed requirement (OS, arch, labels) this machine does
+// not meet, or "".
+func unmet(p Policy, r job.Requirements) string {
+	if r.OS != "" && r.OS != p.OS {
+		return fmt.Sprintf("requires os=%s, this host is %s", r.OS, p.OS)
+	}
+	if r.Arch != "" && r.Arch != p.Arch {
+		return fmt.Sprintf("requires arch=%s, this host is %s", r.Arch, p.Arch)
+	}
+	for _, l := range r.Labels {
+		if !slices.Contains(p.Labels, l) {
+			return fmt.Sprintf("requires label %q", l)
+		}
+	}
+	return ""
+}
