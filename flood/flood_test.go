@@ -91,18 +91,7 @@ func TestNoStormOnGrid(t *testing.T) {
 			})
 		}
 	}
-	var expect uint64 // every decision sends to each neighbour but the one it came from
-	for i := range adj {
-		st := c.fl[i].Stats()
-		expect += st.Originated*uint64(len(adj[i])) + st.Forwarded*uint64(len(adj[i])-1)
-	}
-	total := func() (n uint64) {
-		for _, f := range c.fl {
-			n += f.Stats().Sent
-		}
-		return n
-	}
-	waitFor(t, "every decided message sent", func() bool { return total() == expect })
+	expect := waitSent(t, c, adj)
 	for i := range adj {
 		st, ds := c.fl[i].Stats(), c.rec[i].deliveries()
 		withRoom := 0
@@ -184,4 +173,24 @@ func TestNewRefusesBadArguments(t *testing.T) {
 	if _, err := New(h, nb, deliver, bad); err == nil {
 		t.Error("bad config accepted")
 	}
+}
+
+// waitSent waits until every forwarding decision made so far has been sent
+// (to each neighbour but the one the advert came from: adj is symmetric)
+// and returns the number of messages.
+func waitSent(t testing.TB, c *cluster, adj [][]int) uint64 {
+	t.Helper()
+	var expect uint64
+	for i := range adj {
+		st := c.fl[i].Stats()
+		expect += st.Originated*uint64(len(adj[i])) + st.Forwarded*uint64(len(adj[i])-1)
+	}
+	waitFor(t, "every decided message sent", func() bool {
+		var n uint64
+		for _, f := range c.fl {
+			n += f.Stats().Sent
+		}
+		return n == expect
+	})
+	return expect
 }

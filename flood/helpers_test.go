@@ -26,7 +26,7 @@ func testConfig() Config {
 }
 
 // waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	tick := time.NewTicker(time.Millisecond)
@@ -76,7 +76,7 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 }
 
 // nextWait returns the next After the code under test asked for.
-func (c *fakeClock) nextWait(t *testing.T) fakeWait {
+func (c *fakeClock) nextWait(t testing.TB) fakeWait {
 	t.Helper()
 	select {
 	case w := <-c.waits:
@@ -122,7 +122,7 @@ func (r *recorder) deliveries() []delivery {
 }
 
 // newHosts makes n mocknet hosts with seeded Ed25519 keys, all linked.
-func newHosts(t *testing.T, n int) []host.Host {
+func newHosts(t testing.TB, n int) []host.Host {
 	t.Helper()
 	mn := mocknet.New()
 	t.Cleanup(func() { _ = mn.Close() })
@@ -152,14 +152,14 @@ type cluster struct {
 
 // newCluster builds adj's topology (adj[i] lists i's neighbours) on mocknet;
 // cfgFor may change each node's config.
-func newCluster(t *testing.T, adj [][]int, cfgFor func(i int, c *Config)) *cluster {
+func newCluster(t testing.TB, adj [][]int, cfgFor func(i int, c *Config)) *cluster {
 	t.Helper()
 	return newClusterWithBare(t, adj, 0, cfgFor)
 }
 
 // newClusterWithBare adds bare hosts, without a Flooder, after adj's nodes
 // on the same mocknet: hosts[len(adj):].
-func newClusterWithBare(t *testing.T, adj [][]int, bare int, cfgFor func(i int, c *Config)) *cluster {
+func newClusterWithBare(t testing.TB, adj [][]int, bare int, cfgFor func(i int, c *Config)) *cluster {
 	t.Helper()
 	c := &cluster{hosts: newHosts(t, len(adj)+bare)}
 	for i, nbs := range adj {
