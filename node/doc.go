@@ -6,4 +6,24 @@
 //
 // Only node builds a libp2p host. Every other package takes a host.Host (or a
 // narrower interface of its own), so tests run whole clusters in one process.
+//
+// The data dir (mode 0700) holds:
+//
+//	identity.key   the Ed25519 private key, mode 0600: the peer ID survives restarts
+//	agent.sock     the control API, mode 0600, while the agent runs
+//
+// An empty DataDir gives an in-memory identity and no socket: in-process
+// testnets run hundreds of agents that way, and reach the API through
+// Node.API.
+//
+// Wiring a service: New calls start, which builds the host and the overlay,
+// then each service from Host() and Overlay(). A service registers its
+// stream handlers on the host, its API routes with Handle (Go 1.22 patterns
+// such as "GET /v1/jobs/{id}", answering with WriteJSON/WriteError) and its
+// teardown with OnClose; Close runs teardowns in reverse order, so the API
+// stops first and the host last.
+//
+// Clients (the zorilla command, tests) use Dial(dataDir) and Client: ID,
+// Peers, and Do for any other route. A client whose agent is not running
+// gets ErrNotRunning.
 package node

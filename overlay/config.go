@@ -171,3 +171,8 @@ func (c Config) validate() error {
 	}
 	return nil
 }
+
+// Validate reports whether c can be used by New; errors wrap
+// ErrInvalidConfig. Callers that assemble a Config from user input check it
+// before building anything.
+func (c Config) Validate() error { return c.validate() }

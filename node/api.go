@@ -1,0 +1,183 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/overlay"
+)
+
+// ErrRunning is returned when another agent already serves the data dir.
+var ErrRunning = errors.New("node: another agent is running on this data dir")
+
+// maxSocketPath is the longest unix socket path every unix accepts
+// (sun_path is 104 bytes on the BSDs, 108 on Linux, NUL included).
+const maxSocketPath = 103
+
+// IDInfo answers GET /v1/id.
+type IDInfo struct {
+	ID    peer.ID  `json:"id"`
+	Addrs []string `json:"addrs"` // full multiaddrs, ending in /p2p/<id>
+}
+
+// PeersInfo answers GET /v1/peers.
+type PeersInfo struct {
+	// Neighbours are the peers floods travel on, as Overlay.Neighbours
+	// orders them.
+	Neighbours []overlay.PeerInfo `json:"neighbours"`
+	Known      int                `json:"known"` // live peers known
+	Dead       int                `json:"dead"`  // peers marked dead for now
+}
+
+// ErrorBody is the JSON body of every API error.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+func (n *Node) routes() {
+	n.Handle("GET /v1/id", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, n.idInfo())
+	}))
+	n.Handle("GET /v1/peers", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, peersInfo(n.ov.Neighbours(), n.ov.Peers()))
+	}))
+}
+
+func (n *Node) idInfo() IDInfo {
+	info := IDInfo{ID: n.ID(), Addrs: []string{}}
+	for _, a := range n.Addrs() {
+		info.Addrs = append(info.Addrs, a.String())
+	}
+	return info
+}
+
+// peersInfo lists the neighbours, in order, with what is known of them.
+func peersInfo(nb []peer.ID, peers []overlay.PeerInfo) PeersInfo {
+	byID := make(map[peer.ID]overlay.PeerInfo, len(peers))
+	out := PeersInfo{Neighbours: []overlay.PeerInfo{}}
+	for _, p := range peers {
+		byID[p.ID] = p
+		if p.Dead {
+			out.Dead++
+		} else {
+			out.Known++
+		}
+	}
+	for _, id := range nb {
+		if p, ok := byID[id]; ok {
+			out.Neighbours = append(out.Neighbours, p)
+		}
+	}
+	return out
+}
+
+// WriteJSON writes v as the JSON body of a response with the given status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		WriteError(w, http.StatusInternalServerError, fmt.Errorf("encode %T: %w", v, err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// WriteError writes err as an ErrorBody with the given status.
+func WriteError(w http.ResponseWriter, status int, err error) {
+	b, _ := json.Marshal(ErrorBody{Error: err.Error()})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// ReadJSON decodes a request body of at most limit bytes into v, strictly
+// (unknown fields and trailing data are refused). Handlers answer its
+// error with 400.
+func ReadJSON(r *http.Request, limit int64, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return fmt.Errorf("read request: %w", err)
+	}
+	if int64(len(b)) > limit {
+		return fmt.Errorf("request body exceeds %d bytes", limit)
+	}
+	return wire.DecodeJSON(b, v)
+}
+
+// apiServer serves the control API on <data-dir>/agent.sock.
+type apiServer struct {
+	srv     *http.Server
+	timeout time.Duration
+	done    chan struct{}
+}
+
+// serveAPI listens on the data dir's socket, mode 0600. A socket left by
+// an agent that died is replaced; one that answers means another agent
+// runs on this data dir.
+func serveAPI(dir string, h http.Handler, timeout time.Duration) (*apiServer, error) {
+	path := filepath.Join(dir, SocketFile)
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("%w: socket path %s is longer than %d bytes; use a shorter data dir", ErrDataDir, path, maxSocketPath)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("%w (%s)", ErrRunning, dir)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: remove stale socket: %w", ErrDataDir, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listen on %s: %w", ErrDataDir, path, err)
+	}
+	// The data dir is 0700 when we created it; the socket itself is 0600
+	// in case the owner opened the directory up.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("%w: chmod socket: %w", ErrDataDir, err)
+	}
+	a := &apiServer{
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 5 * time.Second,
+			IdleTimeout:       time.Minute,
+		},
+		timeout: timeout,
+		done:    make(chan struct{}),
+	}
+	go func() {
+		defer close(a.done)
+		if err := a.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Errorw("control API stopped", "err", err)
+		}
+	}()
+	return a, nil
+}
+
+// Close stops accepting requests, waits up to the timeout for those in
+// flight, then cuts them. The socket file is removed.
+func (a *apiServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
+	defer cancel()
+	err := a.srv.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = a.srv.Close()
+	}
+	<-a.done
+	if err != nil {
+		return fmt.Errorf("node: close control API: %w", err)
+	}
+	return nil
+}

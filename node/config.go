@@ -1,0 +1,179 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/zorilla-p2p/zorilla/overlay"
+)
+
+// ErrInvalidConfig is wrapped by every Config validation error.
+var ErrInvalidConfig = errors.New("node: invalid config")
+
+// Config is an agent's configuration: where it keeps its state, how it
+// reaches the network, and the owner's settings that the worker enforces.
+type Config struct {
+	// DataDir holds the identity key (identity.key) and the control API
+	// socket (agent.sock). Empty: an in-memory identity and no API, for
+	// in-process testnets of hundreds of agents.
+	DataDir string
+	// Listen are the multiaddrs the host listens on.
+	Listen []string
+	// Bootstrap are full multiaddrs (with /p2p/) of agents to join through.
+	// Empty: this is a first agent, that others bootstrap from.
+	Bootstrap []string
+
+	// Owner settings, used by the worker (P2P-MPI's J and P).
+	Cores    int      // cores offered
+	MaxJobs  int      // J: applications running or reserved at once
+	MaxProcs int      // P: processes of one application on this host
+	Memory   int64    // bytes offered
+	Labels   []string // e.g. "gpu", "site=nancy"; jobs may require them
+	// AllowFile and DenyFile list submitter peer IDs, one per line.
+	AllowFile, DenyFile string
+	// Open accepts jobs from any submitter (testnets); otherwise only
+	// submitters allowed by AllowFile, or the agent itself.
+	Open bool
+
+	// Overlay tunes membership and the neighbour set.
+	Overlay overlay.Config
+
+	// TrustedSubnets are IP prefixes whose peers are not limited to libp2p's
+	// default 8 connections per remote IP (and its connection rate limit).
+	// Loopback is never limited; testnets on container or namespace subnets
+	// need theirs here, or agents stall at 8 peers.
+	TrustedSubnets []string
+	// ConnLow and ConnHigh are the connection manager's watermarks: above
+	// High it trims unprotected connections down to Low. Neighbours are
+	// protected.
+	ConnLow, ConnHigh int
+	// ConnGrace is how long a new connection is safe from trimming.
+	ConnGrace time.Duration
+	// ShutdownTimeout bounds how long Close waits for API requests.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig is an agent's configuration when the owner sets nothing.
+// DataDir is empty: the zorilla command sets it (~/.zorilla by default).
+func DefaultConfig() Config {
+	cores := runtime.NumCPU()
+	return Config{
+		// Zorilla's customary port on every interface, TCP and QUIC.
+		Listen: []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
+		Cores:  cores,
+		// One foreign application at a time, all cores to it: the usual
+		// P2P-MPI setting (J=1, P=cores).
+		MaxJobs:  1,
+		MaxProcs: cores,
+		Memory:   TotalMemory(),
+		Overlay:  overlay.DefaultConfig(),
+		// The private ranges (RFC 1918, carrier-grade NAT, IPv6 ULA): where
+		// container and lab testnets live.
+		TrustedSubnets: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"},
+		// Room for a few dozen agents fully connected, few enough that an
+		// idle agent stays small; trimming only drops non-neighbours.
+		ConnLow:  64,
+		ConnHigh: 128,
+		// A minute lets a new connection finish identify and a probe.
+		ConnGrace:       time.Minute,
+		ShutdownTimeout: 3 * time.Second,
+	}
+}
+
+// Bounds on owner settings.
+const (
+	maxLabels   = 64
+	maxLabelLen = 128
+	minMemory   = 1 << 20
+)
+
+func (c Config) validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	add(checkListen(c.Listen))
+	_, err := ParseBootstrap(c.Bootstrap)
+	add(err)
+	add(checkOwner(c))
+	for _, s := range c.TrustedSubnets {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			add(fmt.Errorf("trusted subnet %q: %w", s, err))
+		}
+	}
+	if c.ConnLow < 1 || c.ConnHigh < c.ConnLow {
+		add(fmt.Errorf("connection watermarks low %d high %d: want 1 <= low <= high", c.ConnLow, c.ConnHigh))
+	}
+	if c.ConnGrace < 0 || c.ShutdownTimeout <= 0 {
+		add(fmt.Errorf("conn grace %v and shutdown timeout %v must be positive", c.ConnGrace, c.ShutdownTimeout))
+	}
+	add(c.Overlay.Validate())
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	return nil
+}
+
+func checkListen(addrs []string) error {
+	for _, s := range addrs {
+		if _, err := ma.NewMultiaddr(s); err != nil {
+			return fmt.Errorf("listen address %q: %w", s, err)
+		}
+	}
+	return nil
+}
+
+func checkOwner(c Config) error {
+	var errs []error
+	if c.Cores < 1 {
+		errs = append(errs, fmt.Errorf("cores %d < 1", c.Cores))
+	}
+	if c.MaxJobs < 1 {
+		errs = append(errs, fmt.Errorf("max jobs %d < 1", c.MaxJobs))
+	}
+	if c.MaxProcs < 1 {
+		errs = append(errs, fmt.Errorf("max procs %d < 1", c.MaxProcs))
+	}
+	if c.Memory < minMemory {
+		errs = append(errs, fmt.Errorf("memory %d bytes < 1 MiB", c.Memory))
+	}
+	if len(c.Labels) > maxLabels {
+		errs = append(errs, fmt.Errorf("%d labels exceed %d", len(c.Labels), maxLabels))
+	}
+	for _, l := range c.Labels {
+		if l == "" || len(l) > maxLabelLen || strings.ContainsAny(l, ", \t\n\r") {
+			errs = append(errs, fmt.Errorf("label %q: want 1-%d characters, no comma or space", l, maxLabelLen))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ParseBootstrap parses bootstrap multiaddrs, each ending in /p2p/<peer
+// ID>; addresses of the same peer are merged.
+func ParseBootstrap(addrs []string) ([]peer.AddrInfo, error) {
+	var mas []ma.Multiaddr
+	for _, s := range addrs {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap address %q: %w", s, err)
+		}
+		if _, err := peer.AddrInfoFromP2pAddr(a); err != nil {
+			return nil, fmt.Errorf("bootstrap address %q: want a full address ending in /p2p/<peer ID>: %w", s, err)
+		}
+		mas = append(mas, a)
+	}
+	infos, err := peer.AddrInfosFromP2pAddrs(mas...)
+	if err != nil {
+		return nil, fmt.Errorf("bootstrap addresses: %w", err)
+	}
+	return infos, nil
+}
