@@ -80,7 +80,9 @@ type Record struct {
 	Created  time.Time   `json:"created"`
 	Updated  time.Time   `json:"updated"`
 	History  []Event     `json:"history"`
-	Attempts int         `json:"attempts,omitempty"` // starts tried so far
+	Attempts int         `json:"attempts,omitempty"` // starts tried so far, in all
+	Matches  int         `json:"matches,omitempty"`  // times the job entered reserving (floods)
+	Starts   int         `json:"starts,omitempty"`   // starts tried since it last entered reserving
 	Plan     *Plan       `json:"plan,omitempty"`     // the placement of the current or last start
 	Exit     int         `json:"exit,omitempty"`     // exit status of the job: the first non-zero rank's
 	Reason   string      `json:"reason,omitempty"`   // why it failed or was cancelled, e.g. "rank 3 exited 2"
@@ -107,8 +109,13 @@ func Transition(r Record, to State, at time.Time, why string) (Record, error) {
 	next := r
 	next.State, next.Updated = to, at
 	next.History = appendEvent(r.History, Event{State: to, At: at, Reason: why})
-	if to == Starting {
+	switch to {
+	case Starting:
 		next.Attempts++
+		next.Starts++
+	case Reserving:
+		next.Matches++
+		next.Starts = 0
 	}
 	if to.Terminal() {
 		next.Reason = why

@@ -1,0 +1,141 @@
+package job
+
+import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Failure is a problem the submitter detects (CrossGrid's Table 1, in
+// Zorilla's terms; see the design's failure table).
+type Failure string
+
+const (
+	// HostSilent: a chosen host did not answer the commit in time, refused
+	// it (lease gone, hash mismatch) or could not start its processes.
+	HostSilent Failure = "host-silent"
+	// StartTimeout: the two-phase start did not complete in time (not every
+	// rank started).
+	StartTimeout Failure = "start-timeout"
+	// HostLost: a host died or became unreachable while the job ran.
+	HostLost Failure = "host-lost"
+	// RankFailed: a rank exited non-zero (CrossGrid: abnormal subjob
+	// termination; the user is told).
+	RankFailed Failure = "rank-failed"
+)
+
+// Action is what the submitter does about a failure.
+type Action string
+
+const (
+	// RetryStart: kill every process, release what the failed hosts held,
+	// and start again with Recovery.Plan (the same hosts, or spares in
+	// place of the failed ones).
+	RetryStart Action = "retry-start"
+	// Rematch: kill everything, release every lease, and flood again,
+	// keeping the failed hosts out for a while (CrossGrid: mark them
+	// unavailable, repeat the matchmaking).
+	Rematch Action = "rematch"
+	// Continue: the surviving copies carry on (r >= 2); nothing stops and
+	// the record keeps its state.
+	Continue Action = "continue"
+	// Fail: kill everything; the job ends failed with Recovery.Reason.
+	Fail Action = "fail"
+)
+
+// RetryPolicy bounds the retries of a job.
+type RetryPolicy struct {
+	// StartsPerMatch is how many starts one set of offers gets: the first,
+	// then retries on the spares.
+	StartsPerMatch int
+	// MaxMatches is how many times the job is flooded for in all.
+	MaxMatches int
+}
+
+// DefaultRetryPolicy starts twice per match (once, then once on the
+// spares, as CrossGrid retries the same submission once before matching
+// again) and matches at most three times, so a job that cannot start
+// fails within a few scheduling deadlines instead of looping.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{StartsPerMatch: 2, MaxMatches: 3}
+}
+
+// Recovery is the decision: the action, the state to move the record to,
+// a reason for the record and the user, the hosts to keep out for a while,
+// and for RetryStart the new plan.
+type Recovery struct {
+	Action      Action
+	State       State
+	Reason      string
+	Unavailable []peer.ID
+	Plan        Plan
+}
+
+// Recover decides what a failure triggers, as a pure function of the
+// record (its state, plan and counters), the failure, the hosts involved
+// (for HostLost: every host lost since the job started running), the retry
+// policy and, for RankFailed, the rank and its exit status. The caller
+// then moves the record with Transition(r, rec.State, now, rec.Reason),
+// except for Continue.
+func Recover(r Record, f Failure, failed []peer.ID, rp RetryPolicy, rank, exit int) Recovery {
+	switch f {
+	case HostSilent, StartTimeout:
+		return recoverStart(r, f, failed, rp)
+	case HostLost:
+		return recoverLost(r, failed, rp)
+	case RankFailed:
+		return Recovery{Action: Fail, State: Failed, Reason: fmt.Sprintf("rank %d exited with status %d", rank, exit)}
+	}
+	return Recovery{Action: Fail, State: Failed, Reason: fmt.Sprintf("unknown failure %q", f)}
+}
+
+func recoverStart(r Record, f Failure, failed []peer.ID, rp RetryPolicy) Recovery {
+	why := fmt.Sprintf("%s on %d hosts (start %d)", f, len(failed), r.Starts)
+	if r.Plan != nil && r.Starts < rp.StartsPerMatch {
+		if p, err := Replan(*r.Plan, peerSet(failed)); err == nil {
+			return Recovery{Action: RetryStart, State: Starting, Reason: why + ": retry", Unavailable: failed, Plan: p}
+		}
+	}
+	return rematchOrFail(r, why, failed, rp)
+}
+
+func recoverLost(r Record, failed []peer.ID, rp RetryPolicy) Recovery {
+	why := fmt.Sprintf("lost %d hosts while running", len(failed))
+	if r.Plan != nil && r.Plan.R >= 2 && everyRankSurvives(*r.Plan, peerSet(failed)) {
+		return Recovery{Action: Continue, State: r.State, Reason: why + ": replicas continue", Unavailable: failed}
+	}
+	return rematchOrFail(r, why, failed, rp)
+}
+
+func rematchOrFail(r Record, why string, failed []peer.ID, rp RetryPolicy) Recovery {
+	if r.Matches < rp.MaxMatches {
+		return Recovery{Action: Rematch, State: Reserving, Reason: why + ": match again", Unavailable: failed}
+	}
+	return Recovery{Action: Fail, State: Failed, Unavailable: failed,
+		Reason: fmt.Sprintf("%s: gave up after %d matches", why, r.Matches)}
+}
+
+// everyRankSurvives reports whether each rank keeps a copy on a host that
+// did not fail.
+func everyRankSurvives(p Plan, failed map[peer.ID]bool) bool {
+	for _, copies := range p.RankTable() {
+		alive := false
+		for _, h := range copies {
+			if h != "" && !failed[h] {
+				alive = true
+			}
+		}
+		if !alive {
+			return false
+		}
+	}
+	return true
+}
+
+func peerSet(ids []peer.ID) map[peer.ID]bool {
+	m := make(map[peer.ID]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}

@@ -1,0 +1,90 @@
+package job
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// recordAt walks a record through the given states and attaches a plan.
+func recordAt(t *testing.T, p Plan, states ...State) Record {
+	t.Helper()
+	at := time.Unix(0, 0)
+	r := NewRecord("j", "", NewDescription("p", nil, p.N), at)
+	for _, s := range states {
+		var err error
+		if r, err = Transition(r, s, at, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.Plan = &p
+	return r
+}
+
+func TestRecover(t *testing.T) {
+	four, err := Place(Concentrate, hosts("A:4", "B:4", "C:4", "D:4"), 8, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repl, err := Place(Spread, hosts("A:2", "B:2", "C:2", "D:2"), 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := DefaultRetryPolicy()
+	tests := []struct {
+		name   string
+		r      Record
+		f      Failure
+		failed []peer.ID
+		want   Action
+		state  State
+		reason string
+		hosts  string // layout of the new plan, for RetryStart
+	}{
+		{name: "silent host: retry on the spare", r: recordAt(t, four, Reserving, Starting), f: HostSilent,
+			failed: []peer.ID{"B"}, want: RetryStart, state: Starting, hosts: "A:0.0,1.0,2.0,3.0 C:4.0,5.0,6.0,7.0"},
+		{name: "start timeout: retry on the same hosts", r: recordAt(t, four, Reserving, Starting), f: StartTimeout,
+			want: RetryStart, state: Starting, hosts: "A:0.0,1.0,2.0,3.0 B:4.0,5.0,6.0,7.0"},
+		{name: "second start failure: match again", r: recordAt(t, four, Reserving, Starting, Starting), f: StartTimeout,
+			want: Rematch, state: Reserving, reason: "match again"},
+		{name: "no spare left: match again", r: recordAt(t, four, Reserving, Starting), f: HostSilent,
+			failed: []peer.ID{"B", "C", "D"}, want: Rematch, state: Reserving},
+		{name: "matched too often: fail", r: recordAt(t, four, Reserving, Starting, Reserving, Starting, Reserving, Starting, Starting),
+			f: HostSilent, failed: []peer.ID{"A"}, want: Fail, state: Failed, reason: "gave up after 3 matches"},
+		{name: "host lost, r=2, copies survive", r: recordAt(t, repl, Reserving, Starting, Running), f: HostLost,
+			failed: []peer.ID{"A", "B"}, want: Continue, state: Running, reason: "replicas continue"},
+		{name: "host lost, r=2, both copies of rank 0 gone", r: recordAt(t, repl, Reserving, Starting, Running), f: HostLost,
+			failed: []peer.ID{"A", "C"}, want: Rematch, state: Reserving},
+		{name: "host lost, r=1: restart", r: recordAt(t, four, Reserving, Starting, Running), f: HostLost,
+			failed: []peer.ID{"A"}, want: Rematch, state: Reserving},
+		{name: "rank failed", r: recordAt(t, four, Reserving, Starting, Running), f: RankFailed,
+			want: Fail, state: Failed, reason: "rank 3 exited with status 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := Recover(tt.r, tt.f, tt.failed, rp, 3, 2)
+			if rec.Action != tt.want || rec.State != tt.state || !strings.Contains(rec.Reason, tt.reason) {
+				t.Fatalf("Recover = %s -> %s (%q), want %s -> %s (%q)", rec.Action, rec.State, rec.Reason, tt.want, tt.state, tt.reason)
+			}
+			if tt.hosts != "" {
+				if got, _ := layout(rec.Plan); got != tt.hosts {
+					t.Errorf("new plan %q, want %q", got, tt.hosts)
+				}
+			}
+			if rec.Action != Continue {
+				if _, err := Transition(tt.r, rec.State, time.Unix(1, 0), rec.Reason); err != nil {
+					t.Errorf("the recovery's state is not reachable: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestTransitionCounters(t *testing.T) {
+	r := recordAt(t, Plan{N: 1, R: 1}, Reserving, Starting, Starting, Reserving, Starting)
+	if r.Attempts != 3 || r.Matches != 2 || r.Starts != 1 {
+		t.Fatalf("attempts %d matches %d starts %d", r.Attempts, r.Matches, r.Starts)
+	}
+}
