@@ -36,5 +36,6 @@
 // Allow and deny files (--allow FILE, --deny FILE) hold one peer ID per
 // line with '#' comments; LoadPeerList reads them. With no allow list every
 // submitter that is not denied is accepted; an empty allow file accepts
-// nobody.
+// nobody. Policy.Self, the agent's own ID, passes the allow list: an agent
+// is a worker for the jobs submitted through it.
 package worker

@@ -53,10 +53,11 @@ type LeaseConfig struct {
 // DefaultLeaseConfig returns the settings of a real agent.
 func DefaultLeaseConfig() LeaseConfig {
 	return LeaseConfig{
-		// 30 s: a submitter commits as soon as it has enough offers, which
-		// with Zorilla's doubling waits is seconds after the offer; slots
-		// promised to a submitter that vanished come back quickly.
-		DefaultTTL: 30 * time.Second,
+		// job.DefaultDeadline + 30 s: an offer made at a job's first flood
+		// is still good when its last flood, at the scheduling deadline,
+		// brings in enough, with 30 s left to commit. Submitters that know
+		// their deadline pass it to Reserve/Admit instead.
+		DefaultTTL: job.DefaultDeadline + 30*time.Second,
 		// 10 minutes: a job may search for hosts for minutes (its
 		// scheduling deadline) while holding early offers; longer than
 		// that, an idle promise only blocks others.

@@ -26,6 +26,10 @@ type Policy struct {
 	// A nil Allow accepts every submitter that is not denied; an empty
 	// non-nil Allow accepts nobody. Deny wins over Allow.
 	Allow, Deny map[peer.ID]bool
+	// Self is this agent's own peer ID. An agent is a worker for the jobs
+	// submitted through it, so Self passes the allow list (not the deny
+	// list, nor J, P or the requirements). Empty: no exception.
+	Self peer.ID
 }
 
 // MaxJobsLimit bounds J: more applications at once than this on one
@@ -107,7 +111,7 @@ func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
 	if p.Deny[submitter] {
 		return refuse("submitter %s is denied", submitter)
 	}
-	if p.Allow != nil && !p.Allow[submitter] {
+	if p.Allow != nil && !p.Allow[submitter] && (p.Self == "" || submitter != p.Self) {
 		return refuse("submitter %s is not in the allow list", submitter)
 	}
 	if u.Jobs >= p.MaxJobs {

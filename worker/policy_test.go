@@ -59,6 +59,8 @@ func TestDecide(t *testing.T) {
 		{name: "deny list spares others", p: func(p *Policy) { p.Deny = map[peer.ID]bool{bob: true} }, need: need(1, job.Requirements{}), slots: 1},
 		{name: "allowed", p: func(p *Policy) { p.Allow = map[peer.ID]bool{alice: true} }, need: need(1, job.Requirements{}), slots: 1},
 		{name: "not allowed", p: func(p *Policy) { p.Allow = map[peer.ID]bool{alice: true} }, from: bob, need: need(1, job.Requirements{}), reason: "not in the allow list"},
+		{name: "self passes the allow list", p: func(p *Policy) { p.Allow, p.Self = map[peer.ID]bool{}, bob }, from: bob, need: need(1, job.Requirements{}), slots: 1},
+		{name: "self is still bound by J", p: func(p *Policy) { p.Allow, p.Self = map[peer.ID]bool{}, bob }, u: Usage{Jobs: 2}, from: bob, need: need(1, job.Requirements{}), reason: "busy"},
 		{name: "empty allow list: nobody", p: func(p *Policy) { p.Allow = map[peer.ID]bool{} }, need: need(1, job.Requirements{}), reason: "not in the allow list"},
 		{name: "deny wins over allow", p: func(p *Policy) {
 			p.Allow, p.Deny = map[peer.ID]bool{alice: true}, map[peer.ID]bool{alice: true}

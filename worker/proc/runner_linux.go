@@ -1,0 +1,199 @@
+//go:build linux
+
+package proc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+	"golang.org/x/sys/unix"
+)
+
+var log = logging.Logger("zorilla/proc")
+
+// osRunner starts real processes. It holds no mutable state; each process
+// has its own.
+type osRunner struct {
+	cfg   Config
+	err   error       // a configuration error, returned by every Start
+	runAs *Credential // cfg.RunAs when the agent is root, else nil
+}
+
+// NewRunner returns the Runner of this operating system. A Config that does
+// not validate gives a Runner whose Start returns the reason. With
+// cfg.Subreaper the calling process becomes a child subreaper.
+func NewRunner(cfg Config) Runner {
+	r := &osRunner{cfg: cfg}
+	if err := cfg.validate(); err != nil {
+		r.err = err
+		return r
+	}
+	if cfg.RunAs != nil {
+		if os.Geteuid() == 0 {
+			r.runAs = cfg.RunAs
+		} else {
+			log.Infof("RunAs uid %d ignored: the agent does not run as root", cfg.RunAs.UID)
+		}
+	}
+	if cfg.Subreaper {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			r.err = fmt.Errorf("proc: become child subreaper: %w", err)
+		}
+	}
+	return r
+}
+
+// Start implements Runner.
+func (r *osRunner) Start(ctx context.Context, s Spec, out OutputFunc) (Process, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("job %s rank %d replica %d", s.Job, s.Rank, s.Replica)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("proc: start %s: %w", what, err)
+	}
+	if err := r.makeDir(s.Dir); err != nil {
+		return nil, fmt.Errorf("proc: start %s: %w", what, err)
+	}
+	p, err := r.launch(ctx, s, out)
+	if err != nil {
+		return nil, fmt.Errorf("proc: start %s: %w", what, err)
+	}
+	return p, nil
+}
+
+// makeDir creates the job folder (parents readable by all, the folder
+// itself private) and gives it to the RunAs user.
+func (r *osRunner) makeDir(dir string) error {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("create parent of %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("%s is not a folder", dir)
+	}
+	if r.runAs != nil {
+		if err := os.Lchown(dir, int(r.runAs.UID), int(r.runAs.GID)); err != nil {
+			return fmt.Errorf("give %s to uid %d: %w", dir, r.runAs.UID, err)
+		}
+	}
+	return nil
+}
+
+// needShim reports whether s must start through the limits shim.
+func (r *osRunner) needShim(s Spec) bool { return !s.Limits.IsZero() || r.runAs != nil }
+
+// childFiles are the files a child gets as fds 0, 1, 2 (and 3 for the shim)
+// and the parent's ends of its pipes.
+type childFiles struct {
+	child          []*os.File // closed in the parent once the child runs
+	stdout, stderr *os.File   // read ends
+	report         *os.File   // read end of the shim's report pipe, or nil
+}
+
+func openChildFiles(shim bool) (*childFiles, error) {
+	f := &childFiles{}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
+	f.child = append(f.child, devnull)
+	read := []**os.File{&f.stdout, &f.stderr}
+	if shim {
+		read = append(read, &f.report)
+	}
+	for _, dst := range read {
+		r, w, err := os.Pipe()
+		if err != nil {
+			f.closeAll()
+			return nil, err
+		}
+		*dst = r
+		f.child = append(f.child, w)
+	}
+	return f, nil
+}
+
+func (f *childFiles) closeChild() {
+	for _, c := range f.child {
+		_ = c.Close()
+	}
+}
+
+func (f *childFiles) closeAll() {
+	f.closeChild()
+	for _, r := range []*os.File{f.stdout, f.stderr, f.report} {
+		if r != nil {
+			_ = r.Close()
+		}
+	}
+}
+
+// launch forks and execs s (through the shim if needed), starts watching
+// it, and for the shim waits until the program runs.
+func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process, error) {
+	shim := r.needShim(s)
+	files, err := openChildFiles(shim)
+	if err != nil {
+		return nil, fmt.Errorf("open pipes: %w", err)
+	}
+	path, argv, env := s.Program, append([]string{s.Program}, s.Args...), s.environ(r.cfg.Path)
+	if shim {
+		path, argv = "/proc/self/exe", append([]string{shimArgv0}, argv...)
+		env = append(env, shimEnv+"="+shimSpec{Limits: s.Limits, RunAs: r.runAs}.encode())
+	}
+	osp, err := os.StartProcess(path, argv, &os.ProcAttr{
+		Dir: s.Dir, Env: env, Files: files.child,
+		// Pdeathsig: if the agent dies its processes go with it, since no
+		// one would route their messages. It is tied to the forking thread.
+		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	files.closeChild()
+	if err != nil {
+		files.closeAll()
+		return nil, err
+	}
+	p := watch(ctx, osp, r.cfg, s.Timeout, files, newSink(out, r.cfg.TailLines, r.cfg.TailBytes))
+	if shim {
+		if err := awaitExec(files.report, r.cfg.StartTimeout, s.Program); err != nil {
+			p.abort()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// awaitExec reads the shim's report pipe: EOF with nothing read means the
+// shim exec'd the program; a report is the error it met.
+func awaitExec(report *os.File, timeout time.Duration, program string) error {
+	defer report.Close()
+	if err := report.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return fmt.Errorf("shim report pipe: %w", err)
+	}
+	b, err := io.ReadAll(io.LimitReader(report, maxShimReport))
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("shim did not reach %s within %v", program, timeout)
+	case err != nil:
+		return fmt.Errorf("shim report pipe: %w", err)
+	case len(b) > 0:
+		return decodeShimReport(b, program)
+	}
+	return nil
+}

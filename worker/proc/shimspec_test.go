@@ -1,0 +1,90 @@
+package proc
+
+import (
+	"errors"
+	"io/fs"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestShimSpecRoundTrip(t *testing.T) {
+	for _, s := range []shimSpec{
+		{},
+		{Limits: Limits{OpenFiles: 64}},
+		{Limits: Limits{CPUSeconds: 1, MemoryBytes: 1 << 30, OpenFiles: 64, Processes: 10, FileBytes: 4096}},
+		{RunAs: &Credential{UID: 65534, GID: 65534}},
+		{Limits: Limits{FileBytes: 1<<64 - 1}, RunAs: &Credential{UID: 1<<32 - 1, GID: 1}},
+	} {
+		enc := s.encode()
+		got, err := decodeShim(enc)
+		if err != nil {
+			t.Fatalf("decode(%q): %v", enc, err)
+		}
+		if got.Limits != s.Limits || (got.RunAs == nil) != (s.RunAs == nil) || (s.RunAs != nil && *got.RunAs != *s.RunAs) {
+			t.Fatalf("decode(%q) = %+v, want %+v", enc, got, s)
+		}
+	}
+	if enc := (shimSpec{Limits: Limits{OpenFiles: 64}, RunAs: &Credential{UID: 7, GID: 8}}).encode(); enc != "v1 nofile=64 uid=7 gid=8" {
+		t.Fatalf("encode = %q", enc)
+	}
+}
+
+func TestShimSpecRefused(t *testing.T) {
+	for _, in := range []string{
+		"", "v2", "v1 ", "v1 cpu", "v1 cpu=", "v1 cpu=0", "v1 cpu=-1", "v1 cpu=01", "v1 cpu=+1",
+		"v1 cpu=1 cpu=2", "v1 rss=1", "v1 uid=1", "v1 gid=1", "v1 uid=4294967296 gid=1",
+		"v1 cpu=18446744073709551616", "v1  cpu=1", "v1 " + strings.Repeat("cpu=1 ", 100),
+	} {
+		if s, err := decodeShim(in); err == nil {
+			t.Errorf("decodeShim(%q) accepted: %+v", in, s)
+		}
+	}
+}
+
+func TestShimReport(t *testing.T) {
+	err := decodeShimReport([]byte(shimReport("exec", syscall.ENOENT)), "/p")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Path != "/p" || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("exec report: %v", err)
+	}
+	if err := decodeShimReport([]byte(shimReport("setuid", syscall.EPERM)), "/p"); !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("setuid report: %v", err)
+	}
+	if err := decodeShimReport([]byte(shimReport("decode", 0)), "/p"); err == nil || !strings.Contains(err.Error(), "decode") {
+		t.Fatalf("decode report: %v", err)
+	}
+	for _, in := range []string{"", "exec", "exec x", "exec -1", "exec 99999", "launch 2", "exec 2 3"} {
+		if err := decodeShimReport([]byte(in), "/p"); err == nil || !strings.Contains(err.Error(), "unreadable") {
+			t.Errorf("report %q: %v, want an unreadable report", in, err)
+		}
+	}
+}
+
+func FuzzDecodeShim(f *testing.F) {
+	for _, s := range []string{"v1", "v1 cpu=1 as=2 nofile=3 nproc=4 fsize=5 uid=6 gid=7", "v1 uid=1", "v1 cpu=0", "v2 x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := decodeShim(in)
+		if err != nil {
+			return
+		}
+		// Whatever is accepted encodes back to something that decodes the same.
+		again, err := decodeShim(s.encode())
+		if err != nil || again.Limits != s.Limits || (again.RunAs == nil) != (s.RunAs == nil) {
+			t.Fatalf("%q decoded to %+v, which round-trips to %+v, %v", in, s, again, err)
+		}
+	})
+}
+
+func FuzzDecodeShimReport(f *testing.F) {
+	for _, s := range []string{"exec 2", "setuid 1", "decode 0", "exec", "x 1"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if err := decodeShimReport(in, "/p"); err == nil {
+			t.Fatalf("report %q decoded to no error", in)
+		}
+	})
+}
