@@ -108,10 +108,18 @@ func (p *process) awaitLeader() {
 // lifecycle is the state the run goroutine owns.
 type lifecycle struct {
 	killed, timedOut bool
-	termSent         bool
-	lost             bool // the leader could not be waited for: never signal its group again
-	grace            *time.Timer
+	lost             bool        // the leader could not be waited for: never signal its group again
+	grace            *time.Timer // armed by the first SIGTERM
+	graceFired       bool
 	errs             []error
+}
+
+// graceC is the channel of the grace timer while it may still fire.
+func (st *lifecycle) graceC() <-chan time.Time {
+	if st.grace == nil || st.graceFired {
+		return nil
+	}
+	return st.grace.C
 }
 
 // run handles kill requests, the wall-clock limit and ctx until the leader
@@ -125,7 +133,6 @@ func (p *process) run(ctx context.Context) {
 		defer t.Stop()
 		deadline = t.C
 	}
-	var grace <-chan time.Time
 	ctxDone := ctx.Done()
 	for exited := false; !exited; {
 		select {
@@ -135,17 +142,17 @@ func (p *process) run(ctx context.Context) {
 			st.addErr(err)
 		case now := <-p.killReq:
 			st.killed = true
-			grace = p.terminate(&st, now)
+			p.terminate(&st, now)
 		case <-ctxDone:
 			ctxDone = nil
 			st.killed = true
-			grace = p.terminate(&st, false)
+			p.terminate(&st, false)
 		case <-deadline:
 			st.timedOut = true
-			grace = p.terminate(&st, false)
-		case <-grace:
+			p.terminate(&st, false)
+		case <-st.graceC():
+			st.graceFired = true
 			st.addErr(p.signal(unix.SIGKILL))
-			grace = nil
 		}
 	}
 	if st.grace != nil {
@@ -154,25 +161,17 @@ func (p *process) run(ctx context.Context) {
 	p.exit = p.finish(&st)
 }
 
-// terminate sends SIGTERM (and SIGCONT, so a stopped group sees it) the
-// first time, arming the grace timer; with now, or on a second request after
-// the grace, it sends SIGKILL.
-func (p *process) terminate(st *lifecycle, now bool) <-chan time.Time {
-	if now {
+// terminate sends SIGTERM (and SIGCONT, so a stopped group sees it) and arms
+// the grace timer, the first time only; with now it sends SIGKILL at once.
+func (p *process) terminate(st *lifecycle, now bool) {
+	switch {
+	case now:
 		st.addErr(p.signal(unix.SIGKILL))
-		return nil
+	case st.grace == nil:
+		st.addErr(p.signal(unix.SIGTERM))
+		st.addErr(p.signal(unix.SIGCONT))
+		st.grace = time.NewTimer(p.cfg.KillGrace)
 	}
-	if st.termSent {
-		if st.grace == nil {
-			return nil
-		}
-		return st.grace.C
-	}
-	st.termSent = true
-	st.addErr(p.signal(unix.SIGTERM))
-	st.addErr(p.signal(unix.SIGCONT))
-	st.grace = time.NewTimer(p.cfg.KillGrace)
-	return st.grace.C
 }
 
 // signal sends sig to the process group. It is only called while the

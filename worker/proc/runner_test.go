@@ -317,3 +317,27 @@ func BenchmarkStart(b *testing.B) {
 		})
 	}
 }
+
+// TestEscapedProcessReported: a process that leaves its group (setsid)
+// escapes the group kill; if it holds the output open, Wait still returns
+// after SettleTimeout and says so in Exit.Err.
+func TestEscapedProcessReported(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.SettleTimeout = 300 * time.Millisecond
+	c := newCollector()
+	// The leader exits only once the child has left the group.
+	p := start(t, cfg, shSpec(t, `setsid sh -c 'touch escaped; exec sleep 1000' &
+		while [ ! -e escaped ]; do sleep 0.01; done; echo $!`), c)
+	e := wait(t, p)
+	if out := c.all(Stdout); len(out) == 1 {
+		if pid, err := strconv.Atoi(out[0]); err == nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(pid, &ws, 0, nil) // it was left to this process, the subreaper
+		}
+	}
+	if e.Code != 0 || e.Err == nil || !strings.Contains(e.Err.Error(), "left its group") {
+		t.Fatalf("exit %+v, want status 0 and an error about the escaped process", e)
+	}
+}
