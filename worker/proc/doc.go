@@ -14,8 +14,10 @@
 //     setrlimit, drops privileges to Config.RunAs when the agent is root,
 //     and execs the program. The shim is the init function of this package,
 //     so any binary that links it can serve; it runs only when the runner
-//     sets its variable. Without limits or RunAs the program is exec'd
-//     directly.
+//     sets its variable. The shim's own environment holds nothing of the
+//     job (the program's comes on a memfd), so variables such as LD_PRELOAD
+//     cannot act while it may still be root. Without limits or RunAs the
+//     program is exec'd directly.
 //   - Kill, the end of Start's ctx, and the wall-clock limit all end the
 //     whole group: SIGTERM (and SIGCONT), then SIGKILL after
 //     Config.KillGrace. When the process itself exits, whatever it left in

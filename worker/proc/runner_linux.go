@@ -99,15 +99,15 @@ func (r *osRunner) makeDir(dir string) error {
 // needShim reports whether s must start through the limits shim.
 func (r *osRunner) needShim(s Spec) bool { return !s.Limits.IsZero() || r.runAs != nil }
 
-// childFiles are the files a child gets as fds 0, 1, 2 (and 3 for the shim)
-// and the parent's ends of its pipes.
+// childFiles are the files a child gets as fds 0, 1, 2 (and 3, 4 for the
+// shim) and the parent's ends of its pipes.
 type childFiles struct {
 	child          []*os.File // closed in the parent once the child runs
 	stdout, stderr *os.File   // read ends
 	report         *os.File   // read end of the shim's report pipe, or nil
 }
 
-func openChildFiles(shim bool) (*childFiles, error) {
+func openChildFiles(shim bool, shimEnv []byte) (*childFiles, error) {
 	f := &childFiles{}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
@@ -126,6 +126,33 @@ func openChildFiles(shim bool) (*childFiles, error) {
 		}
 		*dst = r
 		f.child = append(f.child, w)
+	}
+	if shim {
+		env, err := envFile(shimEnv)
+		if err != nil {
+			f.closeAll()
+			return nil, err
+		}
+		f.child = append(f.child, env)
+	}
+	return f, nil
+}
+
+// envFile returns an anonymous in-memory file holding b, read from the
+// start.
+func envFile(b []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("zorilla-env", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("memfd: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "zorilla-env")
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("write environment: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("rewind environment: %w", err)
 	}
 	return f, nil
 }
@@ -149,14 +176,16 @@ func (f *childFiles) closeAll() {
 // it, and for the shim waits until the program runs.
 func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process, error) {
 	shim := r.needShim(s)
-	files, err := openChildFiles(shim)
+	path, argv, env := s.Program, append([]string{s.Program}, s.Args...), s.environ(r.cfg.Path)
+	var payload []byte // the program's environment, for the shim
+	if shim {
+		payload = encodeEnv(env)
+		path, argv = "/proc/self/exe", append([]string{shimArgv0}, argv...)
+		env = []string{shimEnv + "=" + shimSpec{Limits: s.Limits, RunAs: r.runAs}.encode()}
+	}
+	files, err := openChildFiles(shim, payload)
 	if err != nil {
 		return nil, fmt.Errorf("open pipes: %w", err)
-	}
-	path, argv, env := s.Program, append([]string{s.Program}, s.Args...), s.environ(r.cfg.Path)
-	if shim {
-		path, argv = "/proc/self/exe", append([]string{shimArgv0}, argv...)
-		env = append(env, shimEnv+"="+shimSpec{Limits: s.Limits, RunAs: r.runAs}.encode())
 	}
 	osp, err := os.StartProcess(path, argv, &os.ProcAttr{
 		Dir: s.Dir, Env: env, Files: files.child,

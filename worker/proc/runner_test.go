@@ -341,3 +341,21 @@ func TestEscapedProcessReported(t *testing.T) {
 		t.Fatalf("exit %+v, want status 0 and an error about the escaped process", e)
 	}
 }
+
+// TestShimSeesNoJobEnvironment: the shim may run as root in a dynamically
+// linked binary, so variables of the job (LD_PRELOAD, GODEBUG...) must reach
+// only the program. GODEBUG=inittrace=1 would make the shim's Go runtime
+// print its init trace on stderr.
+func TestShimSeesNoJobEnvironment(t *testing.T) {
+	t.Parallel()
+	c := newCollector()
+	s := shSpec(t, `echo "$GODEBUG"`)
+	s.Env = []string{"GODEBUG=inittrace=1"}
+	s.Limits = Limits{OpenFiles: 100}
+	if e := wait(t, start(t, testConfig(), s, c)); !e.Success() {
+		t.Fatalf("exit %s: %v", e, e.Tail)
+	}
+	if out, errs := c.all(Stdout), c.all(Stderr); len(out) != 1 || out[0] != "inittrace=1" || len(errs) != 0 {
+		t.Fatalf("stdout %q, stderr %q: want the program alone to see GODEBUG", out, errs)
+	}
+}

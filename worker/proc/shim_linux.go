@@ -4,16 +4,20 @@ package proc
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"runtime"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// shimFD is the shim's report pipe (the first of ProcAttr's extra files).
-const shimFD = 3
+// The shim's extra files: its report pipe and the program's environment.
+const (
+	shimFD = 3
+	envFD  = 4
+)
 
 // init turns this process into the shim when the runner started it as one.
 // It costs one environment lookup in every other process.
@@ -51,6 +55,10 @@ func shimExec(v string) (string, error) {
 	if len(os.Args) < 2 {
 		return "args", unix.EINVAL
 	}
+	env, err := readEnv()
+	if err != nil {
+		return "env", err
+	}
 	if err := applyLimits(spec.Limits); err != nil {
 		return "setrlimit", err
 	}
@@ -59,7 +67,7 @@ func shimExec(v string) (string, error) {
 			return stage, err
 		}
 	}
-	return "exec", unix.Exec(os.Args[1], os.Args[1:], environWithout(shimEnv))
+	return "exec", unix.Exec(os.Args[1], os.Args[1:], env)
 }
 
 // rlimitResources are the resources of Limits, in the order of fields().
@@ -117,14 +125,20 @@ func dropPrivileges(c Credential) (string, error) {
 	return "", nil
 }
 
-// environWithout is this process's environment without key.
-func environWithout(key string) []string {
-	env := os.Environ()
-	out := env[:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, key+"=") {
-			out = append(out, kv)
-		}
+// readEnv reads the program's environment from envFD and closes it.
+func readEnv() ([]string, error) {
+	f := os.NewFile(envFD, "env")
+	if f == nil {
+		return nil, unix.EBADF
 	}
-	return out
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxEnvPayload+1))
+	if err != nil {
+		return nil, err
+	}
+	env, err := decodeEnv(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", unix.EINVAL, err)
+	}
+	return env, nil
 }

@@ -17,6 +17,11 @@ import (
 // it, applies the limits, drops privileges, and execs the program in the
 // same process. Exec errors come back on a close-on-exec pipe (fd 3), so
 // Start reports them as it would for a direct exec.
+//
+// The shim's own environment holds shimEnv and nothing else; the program's
+// environment comes on fd 4 (a memfd). The shim may run as root and the
+// agent binary may be dynamically linked: variables a submitter chose, such
+// as LD_PRELOAD, must reach only the program, after privileges are dropped.
 
 // shimEnv carries the shimSpec to the shim; it never reaches the program.
 const shimEnv = "ZORILLA_PROC_SHIM"
@@ -112,6 +117,31 @@ func (s shimSpec) fill(vals map[string]uint64) (shimSpec, error) {
 	return s, nil
 }
 
+// maxEnvPayload bounds the environment the shim reads, as the kernel bounds
+// one (ARG_MAX is commonly 2 MiB for arguments and environment together).
+const maxEnvPayload = 2 << 20
+
+// encodeEnv gives env as the shim reads it: entries separated by NUL.
+func encodeEnv(env []string) []byte { return []byte(strings.Join(env, "\x00")) }
+
+// decodeEnv parses what encodeEnv gives; an empty payload is an empty
+// environment, and every entry must be KEY=value.
+func decodeEnv(b []byte) ([]string, error) {
+	if len(b) > maxEnvPayload {
+		return nil, fmt.Errorf("proc: environment of %d bytes exceeds %d", len(b), maxEnvPayload)
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	env := strings.Split(string(b), "\x00")
+	for i, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("proc: environment entry %d is not KEY=value", i)
+		}
+	}
+	return env, nil
+}
+
 // maxShimReport bounds what the runner reads from the shim's report pipe.
 const maxShimReport = 64
 
@@ -122,7 +152,7 @@ func shimReport(stage string, errno syscall.Errno) string {
 }
 
 // shimStages are the stages the shim reports.
-var shimStages = map[string]bool{"decode": true, "args": true, "setrlimit": true,
+var shimStages = map[string]bool{"decode": true, "args": true, "env": true, "setrlimit": true,
 	"setgroups": true, "setgid": true, "setuid": true, "prctl": true, "exec": true}
 
 // decodeShimReport turns a report of the shim into the error it stands for;

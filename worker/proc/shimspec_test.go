@@ -88,3 +88,32 @@ func FuzzDecodeShimReport(f *testing.F) {
 		}
 	})
 }
+
+func TestEnvPayload(t *testing.T) {
+	for _, env := range [][]string{nil, {"A=1"}, {"A=1", "B=", "C=x=y"}} {
+		got, err := decodeEnv(encodeEnv(env))
+		if err != nil || strings.Join(got, "\x00") != strings.Join(env, "\x00") || len(got) != len(env) {
+			t.Fatalf("round trip of %q = %q, %v", env, got, err)
+		}
+	}
+	for _, in := range []string{"A", "A=1\x00", "\x00A=1", "=1", "A=1\x00\x00B=2", strings.Repeat("x", maxEnvPayload+1)} {
+		if env, err := decodeEnv([]byte(in)); err == nil {
+			t.Errorf("decodeEnv(%.20q) accepted: %q", in, env)
+		}
+	}
+}
+
+func FuzzDecodeEnv(f *testing.F) {
+	f.Add([]byte("PATH=/bin\x00HOME=/j"))
+	f.Add([]byte(""))
+	f.Add([]byte("A\x00"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		env, err := decodeEnv(in)
+		if err != nil {
+			return
+		}
+		if again := encodeEnv(env); string(again) != string(in) {
+			t.Fatalf("%q decoded to %q, which encodes to %q", in, env, again)
+		}
+	})
+}
