@@ -219,7 +219,32 @@ func DecodeOpen(b []byte) (Open, error) {
 	return o, nil
 }
 
-// U32Frame returns a frame whose body is one uint32 (Accept, Credit).
+// Accept answers an Open: the window of bytes the opener may have in flight,
+// and the most data bytes per MSG fragment the acceptor reads.
+type Accept struct {
+	Window  uint32
+	MaxData uint32
+}
+
+// Encode returns the Accept frame.
+func (a Accept) Encode() Frame {
+	var w writer
+	w.u32(a.Window)
+	w.u32(a.MaxData)
+	return MakeFrame(TypeAccept, w.b)
+}
+
+// DecodeAccept decodes an Accept body.
+func DecodeAccept(b []byte) (Accept, error) {
+	r := reader{b: b}
+	a := Accept{Window: r.u32(), MaxData: r.u32()}
+	if err := r.done(); err != nil {
+		return Accept{}, fmt.Errorf("accept: %w", err)
+	}
+	return a, nil
+}
+
+// U32Frame returns a frame whose body is one uint32 (Credit).
 func U32Frame(typ byte, v uint32) Frame {
 	f := NewFrame(typ, 4)
 	binary.LittleEndian.PutUint32(f.Body(), v)

@@ -33,6 +33,10 @@ func TestControlRoundTrip(t *testing.T) {
 	if got, err := DecodeOpen(op.Encode().Body()); err != nil || got != op {
 		t.Fatalf("open: %+v %v", got, err)
 	}
+	acc := Accept{Window: 1 << 20, MaxData: 1 << 17}
+	if got, err := DecodeAccept(acc.Encode().Body()); err != nil || got != acc {
+		t.Fatalf("accept: %+v %v", got, err)
+	}
 	if v, err := DecodeU32(U32Frame(TypeCredit, 77).Body()); err != nil || v != 77 {
 		t.Fatalf("credit: %d %v", v, err)
 	}
@@ -158,6 +162,7 @@ func checkBody(t *testing.T, fr Frame) {
 	_, _ = DecodeRefused(b)
 	_, _ = DecodeOpen(b)
 	_, _ = DecodeU32(b)
+	_, _ = DecodeAccept(b)
 	if len(b) >= MsgHeaderLen {
 		if h, err := DecodeMsgHeader(b, len(b)-MsgHeaderLen); err == nil {
 			if h.Offset+uint64(len(b)-MsgHeaderLen) > h.Total {

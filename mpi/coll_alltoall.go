@@ -1,0 +1,70 @@
+package mpi
+
+import "fmt"
+
+// Alltoall sends block j of send to rank j and receives rank j's block into
+// block j of recv; both hold Size() equal blocks. Pairwise exchange: in step
+// i each rank sends to rank+i and receives from rank-i.
+func Alltoall[T Elem](c *Comm, send, recv []T) error {
+	n := c.size
+	if len(send)%n != 0 || len(recv) != len(send) {
+		return argErr("alltoall: send %d and recv %d elements for %d ranks", len(send), len(recv), n)
+	}
+	k := len(send) / n
+	counts, displs := make([]int, n), make([]int, n)
+	for i := range counts {
+		counts[i], displs[i] = k, i*k
+	}
+	if err := alltoallv(c, send, counts, displs, recv, counts, displs, tagAlltoall); err != nil {
+		return fmt.Errorf("mpi: alltoall: %w", err)
+	}
+	return nil
+}
+
+// Alltoallv is Alltoall with a size per pair: sendCounts[j] elements from
+// send[sendDispls[j]:] go to rank j, and recvCounts[j] elements from rank j
+// land at recv[recvDispls[j]:]. recvCounts[j] must equal rank j's
+// sendCounts for this rank.
+func Alltoallv[T Elem](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) error {
+	if err := checkBlocks(c.size, len(send), sendCounts, sendDispls); err != nil {
+		return fmt.Errorf("mpi: alltoallv send: %w", err)
+	}
+	if err := checkBlocks(c.size, len(recv), recvCounts, recvDispls); err != nil {
+		return fmt.Errorf("mpi: alltoallv recv: %w", err)
+	}
+	if err := alltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tagAlltoallv); err != nil {
+		return fmt.Errorf("mpi: alltoallv: %w", err)
+	}
+	return nil
+}
+
+// checkBlocks checks n counts and displacements lie inside a buffer of l.
+func checkBlocks(n, l int, counts, displs []int) error {
+	if len(counts) != n || len(displs) != n {
+		return argErr("%d counts and %d displacements for %d ranks", len(counts), len(displs), n)
+	}
+	for i := range counts {
+		if counts[i] < 0 || displs[i] < 0 || displs[i] > l || counts[i] > l-displs[i] {
+			return argErr("block %d: %d elements at %d outside a buffer of %d", i, counts[i], displs[i], l)
+		}
+	}
+	return nil
+}
+
+func alltoallv[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd []int, tag int) error {
+	n, rank := c.size, c.rank
+	copy(recv[rd[rank]:rd[rank]+rc[rank]], send[sd[rank]:sd[rank]+sc[rank]])
+	w := wireOf(send)
+	out := view(recv)
+	e := sizeOf[T]()
+	for i := 1; i < n; i++ {
+		dst, src := (rank+i)%n, (rank-i+n)%n
+		sb := w[sd[dst]*e : (sd[dst]+sc[dst])*e]
+		rb := out[rd[src]*e : (rd[src]+rc[src])*e]
+		if err := c.exchange(sb, dst, rb, src, tag); err != nil {
+			return err
+		}
+		fromWire(rb, e)
+	}
+	return nil
+}

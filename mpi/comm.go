@@ -1,0 +1,139 @@
+package mpi
+
+import (
+	"fmt"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// Comm is a communicator: a group of ranks and a context that keeps its
+// traffic apart. Point-to-point calls and collectives on one Comm use
+// different contexts, so a user receive never takes a collective's message.
+// A Comm is safe for concurrent use, except that collectives on one Comm
+// must be called in the same order by every rank, one at a time.
+type Comm struct {
+	s     *Session
+	rank  int
+	size  int
+	p2p   uint32 // context of point-to-point traffic
+	coll  uint32 // context of collective traffic
+}
+
+// Rank is this process's rank in c, from 0 to Size()-1.
+func (c *Comm) Rank() int { return c.rank }
+
+// Size is the number of ranks in c.
+func (c *Comm) Size() int { return c.size }
+
+// Session is the connection c belongs to.
+func (c *Comm) Session() *Session { return c.s }
+
+func (c *Comm) checkRank(r int, what string) error {
+	if r < 0 || r >= c.size {
+		return argErr("%s rank %d outside 0..%d", what, r, c.size-1)
+	}
+	return nil
+}
+
+func checkTag(tag int) error {
+	if tag < 0 || tag > proto.MaxTag {
+		return argErr("tag %d outside 0..%d", tag, proto.MaxTag)
+	}
+	return nil
+}
+
+// isend posts data to dst in context ctx.
+func (c *Comm) isend(ctx uint32, data []byte, dst, tag int, inline bool) *Request {
+	if err := c.checkRank(dst, "destination"); err != nil {
+		return failed(c.s, err)
+	}
+	if err := checkTag(tag); err != nil {
+		return failed(c.s, err)
+	}
+	h := proto.MsgHeader{Dst: uint32(dst), Src: uint32(c.rank), Ctx: ctx, Tag: int32(tag), Total: uint64(len(data))}
+	return c.s.postMsg(h, data, inline)
+}
+
+// irecv posts a receive into buf (elements of elem bytes) in context ctx.
+func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
+	if src != AnySource {
+		if err := c.checkRank(src, "source"); err != nil {
+			return failed(c.s, err)
+		}
+	}
+	if tag != AnyTag {
+		if err := checkTag(tag); err != nil {
+			return failed(c.s, err)
+		}
+	}
+	req := newRequest(c.s)
+	r := &recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req}
+	s := c.s
+	s.mu.Lock()
+	in := s.m.post(r)
+	arrived := in != nil && in.done
+	if in != nil && !arrived {
+		in.recv = r // the reader finishes it when the last fragment is in
+	}
+	s.mu.Unlock()
+	if arrived {
+		finishRecv(r, in)
+	}
+	return req
+}
+
+// Probe blocks until a message from src with tag (wildcards allowed) can be
+// received, and returns its envelope without receiving it. Count and Bytes
+// are its length in bytes.
+func (c *Comm) Probe(src, tag int) (Status, error) {
+	ok, st, err := c.Iprobe(src, tag)
+	if ok || err != nil {
+		return st, err
+	}
+	s := c.s
+	p := &probeReq{src: src, tag: tag, ctx: c.p2p, found: make(chan Status, 1)}
+	s.mu.Lock()
+	if in := s.m.peek(src, tag, c.p2p); in != nil {
+		s.mu.Unlock()
+		return envelope(in), nil
+	}
+	s.m.probes = append(s.m.probes, p)
+	s.mu.Unlock()
+	select {
+	case st := <-p.found:
+		return st, nil
+	case <-s.dead:
+		s.mu.Lock()
+		s.m.unprobe(p)
+		s.mu.Unlock()
+		return Status{}, fmt.Errorf("mpi: probe: %w", s.deadErr())
+	}
+}
+
+// Iprobe reports whether a message from src with tag can be received now,
+// and its envelope if so.
+func (c *Comm) Iprobe(src, tag int) (bool, Status, error) {
+	if src != AnySource {
+		if err := c.checkRank(src, "source"); err != nil {
+			return false, Status{}, err
+		}
+	}
+	if tag != AnyTag {
+		if err := checkTag(tag); err != nil {
+			return false, Status{}, err
+		}
+	}
+	s := c.s
+	s.mu.Lock()
+	in := s.m.peek(src, tag, c.p2p)
+	s.mu.Unlock()
+	if in != nil {
+		return true, envelope(in), nil
+	}
+	select {
+	case <-s.dead:
+		return false, Status{}, fmt.Errorf("mpi: probe: %w", s.deadErr())
+	default:
+		return false, Status{}, nil
+	}
+}

@@ -1,0 +1,183 @@
+package mpi
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// deadErr is why the reader ended. Call only after s.dead is closed.
+func (s *Session) deadErr() error { return s.rerr }
+
+// readLoop reads every frame the agent sends, eagerly, so the agent's queue
+// towards this rank always drains (which is what keeps the agents' flow
+// control free of deadlock). When it ends, the connection is closed so a
+// blocked writer wakes, and every waiter sees s.dead.
+func (s *Session) readLoop(br *bufio.Reader) {
+	err := s.readFrames(br)
+	_ = s.conn.Close()
+	s.rerr = err
+	close(s.dead)
+}
+
+func (s *Session) readFrames(br *bufio.Reader) error {
+	var hdr [proto.HeaderLen]byte
+	limit := max(proto.MaxControl, proto.MsgHeaderLen+s.maxData)
+	for {
+		typ, n, err := proto.ReadHeader(br, &hdr, limit)
+		if err != nil {
+			return s.lost(err)
+		}
+		if typ == proto.TypeMsg {
+			if err := s.readMsg(br, n); err != nil {
+				return err
+			}
+			continue
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(br, body); err != nil {
+			return s.lost(err)
+		}
+		if err := s.control(typ, body); err != nil {
+			return err
+		}
+	}
+}
+
+// lost turns a read error into the error every call will return.
+func (s *Session) lost(err error) error {
+	if errors.Is(err, proto.ErrTooLarge) || errors.Is(err, proto.ErrMalformed) {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	s.sendMu.Lock()
+	shut := s.sendShut
+	s.sendMu.Unlock()
+	if shut != nil {
+		return shut // Finalize or Abort closed the connection
+	}
+	return fmt.Errorf("%w: %w", ErrAgentLost, err)
+}
+
+// control handles a frame other than MSG. A non-nil error ends the reader.
+func (s *Session) control(typ byte, body []byte) error {
+	switch typ {
+	case proto.TypeStart:
+		select {
+		case <-s.started:
+			return fmt.Errorf("%w: second start", ErrProtocol)
+		default:
+			close(s.started)
+			return nil
+		}
+	case proto.TypeFail:
+		f, err := proto.DecodeFail(body)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		return jobError(f)
+	case proto.TypeBye:
+		return ErrFinalized
+	}
+	return fmt.Errorf("%w: unexpected frame type %d", ErrProtocol, typ)
+}
+
+// readMsg reads one MSG fragment of n body bytes. Its data goes straight
+// into the receive buffer when a receive matched, else into the message's
+// own buffer.
+func (s *Session) readMsg(br *bufio.Reader, n int) error {
+	var hb [proto.MsgHeaderLen]byte
+	if n < proto.MsgHeaderLen {
+		return fmt.Errorf("%w: msg of %d bytes", ErrProtocol, n)
+	}
+	if _, err := io.ReadFull(br, hb[:]); err != nil {
+		return s.lost(err)
+	}
+	dataLen := n - proto.MsgHeaderLen
+	h, err := proto.DecodeMsgHeader(hb[:], dataLen)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	in, err := s.fragment(&h, dataLen)
+	if err != nil {
+		return err
+	}
+	dst := in.buf[h.Offset : int(h.Offset)+dataLen]
+	if _, err := io.ReadFull(br, dst); err != nil {
+		return s.lost(err)
+	}
+	if h.Last(dataLen) {
+		s.arrived(in)
+	}
+	return nil
+}
+
+// fragment finds (or, for a first fragment, creates and matches) the message
+// a fragment belongs to, checking it continues where the last one ended.
+func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (*inMsg, error) {
+	if int(h.Dst) != s.rank || int(h.Src) >= s.size {
+		return nil, fmt.Errorf("%w: msg %d->%d delivered to rank %d", ErrProtocol, h.Src, h.Dst, s.rank)
+	}
+	if h.Total > uint64(maxMessage) {
+		return nil, fmt.Errorf("%w: message of %d bytes", ErrProtocol, h.Total)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.partial[h.Src]
+	if h.Offset != 0 {
+		if in == nil || in.seq != h.Seq || uint64(in.got) != h.Offset {
+			return nil, fmt.Errorf("%w: fragment at %d of message %d from rank %d out of order", ErrProtocol, h.Offset, h.Seq, h.Src)
+		}
+		in.got += dataLen
+		return in, nil
+	}
+	if in != nil {
+		return nil, fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
+	}
+	in = &inMsg{src: int(h.Src), ctx: h.Ctx, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen}
+	if r := s.m.arrive(in); r != nil {
+		in.recv = r
+	}
+	if in.recv != nil && len(in.recv.buf) >= in.total {
+		in.buf, in.direct = in.recv.buf, true // straight into the user's buffer
+	} else {
+		in.buf = make([]byte, in.total)
+	}
+	s.partial[h.Src] = in
+	return in, nil
+}
+
+// maxMessage bounds the size of one message (the receiver allocates it).
+const maxMessage = 1 << 40
+
+// arrived completes a message whose last fragment was read.
+func (s *Session) arrived(in *inMsg) {
+	s.mu.Lock()
+	s.partial[in.src] = nil
+	in.done = true
+	r := in.recv
+	s.mu.Unlock()
+	if r != nil {
+		finishRecv(r, in)
+	}
+}
+
+// finishRecv completes a receive with its matched, fully arrived message.
+func finishRecv(r *recvReq, in *inMsg) {
+	st := Status{Source: in.src, Tag: in.tag, Count: in.total / r.elem, Bytes: in.total}
+	switch {
+	case in.total > len(r.buf):
+		r.req.complete(st, fmt.Errorf("%w: %d bytes from rank %d tag %d, buffer of %d",
+			ErrTruncate, in.total, in.src, in.tag, len(r.buf)))
+	case in.total%r.elem != 0:
+		r.req.complete(st, fmt.Errorf("%w: %d bytes from rank %d is not a whole number of %d-byte elements",
+			ErrArg, in.total, in.src, r.elem))
+	default:
+		if !in.direct {
+			copy(r.buf, in.buf)
+		}
+		r.req.complete(st, nil)
+	}
+}

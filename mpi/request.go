@@ -1,0 +1,99 @@
+package mpi
+
+import "sync"
+
+// Wildcards for Recv, Irecv and Probe.
+const (
+	AnySource = -1 // match a message from any rank
+	AnyTag    = -1 // match a message with any tag
+)
+
+// Status describes a received (or probed) message.
+type Status struct {
+	Source int // rank that sent it
+	Tag    int // its tag
+	Count  int // elements received (bytes for Probe and byte receives)
+	Bytes  int // its length in bytes
+}
+
+// Request is a non-blocking operation started by Isend or Irecv. The buffer
+// it was given must not be touched until Wait or Test reports it complete.
+type Request struct {
+	s      *Session
+	done   chan struct{}
+	status Status
+	err    error
+	fix    func() // runs once when the caller first sees completion
+	once   sync.Once
+}
+
+func newRequest(s *Session) *Request {
+	return &Request{s: s, done: make(chan struct{})}
+}
+
+// failed returns a request already completed with err.
+func failed(s *Session, err error) *Request {
+	r := newRequest(s)
+	r.complete(Status{}, err)
+	return r
+}
+
+// complete records the outcome; it is called exactly once.
+func (r *Request) complete(st Status, err error) {
+	r.status, r.err = st, err
+	close(r.done)
+}
+
+// Wait blocks until the operation completes, or the job fails or the agent
+// is lost, and returns its status.
+func (r *Request) Wait() (Status, error) {
+	if r == nil {
+		return Status{}, argErr("nil request")
+	}
+	select {
+	case <-r.done:
+	case <-r.s.dead:
+		select {
+		case <-r.done:
+		default:
+			return Status{}, r.s.deadErr()
+		}
+	}
+	return r.result()
+}
+
+// Test reports whether the operation has completed, without blocking; when
+// it has, it also returns its status and error.
+func (r *Request) Test() (bool, Status, error) {
+	if r == nil {
+		return true, Status{}, argErr("nil request")
+	}
+	select {
+	case <-r.done:
+		st, err := r.result()
+		return true, st, err
+	case <-r.s.dead:
+		return true, Status{}, r.s.deadErr()
+	default:
+		return false, Status{}, nil
+	}
+}
+
+func (r *Request) result() (Status, error) {
+	if r.fix != nil && r.err == nil {
+		r.once.Do(r.fix)
+	}
+	return r.status, r.err
+}
+
+// Waitall waits for every request and returns the first error, or nil when
+// all succeeded.
+func Waitall(reqs ...*Request) error {
+	var first error
+	for _, r := range reqs {
+		if _, err := r.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,90 @@
+package router
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// Config tunes a Router. Start from DefaultConfig and change what you need.
+type Config struct {
+	// SocketMode is the permission of the MPI socket. 0600 by default: rank
+	// processes run as the agent's user, and nobody else may connect. Use
+	// 0660 (with the socket's directory group set) when ranks run as another
+	// user.
+	SocketMode os.FileMode
+	// MaxData is the most message bytes in one fragment. 128 KiB: large
+	// enough that per-fragment costs vanish beside the data, small enough
+	// that large messages stream through both agents (pipelined) instead of
+	// being stored and forwarded whole.
+	MaxData int
+	// Window is the flow-control window of one (job, remote agent) stream in
+	// bytes: what a sender may have in flight towards the receiving agent.
+	// 1 MiB: 8 fragments, enough to fill a loopback or LAN path, while an
+	// agent holds at most Window bytes per remote agent per job.
+	Window int
+	// QueueBytes bounds what local senders queue towards one local rank
+	// before they are made to wait. 1 MiB for the same reason as Window.
+	QueueBytes int
+	// HelloTimeout bounds the handshake of a new socket connection or link
+	// stream. 10s: a process that connects and says nothing is dropped.
+	HelloTimeout time.Duration
+	// OpenTimeout bounds opening a link to a remote agent. 10s, like the
+	// agents' other request timeouts.
+	OpenTimeout time.Duration
+	// HeartbeatInterval is how often an idle link pings. 1s.
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout is how long a link may stay silent (no frame at all)
+	// before the remote agent counts as lost and the job fails. 5s: five
+	// missed heartbeats, so a busy machine is not mistaken for a dead one,
+	// while a blocked call still errors within seconds.
+	HeartbeatTimeout time.Duration
+	// MaxPending bounds socket connections that have not finished their
+	// handshake. 64: far more than ranks start at once on one machine, few
+	// enough that junk connections cannot pile up.
+	MaxPending int
+}
+
+// DefaultConfig returns the configuration for a real agent.
+func DefaultConfig() Config {
+	return Config{
+		SocketMode:        0o600,
+		MaxData:           128 << 10,
+		Window:            1 << 20,
+		QueueBytes:        1 << 20,
+		HelloTimeout:      10 * time.Second,
+		OpenTimeout:       10 * time.Second,
+		HeartbeatInterval: time.Second,
+		HeartbeatTimeout:  5 * time.Second,
+		MaxPending:        64,
+	}
+}
+
+// frameMax is the largest frame (header included) a MSG can take.
+func (c Config) frameMax() int { return proto.HeaderLen + proto.MsgHeaderLen + c.MaxData }
+
+// bodyMax is the largest frame body a router reads from a rank or a link.
+func (c Config) bodyMax() int { return max(proto.MaxControl, proto.MsgHeaderLen+c.MaxData) }
+
+func (c Config) validate() error {
+	switch {
+	case c.SocketMode&^0o777 != 0 || c.SocketMode&0o600 != 0o600:
+		return fmt.Errorf("router config: socket mode %o must be permission bits including 0600", c.SocketMode)
+	case c.MaxData < 1 || c.MaxData > 16<<20:
+		return fmt.Errorf("router config: MaxData %d outside 1..16 MiB", c.MaxData)
+	case c.Window < 2*c.frameMax():
+		return fmt.Errorf("router config: Window %d below two fragments (%d)", c.Window, 2*c.frameMax())
+	case c.QueueBytes < c.frameMax():
+		return fmt.Errorf("router config: QueueBytes %d below one fragment (%d)", c.QueueBytes, c.frameMax())
+	case c.HelloTimeout <= 0 || c.OpenTimeout <= 0:
+		return fmt.Errorf("router config: timeouts must be positive")
+	case c.HeartbeatInterval <= 0 || c.HeartbeatTimeout < 2*c.HeartbeatInterval:
+		return fmt.Errorf("router config: heartbeat timeout %v must be at least twice the interval %v",
+			c.HeartbeatTimeout, c.HeartbeatInterval)
+	case c.MaxPending < 1:
+		return fmt.Errorf("router config: MaxPending %d", c.MaxPending)
+	}
+	return nil
+}

@@ -1,0 +1,193 @@
+package router
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// inbound is a remote agent's link stream for one job, seen from the
+// receiving side: MSG frames come in and are delivered to local copies;
+// their bytes go back to the sender as Credit once written to the rank
+// (or dropped).
+type inbound struct {
+	j    *Job
+	peer peer.ID
+	s    network.Stream
+	br   *bufio.Reader
+	done chan struct{} // closed when the reader ends
+
+	wmu sync.Mutex // serializes writes to s
+
+	cmu  sync.Mutex // guards owed
+	owed int
+	kick chan struct{} // capacity 1: credit to send
+}
+
+// serveInbound registers an accepted stream and reads it until it ends.
+// It runs in the stream handler's goroutine.
+func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
+	in := &inbound{j: j, peer: s.Conn().RemotePeer(), s: s, br: br,
+		done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	j.mu.Lock()
+	if j.removed || j.err != nil {
+		j.mu.Unlock()
+		refuse(s, proto.Refused{Code: proto.RefuseEnded, Reason: "job over"})
+		return
+	}
+	j.inbound[in] = struct{}{}
+	j.wg.Add(2)
+	j.mu.Unlock()
+	defer j.wg.Done()
+	defer close(in.done)
+	go in.creditLoop()
+	accept := proto.Accept{Window: uint32(j.cfg.Window), MaxData: uint32(j.cfg.MaxData)}
+	if err := in.write(accept.Encode()); err != nil {
+		return
+	}
+	in.readLoop()
+}
+
+func (in *inbound) readLoop() {
+	j := in.j
+	for {
+		_ = in.s.SetReadDeadline(time.Now().Add(j.cfg.HeartbeatTimeout))
+		f, err := proto.ReadFrame(in.br, j.cfg.bodyMax())
+		if err != nil {
+			in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
+			return
+		}
+		switch f.Type() {
+		case proto.TypeMsg:
+			if err := j.fromLink(in, f); err != nil {
+				in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
+				return
+			}
+		case proto.TypePing:
+			if in.write(proto.NewFrame(proto.TypePong, 0)) != nil {
+				return
+			}
+		case proto.TypeFail:
+			j.remoteFail(in.peer, f.Body())
+		case proto.TypeBye:
+			j.remoteEnded(in.peer)
+			_ = in.s.Close()
+			return
+		default:
+			in.broken(fmt.Errorf("link from %s: unexpected frame type %d", in.peer.ShortString(), f.Type()))
+			return
+		}
+	}
+}
+
+// fromLink delivers a MSG frame from a remote agent to the local copy of its
+// destination. The source rank must run on that agent.
+func (j *Job) fromLink(in *inbound, f proto.Frame) error {
+	body := f.Body()
+	if len(body) < proto.MsgHeaderLen {
+		return fmt.Errorf("message of %d bytes", len(body))
+	}
+	n := len(body) - proto.MsgHeaderLen
+	h, err := proto.DecodeMsgHeader(body, n)
+	if err != nil {
+		return err
+	}
+	if int(h.Dst) >= j.spec.Size || int(h.Src) >= j.spec.Size || j.local[h.Dst] == nil {
+		return fmt.Errorf("message %d->%d has no destination here", h.Src, h.Dst)
+	}
+	from := replicaOn(j.spec.Hosts, int(h.Src), in.peer)
+	if from < 0 {
+		return fmt.Errorf("rank %d does not run on %s", h.Src, in.peer.ShortString())
+	}
+	size := len(f)
+	err = j.local[h.Dst].q.deliver(j.ctx, f, &h, n, from, func() { in.returned(size) })
+	if err != nil && !errors.Is(err, errClosedQueue) && j.ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// returned counts bytes handed to a rank; credit goes back in batches of a
+// quarter window, which Config.validate keeps above one fragment.
+func (in *inbound) returned(n int) {
+	in.cmu.Lock()
+	in.owed += n
+	send := in.owed >= in.j.cfg.Window/4
+	in.cmu.Unlock()
+	if send {
+		select {
+		case in.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (in *inbound) creditLoop() {
+	defer in.j.wg.Done()
+	for {
+		select {
+		case <-in.kick:
+		case <-in.done:
+			return
+		case <-in.j.ctx.Done():
+			return
+		}
+		in.cmu.Lock()
+		n := in.owed
+		in.owed = 0
+		in.cmu.Unlock()
+		if n > 0 && in.write(proto.U32Frame(proto.TypeCredit, uint32(n))) != nil {
+			return
+		}
+	}
+}
+
+// write writes one frame back to the sender within the heartbeat timeout.
+func (in *inbound) write(f proto.Frame) error {
+	in.wmu.Lock()
+	_ = in.s.SetWriteDeadline(time.Now().Add(in.j.cfg.HeartbeatTimeout))
+	_, err := in.s.Write(f)
+	in.wmu.Unlock()
+	if err != nil {
+		in.broken(fmt.Errorf("write to %s: %w", in.peer.ShortString(), err))
+	}
+	return err
+}
+
+func (in *inbound) broken(err error) {
+	_ = in.s.Reset()
+	if in.j.ctx.Err() == nil {
+		in.j.peerLost(in.peer, err)
+	}
+}
+
+// control writes a control frame (Fail).
+func (in *inbound) control(f proto.Frame) { _ = in.write(f) }
+
+// shutdown ends the stream, saying Bye first when the job ended cleanly.
+func (in *inbound) shutdown(bye bool) {
+	if bye {
+		in.wmu.Lock()
+		_ = in.s.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = in.s.Write(proto.NewFrame(proto.TypeBye, 0))
+		in.wmu.Unlock()
+	}
+	_ = in.s.Close()
+}
+
+// refuse answers an Open with a refusal and closes the stream.
+func refuse(s network.Stream, r proto.Refused) {
+	_ = s.SetWriteDeadline(time.Now().Add(time.Second))
+	if _, err := s.Write(r.Encode()); err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = s.Close()
+}

@@ -1,0 +1,264 @@
+package router
+
+import (
+	"context"
+	"net"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// procState is where a local copy is in its life.
+type procState int
+
+const (
+	procWaiting   procState = iota // not connected yet
+	procRunning                    // connected (in or past Init)
+	procFinalized                  // called Finalize
+	procGone                       // aborted, or its connection ended without Finalize
+)
+
+// proc is one local copy of a rank.
+type proc struct {
+	Proc
+	q    *outq     // frames towards the process, from AddJob on
+	sent sequencer // checks the copy's own sequence numbers; used by its reader goroutine only
+
+	// guarded by Job.mu
+	conn  net.Conn
+	state procState
+}
+
+// Job is one job's router state on this agent. Data moves without a central
+// loop: each local copy has a reader goroutine (its socket to the
+// destinations) and a writer goroutine (its queue to its socket), each link
+// its own goroutines; Job.mu guards the job's control state (copies'
+// states, links, failure, removal) and is never held during I/O.
+type Job struct {
+	r       *Router
+	spec    JobSpec
+	self    peer.ID
+	cfg     Config
+	welcome proto.Frame
+	local   []*proc // by rank; nil where the rank has no copy here
+	procs   []*proc // every local copy
+	remote  []peer.ID
+	ctx     context.Context // ends when the job fails or is removed
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // the job's goroutines
+	events  chan Event
+	ready   chan struct{}
+
+	mu       sync.Mutex // guards everything below, and procs' conn and state
+	attached int
+	released bool
+	err      *Failure
+	removed  bool
+	links    map[peer.ID]*link
+	inbound  map[*inbound]struct{}
+	lost     map[peer.ID]bool // remote agents lost
+	ended    map[peer.ID]bool // remote agents that ended the job cleanly
+	dropped  int              // events dropped because the channel was full
+}
+
+func newJob(r *Router, spec JobSpec) *Job {
+	ctx, cancel := context.WithCancel(context.Background())
+	j := &Job{
+		r: r, spec: spec, self: r.h.ID(), cfg: r.cfg, local: make([]*proc, spec.Size),
+		remote: remotes(spec.Hosts, r.h.ID()), ctx: ctx, cancel: cancel,
+		ready: make(chan struct{}), links: map[peer.ID]*link{}, inbound: map[*inbound]struct{}{},
+		lost: map[peer.ID]bool{}, ended: map[peer.ID]bool{},
+	}
+	j.welcome = proto.Welcome{Version: proto.Version, MaxData: uint32(r.cfg.MaxData), HostOf: hostLayout(spec.Hosts)}.Encode()
+	for _, p := range spec.Local {
+		pr := &proc{Proc: p, q: newOutq(r.cfg.QueueBytes), sent: sequencer{}}
+		j.local[p.Rank] = pr
+		j.procs = append(j.procs, pr)
+	}
+	j.events = make(chan Event, 3*len(j.procs)+len(j.remote)+4)
+	if len(j.procs) == 0 {
+		close(j.ready)
+	}
+	return j
+}
+
+// ID is the job's ID.
+func (j *Job) ID() string { return j.spec.ID }
+
+// InitReady is closed when every local copy has connected and is waiting in
+// Init: phase 1 of the two-phase start is done on this agent.
+func (j *Job) InitReady() <-chan struct{} { return j.ready }
+
+// Events reports what happens to the job (see EventKind). It is closed by
+// RemoveJob.
+func (j *Job) Events() <-chan Event { return j.events }
+
+// Err returns why the job failed, or nil.
+func (j *Job) Err() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err == nil {
+		return nil
+	}
+	return j.err
+}
+
+// Release is phase 2: the submitter saw every agent ready, so Init returns
+// in every local copy (copies that connect later are released at once).
+// The router also opens its links to every other agent of the job, so that
+// the loss of any of them is noticed even by ranks that never talked to it.
+func (j *Job) Release() {
+	start := proto.NewFrame(proto.TypeStart, 0)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.released || j.removed || j.err != nil {
+		return
+	}
+	j.released = true
+	for _, p := range j.procs {
+		if p.state == procRunning {
+			p.q.control(start)
+		}
+	}
+	for _, h := range j.remote {
+		j.linkLocked(h)
+	}
+}
+
+// Fail fails the job: every blocked and later call in local ranks returns
+// an error, and the job's other agents are told so theirs do too.
+func (j *Job) Fail(err error) {
+	reason := "failed"
+	if err != nil {
+		reason = err.Error()
+	}
+	j.fail(&Failure{Cause: proto.CauseFailed, Rank: -1, Reason: reason}, true)
+}
+
+// emit sends an event; j.mu is held.
+func (j *Job) emit(e Event) {
+	if j.removed {
+		return
+	}
+	select {
+	case j.events <- e:
+	default:
+		j.dropped++
+		log.Warnf("job %s: event %v dropped (channel full)", j.spec.ID, e.Kind)
+	}
+}
+
+// fail records the job's failure (the first one wins), tells every local
+// copy, and, when propagate is set, every other agent of the job. It
+// returns once the other agents were written to (each write is bounded by
+// a deadline), so a Bye sent later cannot overtake the Fail.
+func (j *Job) fail(f *Failure, propagate bool) {
+	j.mu.Lock()
+	if j.err != nil || j.removed {
+		j.mu.Unlock()
+		return
+	}
+	j.err = f
+	j.emit(Event{Kind: EventFailed, Rank: f.Rank, Replica: -1, Code: f.Code, Err: f})
+	links, ins := j.streamsLocked()
+	j.mu.Unlock()
+	log.Infof("job %s: %v", j.spec.ID, f)
+	frame := f.frame()
+	for _, p := range j.procs {
+		p.q.close(frame)
+	}
+	if propagate {
+		var wg sync.WaitGroup
+		for _, l := range links {
+			wg.Add(1)
+			go func() { defer wg.Done(); l.control(frame) }()
+		}
+		for _, in := range ins {
+			wg.Add(1)
+			go func() { defer wg.Done(); in.control(frame) }()
+		}
+		wg.Wait()
+	}
+	j.cancel()
+}
+
+// streamsLocked snapshots the job's links and inbound streams; j.mu is held.
+func (j *Job) streamsLocked() ([]*link, []*inbound) {
+	links := make([]*link, 0, len(j.links))
+	for _, l := range j.links {
+		links = append(links, l)
+	}
+	ins := make([]*inbound, 0, len(j.inbound))
+	for in := range j.inbound {
+		ins = append(ins, in)
+	}
+	return links, ins
+}
+
+// unfinishedLocked reports whether a local copy has not finalized; j.mu is held.
+func (j *Job) unfinishedLocked() bool {
+	for _, p := range j.procs {
+		if p.state != procFinalized {
+			return true
+		}
+	}
+	return false
+}
+
+// lostCopiesLocked is the set of local copies that are gone; j.mu is held.
+func (j *Job) lostCopiesLocked() map[Proc]bool {
+	out := map[Proc]bool{}
+	for _, p := range j.procs {
+		if p.state == procGone {
+			out[p.Proc] = true
+		}
+	}
+	return out
+}
+
+// shutdown ends the job here: a job removed while local copies still run
+// fails first (so the other agents' ranks do not wait for them), then
+// connections and streams close and the job's goroutines end.
+func (j *Job) shutdown() {
+	j.mu.Lock()
+	if j.removed {
+		j.mu.Unlock()
+		return
+	}
+	running := j.unfinishedLocked() && j.err == nil
+	j.mu.Unlock()
+	if running {
+		j.fail(&Failure{Cause: proto.CauseFailed, Rank: -1,
+			Reason: "job ended at agent " + j.self.String() + " while ranks were running"}, true)
+	}
+	j.mu.Lock()
+	j.removed = true
+	failed := j.err != nil
+	links, ins := j.streamsLocked()
+	conns := make([]net.Conn, 0, len(j.procs))
+	for _, p := range j.procs {
+		if p.conn != nil {
+			conns = append(conns, p.conn)
+		}
+	}
+	j.mu.Unlock()
+	j.cancel()
+	for _, p := range j.procs {
+		p.q.close(nil)
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	for _, l := range links {
+		l.shutdown(!failed)
+	}
+	for _, in := range ins {
+		in.shutdown(!failed)
+	}
+	j.wg.Wait()
+	j.mu.Lock()
+	close(j.events)
+	j.mu.Unlock()
+}

@@ -1,0 +1,202 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// errClosedQueue is returned when delivering to a rank copy that is gone
+// (finalized, lost, or its job ended): the message is dropped.
+var errClosedQueue = errors.New("router: rank connection closed")
+
+// item is one frame queued towards a rank process.
+type item struct {
+	f       proto.Frame
+	release func() // gives the frame's bytes back to the link it came on, or nil
+	local   bool   // counted against the queue's bound (from a local sender)
+}
+
+// outq is the queue of frames towards one local rank copy, drained by one
+// writer goroutine into the rank's socket. Local senders are bounded by
+// max bytes and wait for room; frames from links are already bounded by
+// their link's window and never wait, so a link's reader is never blocked
+// by one slow rank. deliver is the one place where a message reaches a
+// rank, and where duplicates from replicated senders are dropped.
+type outq struct {
+	mu     sync.Mutex // guards everything below
+	items  []item
+	local  int // bytes of queued frames from local senders
+	max    int
+	seq    sequencer // per source rank
+	closed bool
+	final  proto.Frame   // written after the last item, then the socket is closed
+	wake   chan struct{} // capacity 1: something to write
+	room   chan struct{} // closed (and replaced) when local bytes are written
+}
+
+func newOutq(max int) *outq {
+	return &outq{max: max, seq: sequencer{}, wake: make(chan struct{}, 1), room: make(chan struct{})}
+}
+
+// deliver queues one MSG fragment from replica from of source h.Src. A local
+// sender (release == nil) waits while the queue is over its bound. A
+// duplicate is dropped (nil error); a fragment out of sequence is refused.
+// Whatever is not queued is released at once.
+func (q *outq) deliver(ctx context.Context, f proto.Frame, h *proto.MsgHeader, dataLen, from int, release func()) error {
+	q.mu.Lock()
+	for release == nil && !q.closed && q.local > 0 && q.local+len(f) > q.max {
+		room := q.room
+		q.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		q.mu.Lock()
+	}
+	if q.closed {
+		q.mu.Unlock()
+		runRelease(release)
+		return errClosedQueue
+	}
+	switch q.seq.check(h.Src, h, dataLen, from) {
+	case duplicate:
+		q.mu.Unlock()
+		runRelease(release)
+		return nil
+	case violation:
+		q.mu.Unlock()
+		runRelease(release)
+		return fmt.Errorf("router: message %d from rank %d to rank %d out of sequence", h.Seq, h.Src, h.Dst)
+	}
+	q.push(item{f: f, release: release, local: release == nil})
+	q.mu.Unlock()
+	return nil
+}
+
+// control queues a control frame (e.g. Start). It never waits.
+func (q *outq) control(f proto.Frame) {
+	q.mu.Lock()
+	if !q.closed {
+		q.push(item{f: f})
+	}
+	q.mu.Unlock()
+}
+
+// push appends it; q.mu is held.
+func (q *outq) push(it item) {
+	q.items = append(q.items, it)
+	if it.local {
+		q.local += len(it.f)
+	}
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close drops what is queued, makes the writer write final (if not nil),
+// close the socket and end. Later deliveries are dropped.
+func (q *outq) close(final proto.Frame) {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return
+	}
+	q.closed, q.final = true, final
+	dropped := q.items
+	q.items, q.local = nil, 0
+	close(q.room)
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	q.mu.Unlock()
+	for _, it := range dropped {
+		runRelease(it.release)
+	}
+}
+
+func runRelease(f func()) {
+	if f != nil {
+		f()
+	}
+}
+
+// writeLoop writes queued frames to conn, many per system call, until the
+// queue is closed or a write fails. It closes conn when it ends.
+func (q *outq) writeLoop(conn net.Conn) error {
+	defer conn.Close()
+	for {
+		batch, final, done := q.next()
+		if done {
+			if final != nil {
+				_, err := conn.Write(final)
+				return err
+			}
+			return nil
+		}
+		bufs := make(net.Buffers, len(batch))
+		for i, it := range batch {
+			bufs[i] = it.f
+		}
+		_, err := bufs.WriteTo(conn)
+		q.written(batch)
+		if err != nil {
+			q.close(nil)
+			return err
+		}
+	}
+}
+
+// maxBatch bounds the frames written in one system call.
+const maxBatch = 64
+
+// next waits for frames to write and takes up to maxBatch of them; done is
+// set once the queue is closed and empty.
+func (q *outq) next() (batch []item, final proto.Frame, done bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			n := min(len(q.items), maxBatch)
+			batch = append([]item(nil), q.items[:n]...)
+			clear(q.items[:n])
+			q.items = q.items[n:]
+			q.mu.Unlock()
+			return batch, nil, false
+		}
+		if q.closed {
+			final, q.final = q.final, nil
+			q.mu.Unlock()
+			return nil, final, true
+		}
+		q.mu.Unlock()
+		<-q.wake
+	}
+}
+
+// written releases a written batch and makes room for local senders.
+func (q *outq) written(batch []item) {
+	local := 0
+	for _, it := range batch {
+		if it.local {
+			local += len(it.f)
+		}
+		runRelease(it.release)
+	}
+	if local == 0 {
+		return
+	}
+	q.mu.Lock()
+	if !q.closed {
+		q.local -= local
+		close(q.room)
+		q.room = make(chan struct{})
+	}
+	q.mu.Unlock()
+}

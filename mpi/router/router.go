@@ -1,0 +1,317 @@
+package router
+
+import (
+	"bufio"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	logging "github.com/ipfs/go-log/v2"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+var log = logging.Logger("zorilla/mpi/router")
+
+// ProtocolID is the link protocol between the agents of a job.
+const ProtocolID = "/zorilla/mpi/1.0.0"
+
+// Errors of the router.
+var (
+	ErrClosed    = errors.New("router: closed")
+	ErrJobExists = errors.New("router: job already added")
+)
+
+// endedMemory is how many removed job IDs a router remembers, so that a late
+// link open for a job that ended here is told so rather than refused as
+// unknown.
+const endedMemory = 1024
+
+// Router is the agent side of the MPI runtime: it serves the agent's MPI
+// unix socket and the link protocol, and routes the messages of every job
+// added to it.
+type Router struct {
+	h       host.Host
+	cfg     Config
+	path    string
+	ln      *net.UnixListener
+	pending chan struct{} // one token per connection still in its handshake
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex // guards jobs, ended, endedQ, closed
+	jobs   map[string]*Job
+	ended  map[string]bool
+	endedQ []string // ended, oldest first
+	closed bool
+}
+
+// New starts a router on host h, listening for rank processes on the unix
+// socket at socketPath (created with cfg.SocketMode; a stale socket left by
+// a dead agent is replaced). Its lifetime ends with Close.
+func New(h host.Host, socketPath string, cfg Config) (*Router, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := removeStale(socketPath); err != nil {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: socketPath, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("router: listen on %s: %w", socketPath, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(socketPath, cfg.SocketMode); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("router: chmod %s: %w", socketPath, err)
+	}
+	r := &Router{h: h, cfg: cfg, path: socketPath, ln: ln, pending: make(chan struct{}, cfg.MaxPending),
+		jobs: map[string]*Job{}, ended: map[string]bool{}}
+	h.SetStreamHandler(ProtocolID, r.handleStream)
+	r.wg.Add(1)
+	go r.acceptLoop()
+	return r, nil
+}
+
+// removeStale removes a socket file nobody listens on any more.
+func removeStale(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("router: %s exists and is not a socket", path)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		_ = c.Close()
+		return fmt.Errorf("router: %s is in use by another process", path)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("router: remove stale socket: %w", err)
+	}
+	return nil
+}
+
+// Socket is the path of the MPI socket.
+func (r *Router) Socket() string { return r.path }
+
+// AddJob prepares routing for a job, before its processes start.
+func (r *Router) AddJob(spec JobSpec) (*Job, error) {
+	if err := spec.validate(r.h.ID()); err != nil {
+		return nil, fmt.Errorf("router: add job %q: %w", spec.ID, err)
+	}
+	spec.Hosts = cloneHosts(spec.Hosts)
+	spec.Local = append([]Proc(nil), spec.Local...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		return nil, ErrClosed
+	case r.jobs[spec.ID] != nil || r.ended[spec.ID]:
+		return nil, fmt.Errorf("%w: %s", ErrJobExists, spec.ID)
+	}
+	j := newJob(r, spec)
+	r.jobs[spec.ID] = j
+	return j, nil
+}
+
+func cloneHosts(h [][]peer.ID) [][]peer.ID {
+	out := make([][]peer.ID, len(h))
+	for i := range h {
+		out[i] = append([]peer.ID(nil), h[i]...)
+	}
+	return out
+}
+
+// Job returns the job with this ID, or nil.
+func (r *Router) Job(id string) *Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.jobs[id]
+}
+
+// RemoveJob ends a job here: its ranks' connections and its streams close
+// and its state is freed. A job removed while local ranks still run fails
+// first, everywhere. It returns once the job's goroutines have ended.
+func (r *Router) RemoveJob(id string) {
+	r.mu.Lock()
+	j := r.jobs[id]
+	if j != nil {
+		delete(r.jobs, id)
+		r.remember(id)
+	}
+	r.mu.Unlock()
+	if j != nil {
+		j.shutdown()
+	}
+}
+
+// remember records a removed job ID, forgetting the oldest; r.mu is held.
+func (r *Router) remember(id string) {
+	r.ended[id] = true
+	r.endedQ = append(r.endedQ, id)
+	if len(r.endedQ) > endedMemory {
+		delete(r.ended, r.endedQ[0])
+		r.endedQ = r.endedQ[1:]
+	}
+}
+
+// lookup finds a job for a handshake, or says why there is none.
+func (r *Router) lookup(id string) (*Job, *proto.Refused) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j := r.jobs[id]; j != nil {
+		return j, nil
+	}
+	if r.ended[id] {
+		return nil, &proto.Refused{Code: proto.RefuseEnded, Reason: "job " + id + " has ended here"}
+	}
+	return nil, &proto.Refused{Code: proto.RefuseUnknown, Reason: "no job " + id + " here"}
+}
+
+// Close stops accepting, removes every job and waits for every goroutine.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	ids := make([]string, 0, len(r.jobs))
+	for id := range r.jobs {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	r.h.RemoveStreamHandler(ProtocolID)
+	err := r.ln.Close()
+	for _, id := range ids {
+		r.RemoveJob(id)
+	}
+	r.wg.Wait()
+	return err
+}
+
+func (r *Router) acceptLoop() {
+	defer r.wg.Done()
+	for {
+		c, err := r.ln.AcceptUnix()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				log.Errorf("mpi socket accept: %v", err)
+			}
+			return
+		}
+		select {
+		case r.pending <- struct{}{}:
+		default:
+			writeAndClose(c, proto.Refused{Code: proto.RefuseBusy, Reason: "too many connections"}.Encode())
+			continue
+		}
+		r.wg.Add(1)
+		go r.serveConn(c)
+	}
+}
+
+// serveConn authenticates a rank process: Hello within the hello timeout,
+// a known job, the right key, a copy that runs here. Anything else is
+// refused and closed without touching any job.
+func (r *Router) serveConn(c *net.UnixConn) {
+	defer r.wg.Done()
+	defer func() { <-r.pending }()
+	_ = c.SetDeadline(time.Now().Add(r.cfg.HelloTimeout))
+	br := bufio.NewReaderSize(c, 64<<10)
+	f, err := proto.ReadFrame(br, proto.MaxControl)
+	if err != nil {
+		writeAndClose(c, proto.Refused{Code: proto.RefuseMalformed, Reason: err.Error()}.Encode())
+		return
+	}
+	h, err := proto.DecodeHello(f.Body())
+	if f.Type() != proto.TypeHello || err != nil {
+		writeAndClose(c, proto.Refused{Code: proto.RefuseMalformed, Reason: fmt.Sprintf("expected hello: %v", err)}.Encode())
+		return
+	}
+	j, refusal := r.checkHello(h)
+	if refusal != nil {
+		log.Debugf("refused rank %d of job %q: %s", h.Rank, h.Job, refusal.Reason)
+		writeAndClose(c, refusal.Encode())
+		return
+	}
+	j.attach(Proc{Rank: int(h.Rank), Replica: int(h.Replica)}, c, br)
+}
+
+// checkHello finds the job a Hello is for and checks its credentials.
+func (r *Router) checkHello(h proto.Hello) (*Job, *proto.Refused) {
+	if h.Version != proto.Version {
+		return nil, &proto.Refused{Code: proto.RefuseVersion, Reason: fmt.Sprintf("protocol version %d, want %d", h.Version, proto.Version)}
+	}
+	j, refusal := r.lookup(h.Job)
+	if refusal != nil {
+		return nil, refusal
+	}
+	if subtle.ConstantTimeCompare([]byte(h.Key), []byte(j.spec.Key)) != 1 {
+		return nil, &proto.Refused{Code: proto.RefuseKey, Reason: "wrong job key"}
+	}
+	if int(h.Size) != j.spec.Size {
+		return nil, &proto.Refused{Code: proto.RefuseMember, Reason: fmt.Sprintf("size %d, the job has %d ranks", h.Size, j.spec.Size)}
+	}
+	return j, nil
+}
+
+// handleStream serves a link opened by another agent of a job.
+func (r *Router) handleStream(s network.Stream) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		_ = s.Reset()
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	defer r.wg.Done()
+	_ = s.SetDeadline(time.Now().Add(r.cfg.HelloTimeout))
+	br := bufio.NewReaderSize(s, 64<<10)
+	f, err := proto.ReadFrame(br, proto.MaxControl)
+	if err != nil || f.Type() != proto.TypeOpen {
+		_ = s.Reset()
+		return
+	}
+	o, err := proto.DecodeOpen(f.Body())
+	if err != nil || o.Version != proto.Version {
+		refuse(s, proto.Refused{Code: proto.RefuseMalformed, Reason: fmt.Sprintf("bad open: %v", err)})
+		return
+	}
+	j, refusal := r.lookup(o.Job)
+	if refusal == nil {
+		refusal = j.checkOpen(o, s.Conn().RemotePeer())
+	}
+	if refusal != nil {
+		refuse(s, *refusal)
+		return
+	}
+	_ = s.SetDeadline(time.Time{})
+	j.serveInbound(s, br)
+}
+
+// checkOpen checks a link open: the right key, from an agent of the job.
+func (j *Job) checkOpen(o proto.Open, from peer.ID) *proto.Refused {
+	if subtle.ConstantTimeCompare([]byte(o.Key), []byte(j.spec.Key)) != 1 {
+		return &proto.Refused{Code: proto.RefuseKey, Reason: "wrong job key"}
+	}
+	for _, copies := range j.spec.Hosts {
+		for _, h := range copies {
+			if h == from {
+				return nil
+			}
+		}
+	}
+	return &proto.Refused{Code: proto.RefuseMember, Reason: "peer runs no rank of the job"}
+}

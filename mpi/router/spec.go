@@ -1,0 +1,143 @@
+package router
+
+import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// Proc names one copy of a rank: rank Rank, replica Replica.
+type Proc struct {
+	Rank    int
+	Replica int
+}
+
+// JobSpec is what a router needs to know about a job: who runs each copy of
+// each rank, and which copies run here.
+type JobSpec struct {
+	ID       string
+	Key      string // secret the job's processes present in their Hello
+	Size     int    // ranks
+	Replicas int    // copies of each rank, on distinct agents
+	Hosts    [][]peer.ID // Hosts[rank][replica] = agent that runs that copy
+	Local    []Proc      // the copies running on this agent
+}
+
+// validate checks the spec against the agent it is added to.
+func (s JobSpec) validate(self peer.ID) error {
+	switch {
+	case s.ID == "" || len(s.ID) > proto.MaxJobLen:
+		return fmt.Errorf("job ID of %d bytes", len(s.ID))
+	case len(s.Key) > proto.MaxKeyLen:
+		return fmt.Errorf("job key of %d bytes", len(s.Key))
+	case s.Size < 1 || s.Size > proto.MaxRanks:
+		return fmt.Errorf("size %d", s.Size)
+	case s.Replicas < 1:
+		return fmt.Errorf("replicas %d", s.Replicas)
+	case len(s.Hosts) != s.Size:
+		return fmt.Errorf("hosts for %d ranks, size %d", len(s.Hosts), s.Size)
+	}
+	mine := map[Proc]bool{}
+	for r, copies := range s.Hosts {
+		if err := checkCopies(r, copies, s.Replicas); err != nil {
+			return err
+		}
+		for k, h := range copies {
+			if h == self {
+				mine[Proc{r, k}] = true
+			}
+		}
+	}
+	for _, p := range s.Local {
+		if !mine[p] {
+			return fmt.Errorf("local copy %v is not hosted here by Hosts (or listed twice)", p)
+		}
+		delete(mine, p)
+	}
+	if len(mine) != 0 {
+		return fmt.Errorf("%d copies hosted here by Hosts are missing from Local", len(mine))
+	}
+	return nil
+}
+
+// checkCopies checks one rank's hosts: one per replica, all distinct.
+func checkCopies(rank int, copies []peer.ID, replicas int) error {
+	if len(copies) != replicas {
+		return fmt.Errorf("rank %d has %d hosts, want %d", rank, len(copies), replicas)
+	}
+	for k, h := range copies {
+		if h == "" {
+			return fmt.Errorf("rank %d replica %d has no host", rank, k)
+		}
+		for _, o := range copies[:k] {
+			if o == h {
+				return fmt.Errorf("rank %d has two copies on %s", rank, h.ShortString())
+			}
+		}
+	}
+	return nil
+}
+
+// hostLayout numbers the agents of a job in order of first appearance and
+// returns, per rank, the number of the agent running its first copy.
+func hostLayout(hosts [][]peer.ID) []uint32 {
+	ids := map[peer.ID]uint32{}
+	out := make([]uint32, len(hosts))
+	for r, copies := range hosts {
+		id, ok := ids[copies[0]]
+		if !ok {
+			id = uint32(len(ids))
+			ids[copies[0]] = id
+		}
+		out[r] = id
+	}
+	return out
+}
+
+// remotes lists the agents of the job other than self, in order of first
+// appearance.
+func remotes(hosts [][]peer.ID, self peer.ID) []peer.ID {
+	seen := map[peer.ID]bool{self: true}
+	var out []peer.ID
+	for _, copies := range hosts {
+		for _, h := range copies {
+			if !seen[h] {
+				seen[h] = true
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// orphaned returns the ranks left without a live copy when the agents in
+// lostHosts and the local copies in lostCopies are gone: the ranks whose
+// loss fails the job.
+func orphaned(hosts [][]peer.ID, lostHosts map[peer.ID]bool, lostCopies map[Proc]bool) []int {
+	var out []int
+	for r, copies := range hosts {
+		alive := false
+		for k, h := range copies {
+			if !lostHosts[h] && !lostCopies[Proc{r, k}] {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// replicaOn returns which replica of rank runs on host, or -1.
+func replicaOn(hosts [][]peer.ID, rank int, host peer.ID) int {
+	for k, h := range hosts[rank] {
+		if h == host {
+			return k
+		}
+	}
+	return -1
+}

@@ -1,0 +1,240 @@
+package mpi
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// Session is one rank process's connection to its agent. It owns the world
+// communicator. All its methods are safe for concurrent use.
+type Session struct {
+	conn    *net.UnixConn
+	rank    int
+	size    int
+	replica int
+	maxData int   // data bytes per MSG fragment, from the agent
+	hostOf  []int // agent index of each rank's first copy
+	world   *Comm
+
+	sendMu    sync.Mutex // guards sendq, writing, seq, sendShut
+	sendq     []*sendReq
+	writing   bool     // a goroutine is draining sendq
+	seq       []uint64 // next sequence number per destination rank
+	sendShut  error    // set once Finalize or Abort is posted
+	finalOnce sync.Once
+
+	mu      sync.Mutex // guards m and partial
+	m       matcher
+	partial []*inMsg // message being received, per source rank
+
+	started chan struct{} // closed on START
+	dead    chan struct{} // closed when the reader ends
+	rerr    error         // why the reader ended; written before dead is closed
+}
+
+// InitWith connects to the agent named in opt, introduces this rank, and
+// waits until the agent releases every rank of the job (the second phase of
+// the two-phase start). It returns when the job may communicate, or with an
+// error when ctx ends, the agent refuses, or the job fails first.
+func InitWith(ctx context.Context, opt Options) (*Session, error) {
+	if err := opt.validate(); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", opt.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("mpi: connect to agent at %s: %w", opt.Socket, err)
+	}
+	conn := c.(*net.UnixConn)
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	s, err := handshake(conn, opt)
+	if err != nil {
+		_ = conn.Close()
+		return nil, ctxErr(ctx, err)
+	}
+	select {
+	case <-s.started:
+		return s, nil
+	case <-s.dead:
+		_ = conn.Close()
+		return nil, ctxErr(ctx, fmt.Errorf("mpi: init: %w", s.deadErr()))
+	}
+}
+
+// ctxErr prefers the context's error when the context ended: the broken
+// connection is then only its consequence.
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("mpi: init: %w", ctx.Err())
+	}
+	return err
+}
+
+// handshake sends Hello, reads Welcome and starts the reader.
+func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
+	hello := proto.Hello{Version: proto.Version, Rank: uint32(opt.Rank), Size: uint32(opt.Size),
+		Replica: uint32(opt.Replica), Job: opt.Job, Key: opt.Key}
+	if _, err := conn.Write(hello.Encode()); err != nil {
+		return nil, fmt.Errorf("mpi: send hello: %w", err)
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	f, err := proto.ReadFrame(br, max(proto.MaxControl, proto.WelcomeLimit(opt.Size)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the agent's answer: %w", ErrAgentLost, err)
+	}
+	w, err := welcome(f, opt.Size)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{
+		conn: conn, rank: opt.Rank, size: opt.Size, replica: opt.Replica,
+		maxData: int(w.MaxData), hostOf: make([]int, opt.Size),
+		seq: make([]uint64, opt.Size), partial: make([]*inMsg, opt.Size),
+		started: make(chan struct{}), dead: make(chan struct{}),
+	}
+	for i, h := range w.HostOf {
+		s.hostOf[i] = int(h)
+	}
+	s.world = &Comm{s: s, rank: opt.Rank, size: opt.Size, p2p: proto.CtxWorld, coll: proto.CtxWorldColl}
+	go s.readLoop(br)
+	return s, nil
+}
+
+// welcome interprets the agent's first answer.
+func welcome(f proto.Frame, size int) (proto.Welcome, error) {
+	switch f.Type() {
+	case proto.TypeWelcome:
+		w, err := proto.DecodeWelcome(f.Body())
+		if err != nil {
+			return w, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		if w.Version != proto.Version || len(w.HostOf) != size || w.MaxData == 0 {
+			return w, fmt.Errorf("%w: welcome for version %d, %d ranks, %d-byte fragments",
+				ErrProtocol, w.Version, len(w.HostOf), w.MaxData)
+		}
+		return w, nil
+	case proto.TypeRefused:
+		r, err := proto.DecodeRefused(f.Body())
+		if err != nil {
+			return proto.Welcome{}, fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		return proto.Welcome{}, fmt.Errorf("%w: %s", ErrRefused, r.Reason)
+	case proto.TypeFail:
+		fl, err := proto.DecodeFail(f.Body())
+		if err != nil {
+			return proto.Welcome{}, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		return proto.Welcome{}, jobError(fl)
+	}
+	return proto.Welcome{}, fmt.Errorf("%w: frame type %d before welcome", ErrProtocol, f.Type())
+}
+
+// World is the communicator of every rank of the job.
+func (s *Session) World() *Comm { return s.world }
+
+// HostOf returns, for each rank, a number identifying the agent (machine)
+// that runs it: ranks with the same number share a machine.
+func (s *Session) HostOf() []int { return append([]int(nil), s.hostOf...) }
+
+// Replica is which copy of its rank this process is (0 unless the job is
+// replicated).
+func (s *Session) Replica() int { return s.replica }
+
+// Finalize waits until every message this rank sent has been handed to the
+// agent, tells the agent the rank is done and closes the connection. Later
+// calls return ErrFinalized. Finalize does not wait for other ranks.
+func (s *Session) Finalize() error {
+	err := ErrFinalized
+	s.finalOnce.Do(func() {
+		r := s.postControl(proto.NewFrame(proto.TypeFinalize, 0), ErrFinalized, false)
+		if _, err = r.Wait(); err != nil {
+			err = fmt.Errorf("mpi: finalize: %w", err)
+			return
+		}
+		<-s.dead
+		if err = s.deadErr(); errors.Is(err, ErrFinalized) {
+			err = nil
+		}
+	})
+	return err
+}
+
+// Abort asks the agent to end the whole job: every rank's blocked and later
+// calls return a JobError with this code. The caller should then exit with
+// code; the library itself never exits the process.
+func (s *Session) Abort(code int) error {
+	var err error
+	s.finalOnce.Do(func() {
+		a := proto.Abort{Code: int32(code), Reason: fmt.Sprintf("rank %d called Abort(%d)", s.rank, code)}
+		shut := &JobError{Cause: "aborted", Rank: s.rank, Code: code, Reason: "this rank called Abort"}
+		r := s.postControl(a.Encode(), shut, true)
+		_, err = r.Wait()
+		_ = s.conn.Close()
+	})
+	return err
+}
+
+// The process-wide session used by Init, World, Finalize and Abort.
+var global struct {
+	mu sync.Mutex
+	s  *Session
+}
+
+// Init connects this process to its agent using the ZORILLA_* environment
+// variables the agent sets, and waits for the job to start. Use World to get
+// the world communicator.
+func Init(ctx context.Context) error {
+	global.mu.Lock()
+	defer global.mu.Unlock()
+	if global.s != nil {
+		return fmt.Errorf("%w: Init called twice", ErrArg)
+	}
+	opt, err := OptionsFromEnv()
+	if err != nil {
+		return err
+	}
+	s, err := InitWith(ctx, opt)
+	if err != nil {
+		return err
+	}
+	global.s = s
+	return nil
+}
+
+func session() *Session {
+	global.mu.Lock()
+	defer global.mu.Unlock()
+	return global.s
+}
+
+// World returns the world communicator of the process's session, or nil
+// before Init.
+func World() *Comm {
+	if s := session(); s != nil {
+		return s.World()
+	}
+	return nil
+}
+
+// Finalize finalizes the process's session (see Session.Finalize).
+func Finalize() error {
+	if s := session(); s != nil {
+		return s.Finalize()
+	}
+	return ErrNotInit
+}
+
+// Abort aborts the job from the process's session (see Session.Abort).
+func Abort(code int) error {
+	if s := session(); s != nil {
+		return s.Abort(code)
+	}
+	return ErrNotInit
+}
