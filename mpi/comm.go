@@ -12,11 +12,11 @@ import (
 // A Comm is safe for concurrent use, except that collectives on one Comm
 // must be called in the same order by every rank, one at a time.
 type Comm struct {
-	s     *Session
-	rank  int
-	size  int
-	p2p   uint32 // context of point-to-point traffic
-	coll  uint32 // context of collective traffic
+	s    *Session
+	rank int
+	size int
+	p2p  uint32 // context of point-to-point traffic
+	coll uint32 // context of collective traffic
 }
 
 // Rank is this process's rank in c, from 0 to Size()-1.

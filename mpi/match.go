@@ -11,12 +11,12 @@ package mpi
 
 // inMsg is a message from its first fragment on.
 type inMsg struct {
-	src   int
-	ctx   uint32
-	tag   int
-	seq   uint64
-	total int
-	got   int    // data bytes arrived so far
+	src    int
+	ctx    uint32
+	tag    int
+	seq    uint64
+	total  int
+	got    int    // data bytes arrived so far
 	buf    []byte // where data goes: the receive's buffer, or the message's own
 	direct bool   // buf is the matched receive's buffer
 	recv   *recvReq

@@ -18,9 +18,9 @@ type Proc struct {
 // each rank, and which copies run here.
 type JobSpec struct {
 	ID       string
-	Key      string // secret the job's processes present in their Hello
-	Size     int    // ranks
-	Replicas int    // copies of each rank, on distinct agents
+	Key      string      // secret the job's processes present in their Hello
+	Size     int         // ranks
+	Replicas int         // copies of each rank, on distinct agents
 	Hosts    [][]peer.ID // Hosts[rank][replica] = agent that runs that copy
 	Local    []Proc      // the copies running on this agent
 }

@@ -95,9 +95,9 @@ type Job struct {
 	ID   string
 	Key  string
 	Size int
-	Host []int           // agent index running each rank
-	Jobs []*router.Job   // per agent; nil where it runs no rank
-	Opts []mpi.Options   // per rank, for InitWith
+	Host []int         // agent index running each rank
+	Jobs []*router.Job // per agent; nil where it runs no rank
+	Opts []mpi.Options // per rank, for InitWith
 	c    *Cluster
 }
 
