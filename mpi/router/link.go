@@ -79,6 +79,10 @@ func (l *link) run() {
 		return
 	}
 	close(l.ready)
+	if l.j.ctx.Err() != nil { // the job ended while opening; shutdown may have missed the stream
+		_ = l.s.Close()
+		return
+	}
 	l.j.wg.Add(1) // safe: this goroutine's own count keeps the group above zero
 	go l.pinger()
 	l.readLoop()
