@@ -19,6 +19,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+
+	"github.com/zorilla-p2p/zorilla/examples/internal/npb"
 )
 
 func main() { os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -36,7 +38,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	c, done, err := connect(ctx)
+	c, done, err := npb.Connect(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "ep:", err)
 		return 1
