@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 
 	"github.com/zorilla-p2p/zorilla/examples/internal/npb"
@@ -45,22 +46,27 @@ func batchSeed(k int64) float64 { return npb.Skip(seed, npb.A, 2*nk*k) }
 
 // rankShare computes the tally of the batches that rank holds out of size
 // ranks: a contiguous block, the first ranks holding one more batch when
-// size does not divide their number, as NPB does.
-func rankShare(p params, size, rank int) tally {
+// size does not divide their number, as NPB does. It stops with ctx's error
+// between two batches.
+func rankShare(ctx context.Context, p params, size, rank int) (tally, error) {
 	first, count := npb.Block(p.batches(), size, rank)
 	var t tally
-	runBatches(first, count, make([]float64, 2*nk), &t)
-	return t
+	x := make([]float64, 2*nk)
+	for k := first; k < first+count; k++ {
+		if err := ctx.Err(); err != nil {
+			return tally{}, err
+		}
+		runBatch(k, x, &t)
+	}
+	return t, nil
 }
 
-// runBatches adds to t the Gaussian pairs of batches [first, first+count),
-// using x (len 2*nk) as scratch for the uniform numbers.
-func runBatches(first, count int64, x []float64, t *tally) {
-	for k := first; k < first+count; k++ {
-		s := batchSeed(k)
-		npb.Vranlc(2*nk, &s, npb.A, x)
-		gaussianPairs(x, t)
-	}
+// runBatch adds to t the Gaussian pairs of batch k, using x (len 2*nk) as
+// scratch for its uniform numbers.
+func runBatch(k int64, x []float64, t *tally) {
+	s := batchSeed(k)
+	npb.Vranlc(2*nk, &s, npb.A, x)
+	gaussianPairs(x, t)
 }
 
 // gaussianPairs turns consecutive uniform numbers of x into pairs in

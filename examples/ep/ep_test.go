@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"math"
 	"testing"
 )
 
 func TestClassSVerifiesOnOneRank(t *testing.T) {
 	p := classes['S']
-	tl := rankShare(p, 1, 0)
+	tl := share(t, p, 1, 0)
 	ok, ex, ey := p.verify(tl.sx, tl.sy)
 	if !ok {
 		t.Fatalf("class S: sx=%.15e sy=%.15e, errors %.3g %.3g", tl.sx, tl.sy, ex, ey)
@@ -26,11 +27,11 @@ func TestSharesAddUpToTheWhole(t *testing.T) {
 	// Cut a short class (2^20 pairs, 16 batches) over 1..5 ranks: the
 	// counts are exact and the sums agree up to rounding.
 	p := params{class: 'T', m: 20}
-	whole := rankShare(p, 1, 0)
+	whole := share(t, p, 1, 0)
 	for size := 2; size <= 5; size++ {
 		var sum tally
 		for r := range size {
-			part := rankShare(p, size, r)
+			part := share(t, p, size, r)
 			sum = add(sum, part)
 		}
 		if sum.q != whole.q {
@@ -40,6 +41,15 @@ func TestSharesAddUpToTheWhole(t *testing.T) {
 			t.Fatalf("%d ranks: sums %v %v, one rank %v %v", size, sum.sx, sum.sy, whole.sx, whole.sy)
 		}
 	}
+}
+
+func share(t *testing.T, p params, size, rank int) tally {
+	t.Helper()
+	tl, err := rankShare(context.Background(), p, size, rank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
 }
 
 func add(a, b tally) tally {
@@ -84,6 +94,6 @@ func BenchmarkBatch(b *testing.B) {
 	x := make([]float64, 2*nk)
 	var t tally
 	for b.Loop() {
-		runBatches(0, 1, x, &t)
+		runBatch(0, x, &t)
 	}
 }

@@ -43,7 +43,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ep:", err)
 		return 1
 	}
-	ok, err := run(ctx, c, p, stdout)
+	res, err := run(ctx, c, p, stdout)
 	if derr := done(err); err == nil {
 		err = derr
 	}
@@ -51,7 +51,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ep:", err)
 		return 1
 	}
-	if !ok {
+	if !res.Verified {
 		return 1
 	}
 	return 0

@@ -22,9 +22,9 @@ func TestRunReportsFailedVerification(t *testing.T) {
 	// compute, print the report and say UNSUCCESSFUL.
 	p := params{class: 'T', m: 20, sx: 1, sy: 1}
 	var out strings.Builder
-	ok, err := run(context.Background(), npb.Solo{}, p, &out)
-	if err != nil || ok {
-		t.Fatalf("run = %v, %v", ok, err)
+	res, err := run(context.Background(), npb.Solo{}, p, &out)
+	if err != nil || res.Verified {
+		t.Fatalf("run = %+v, %v", res, err)
 	}
 	for _, want := range []string{"Verification    =             UNSUCCESSFUL", "Relative errors", "Counts:", "Size            =                  2097152"} {
 		if !strings.Contains(out.String(), want) {

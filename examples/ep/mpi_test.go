@@ -19,14 +19,14 @@ func TestClassSOnFourRanks(t *testing.T) {
 	var report strings.Builder
 	err := npbtest.Run(ctx, 2, 4, func(c npb.Comm) error {
 		var out strings.Builder
-		ok, err := run(ctx, c, classes['S'], &out)
+		res, err := run(ctx, c, classes['S'], &out)
 		if err != nil {
 			return err
 		}
 		if c.Rank() == 0 {
 			report.WriteString(out.String())
 		}
-		if !ok {
+		if !res.Verified {
 			return errors.New("verification failed:\n" + out.String())
 		}
 		return nil

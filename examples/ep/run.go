@@ -18,9 +18,9 @@ type comm interface {
 }
 
 // run runs EP class p on this rank: its share of the batches, then the sums
-// over all ranks. Rank 0 prints NPB's report to out. It returns whether the
-// sums match NPB's, which every rank learns.
-func run(ctx context.Context, c comm, p params, out io.Writer) (bool, error) {
+// over all ranks. Rank 0 prints NPB's report to out. It returns the
+// results, the same on every rank (Verified: the sums match NPB's).
+func run(ctx context.Context, c comm, p params, out io.Writer) (npb.Results, error) {
 	size, rank := c.Size(), c.Rank()
 	if rank == 0 {
 		fmt.Fprintf(out, "\n NAS Parallel Benchmarks %s -- EP Benchmark\n\n", npb.Version)
@@ -28,31 +28,36 @@ func run(ctx context.Context, c comm, p params, out io.Writer) (bool, error) {
 		fmt.Fprintf(out, " Total number of processes:          %15d\n\n", size)
 	}
 	if err := c.Barrier(ctx); err != nil {
-		return false, fmt.Errorf("barrier: %w", err)
+		return npb.Results{}, fmt.Errorf("barrier: %w", err)
 	}
 	var timer npb.Timer
 	timer.Start()
-	sums := rankShare(p, size, rank).vector()
+	share, err := rankShare(ctx, p, size, rank)
+	if err != nil {
+		return npb.Results{}, err
+	}
+	sums := share.vector()
 	if err := c.AllreduceSumFloat64(ctx, sums); err != nil {
-		return false, fmt.Errorf("sum tallies: %w", err)
+		return npb.Results{}, fmt.Errorf("sum tallies: %w", err)
 	}
 	timer.Stop()
 	secs := []float64{timer.Seconds()}
 	if err := c.AllreduceMaxFloat64(ctx, secs); err != nil {
-		return false, fmt.Errorf("reduce time: %w", err)
+		return npb.Results{}, fmt.Errorf("reduce time: %w", err)
 	}
 	t := tallyFrom(sums)
 	ok, ex, ey := p.verify(t.sx, t.sy)
+	res := npb.Results{Name: "EP", Class: p.class, Size: fmt.Sprintf("%.0f", p.size()),
+		Seconds: secs[0], Procs: size, Mops: p.size() / secs[0] / 1e6,
+		Operation: "Random numbers generated", Verified: ok}
 	if rank != 0 {
-		return ok, nil
+		return res, nil
 	}
 	report(out, p, t, secs[0])
 	if !ok {
 		fmt.Fprintf(out, " Relative errors: sx %.3e, sy %.3e (bound %.0e)\n", ex, ey, epsilon)
 	}
-	return ok, npb.Results{Name: "EP", Class: p.class, Size: fmt.Sprintf("%.0f", p.size()),
-		Seconds: secs[0], Procs: size, Mops: p.size() / secs[0] / 1e6,
-		Operation: "Random numbers generated", Verified: ok}.Print(out)
+	return res, res.Print(out)
 }
 
 // report prints EP's own block: time, sums and the annulus counts.

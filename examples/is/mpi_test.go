@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -20,14 +21,14 @@ func TestClassSOnEightRanks(t *testing.T) {
 	var report strings.Builder
 	err := npbtest.Run(ctx, 2, 8, func(c npb.Comm) error {
 		var out strings.Builder
-		ok, err := run(ctx, c, classes['S'], &out)
+		res, err := run(ctx, c, classes['S'], &out)
 		if err != nil {
 			return err
 		}
 		if c.Rank() == 0 {
 			report.WriteString(out.String())
 		}
-		if !ok {
+		if !res.Verified {
 			return errors.New("verification failed:\n" + out.String())
 		}
 		return nil
@@ -41,3 +42,31 @@ func TestClassSOnEightRanks(t *testing.T) {
 		}
 	}
 }
+
+// benchClass runs IS class c on size ranks, one per agent, and reports
+// NPB's timed seconds (rank 0's, the slowest rank's time).
+func benchClass(b *testing.B, c npb.Class, size int) {
+	ctx := context.Background()
+	var secs float64
+	for b.Loop() {
+		err := npbtest.Run(ctx, size, size, func(cm npb.Comm) error {
+			res, err := run(ctx, cm, classes[c], io.Discard)
+			if err == nil && !res.Verified {
+				err = errors.New("verification failed")
+			}
+			if cm.Rank() == 0 {
+				secs += res.Seconds
+			}
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(secs/float64(b.N), "npb-s/op")
+}
+
+func BenchmarkClassA2Ranks(b *testing.B) { benchClass(b, 'A', 2) }
+func BenchmarkClassA4Ranks(b *testing.B) { benchClass(b, 'A', 4) }
+func BenchmarkClassB2Ranks(b *testing.B) { benchClass(b, 'B', 2) }
+func BenchmarkClassB4Ranks(b *testing.B) { benchClass(b, 'B', 4) }

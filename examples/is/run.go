@@ -27,11 +27,11 @@ const boundaryTag = 1000
 // run runs IS class p on this rank: key generation, an untimed warm-up
 // ranking, the timed iterations and the full verification. Rank 0 prints
 // NPB's report to out, and any rank prints its verification failures. It
-// returns whether verification passed, which every rank learns.
-func run(ctx context.Context, c comm, p params, out io.Writer) (bool, error) {
+// returns the results, the same on every rank (Verified included).
+func run(ctx context.Context, c comm, p params, out io.Writer) (npb.Results, error) {
 	size, rank := c.Size(), c.Rank()
 	if err := p.checkSize(size); err != nil {
-		return false, err
+		return npb.Results{}, err
 	}
 	if rank == 0 {
 		fmt.Fprintf(out, "\n\n NAS Parallel Benchmarks %s -- IS Benchmark\n\n", npb.Version)
@@ -40,10 +40,10 @@ func run(ctx context.Context, c comm, p params, out io.Writer) (bool, error) {
 	}
 	x := &exchange{c: c, r: newRanker(p, size, rank), totals: make([]int32, p.buckets()+testArraySize)}
 	if _, _, err := x.iterate(ctx, 1); err != nil { // untimed, as NPB
-		return false, err
+		return npb.Results{}, err
 	}
 	if err := c.Barrier(ctx); err != nil {
-		return false, fmt.Errorf("barrier: %w", err)
+		return npb.Results{}, fmt.Errorf("barrier: %w", err)
 	}
 	var timer npb.Timer
 	timer.Start()
@@ -51,7 +51,7 @@ func run(ctx context.Context, c comm, p params, out io.Writer) (bool, error) {
 	for it := 1; it <= maxIterations; it++ {
 		n, failures, err := x.iterate(ctx, it)
 		if err != nil {
-			return false, err
+			return npb.Results{}, err
 		}
 		passed += n
 		printLines(out, failures)
@@ -59,11 +59,11 @@ func run(ctx context.Context, c comm, p params, out io.Writer) (bool, error) {
 	timer.Stop()
 	secs := []float64{timer.Seconds()}
 	if err := c.AllreduceMaxFloat64(ctx, secs); err != nil {
-		return false, fmt.Errorf("reduce time: %w", err)
+		return npb.Results{}, fmt.Errorf("reduce time: %w", err)
 	}
 	bad, err := fullVerify(ctx, c, x.r)
 	if err != nil {
-		return false, err
+		return npb.Results{}, err
 	}
 	if bad != 0 {
 		fmt.Fprintf(out, "Processor %d:  Full_verify: number of keys out of sort: %d\n", rank, bad)
@@ -72,15 +72,15 @@ func run(ctx context.Context, c comm, p params, out io.Writer) (bool, error) {
 	}
 	sum := []int32{int32(passed)}
 	if err := c.AllreduceSumInt32(ctx, sum); err != nil {
-		return false, fmt.Errorf("sum verification: %w", err)
+		return npb.Results{}, fmt.Errorf("sum verification: %w", err)
 	}
-	ok := int(sum[0]) == testArraySize*maxIterations+size
+	res := npb.Results{Name: "IS", Class: p.class, Size: fmt.Sprint(p.totalKeys()), Iterations: maxIterations,
+		Seconds: secs[0], Procs: size, Mops: float64(maxIterations*p.totalKeys()) / secs[0] / 1e6,
+		Operation: "keys ranked", Verified: int(sum[0]) == testArraySize*maxIterations+size}
 	if rank == 0 {
-		err = npb.Results{Name: "IS", Class: p.class, Size: fmt.Sprint(p.totalKeys()), Iterations: maxIterations,
-			Seconds: secs[0], Procs: size, Mops: float64(maxIterations*p.totalKeys()) / secs[0] / 1e6,
-			Operation: "keys ranked", Verified: ok}.Print(out)
+		err = res.Print(out)
 	}
-	return ok, err
+	return res, err
 }
 
 // exchange drives one ranker through the iterations, doing the collectives

@@ -2,6 +2,7 @@ package npb
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +31,24 @@ func TestParseClass(t *testing.T) {
 	if s := Class('W').String(); s != "W" {
 		t.Errorf("String = %q", s)
 	}
+}
+
+// FuzzParseClass: any input either fails with ErrClass or gives one of the
+// known letters.
+func FuzzParseClass(f *testing.F) {
+	for _, s := range []string{"S", "a", " B ", "", "AB", "é", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseClass(s, "SWAB")
+		if err != nil {
+			if !errors.Is(err, ErrClass) {
+				t.Fatalf("ParseClass(%q): %v", s, err)
+			}
+			return
+		}
+		if !strings.Contains("SWAB", c.String()) {
+			t.Fatalf("ParseClass(%q) = %v", s, c)
+		}
+	})
 }
