@@ -28,7 +28,7 @@ var ErrTransition = errors.New("job: illegal state transition")
 // goes back to Reserving to be restarted.
 var transitions = map[State][]State{
 	Waiting:   {Reserving, Failed, Cancelled},
-	Reserving: {Starting, Failed, Cancelled},
+	Reserving: {Starting, Done, Failed, Cancelled}, // Done: a dry run's list-match ended
 	Starting:  {Running, Starting, Reserving, Failed, Cancelled},
 	Running:   {Done, Failed, Cancelled, Reserving},
 }
@@ -86,6 +86,8 @@ type Record struct {
 	Plan     *Plan       `json:"plan,omitempty"`     // the placement of the current or last start
 	Exit     int         `json:"exit,omitempty"`     // exit status of the job: the first non-zero rank's
 	Reason   string      `json:"reason,omitempty"`   // why it failed or was cancelled, e.g. "rank 3 exited 2"
+	Offers   []Offer     `json:"offers,omitempty"`   // the latency-sorted rlist of the last reservation
+	DryRun   bool        `json:"dry_run,omitempty"`  // list-match only: offers listed, then all cancelled
 }
 
 // NewRecord starts a job's record in Waiting.

@@ -11,7 +11,7 @@ func TestTransitions(t *testing.T) {
 	legal := map[[2]State]bool{}
 	for _, p := range [][2]State{
 		{Waiting, Reserving}, {Waiting, Failed}, {Waiting, Cancelled},
-		{Reserving, Starting}, {Reserving, Failed}, {Reserving, Cancelled},
+		{Reserving, Starting}, {Reserving, Done}, {Reserving, Failed}, {Reserving, Cancelled},
 		{Starting, Running}, {Starting, Starting}, {Starting, Reserving}, {Starting, Failed}, {Starting, Cancelled},
 		{Running, Done}, {Running, Failed}, {Running, Cancelled}, {Running, Reserving},
 	} {

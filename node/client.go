@@ -69,10 +69,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
-			return fmt.Errorf("%w (nothing listens on %s)", ErrNotRunning, c.socket)
-		}
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return c.wrap(req, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIResponse+1))
@@ -96,6 +93,14 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 	}
 	return nil
+}
+
+// wrap says "not running" for a socket nothing listens on.
+func (c *Client) wrap(req *http.Request, err error) error {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("%w (nothing listens on %s)", ErrNotRunning, c.socket)
+	}
+	return fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 }
 
 // ID asks the agent for its peer ID and addresses.

@@ -44,6 +44,8 @@ type Config struct {
 
 	// Overlay tunes membership and the neighbour set.
 	Overlay overlay.Config
+	// Services tunes flood, worker, leases, submitter and processes.
+	Services Services
 
 	// TrustedSubnets are IP prefixes whose peers are not limited to libp2p's
 	// default 8 connections per remote IP (and its connection rate limit).
@@ -74,6 +76,7 @@ func DefaultConfig() Config {
 		MaxProcs: cores,
 		Memory:   TotalMemory(),
 		Overlay:  overlay.DefaultConfig(),
+		Services: DefaultServices(),
 		// The private ranges (RFC 1918, carrier-grade NAT, IPv6 ULA): where
 		// container and lab testnets live.
 		TrustedSubnets: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"},

@@ -14,6 +14,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
@@ -24,10 +27,13 @@ var ErrClosed = errors.New("node: closed")
 
 // Node is a running agent: its host, its services and its control API.
 type Node struct {
-	cfg Config
-	h   host.Host
-	ov  *overlay.Overlay
-	mux *http.ServeMux
+	cfg   Config
+	h     host.Host
+	ov    *overlay.Overlay
+	flood *flood.Flooder
+	sub   *job.Submitter
+	blobs *blob.Store
+	mux   *http.ServeMux
 
 	mu      sync.Mutex // guards closers and closed
 	closers []func() error
@@ -91,7 +97,9 @@ func (n *Node) start(ctx context.Context, o options) error {
 	n.ov = ov
 	n.OnClose(ov.Close)
 	n.routes()
-	// Later services (flood, worker, job, MPI router) are wired here.
+	if err := n.startServices(); err != nil {
+		return err
+	}
 	if n.cfg.DataDir != "" {
 		api, err := serveAPI(n.cfg.DataDir, n.mux, n.cfg.ShutdownTimeout)
 		if err != nil {

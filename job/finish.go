@@ -1,0 +1,134 @@
+package job
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// setState moves the job's record to state st, saves it and tells watchers.
+func (ss *session) setState(st State, why string) {
+	rec, err := Transition(ss.rec, st, time.Now(), why)
+	if err != nil {
+		log.Warnw("illegal job transition", "job", ss.id, "err", err)
+		return
+	}
+	ss.rec = rec
+	ss.save()
+	ss.feed.append(Update{Kind: "state", State: st, Note: why})
+}
+
+func (ss *session) save() {
+	if err := ss.s.store.Put(ss.rec); err != nil {
+		log.Warnw("job record not saved", "job", ss.id, "err", err)
+	}
+}
+
+// finish records how the job ended and closes its feed.
+func (ss *session) finish(err error) {
+	var c errCancelled
+	switch {
+	case err == nil:
+		ss.setState(Done, "")
+	case errors.As(err, &c):
+		ss.setState(Cancelled, c.why)
+	default:
+		if ss.exitCode == 0 {
+			ss.exitCode = 1
+		}
+		ss.setState(Failed, err.Error())
+	}
+	ss.rec.Exit = ss.exitCode
+	ss.save()
+	rec := ss.rec
+	ss.feed.append(Update{Kind: "end", State: rec.State, Record: &rec})
+	ss.closeOutputs()
+	ss.s.forget(ss.id)
+}
+
+// output writes one event's line or file chunk into the job folder and, for
+// lines, to watchers.
+func (ss *session) output(from peer.ID, e Report) {
+	switch e.Kind {
+	case RepOutput:
+		line := string(bytes.TrimRight(e.Data, "\n"))
+		w := ss.outFile(e.Stream)
+		if w != nil {
+			fmt.Fprintf(w, "[%d] %s\n", e.Rank, line)
+		}
+		ss.feed.append(Update{Kind: "output", Rank: e.Rank, Replica: e.Replica, Stream: e.Stream, Line: line})
+	case RepFile:
+		if err := ss.writeChunk(from, e); err != nil {
+			ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
+				Line: fmt.Sprintf("zorilla: output file %s: %v", e.Name, err)})
+		}
+	}
+}
+
+func (ss *session) outFile(stream string) *os.File {
+	if stream != "stdout" && stream != "stderr" {
+		stream = "stderr"
+	}
+	if f := ss.files[stream]; f != nil {
+		return f
+	}
+	f, err := os.OpenFile(filepath.Join(ss.s.store.Dir(ss.id), stream), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		log.Warnw("job output file", "job", ss.id, "err", err)
+		return nil
+	}
+	ss.files[stream] = f
+	return f
+}
+
+// writeChunk appends an output file chunk under <job folder>/output. Two
+// hosts returning the same name are kept apart by the second one's peer ID.
+func (ss *session) writeChunk(from peer.ID, e Report) error {
+	if err := plainFileName(e.Name); err != nil {
+		return err
+	}
+	dir := filepath.Join(ss.s.store.Dir(ss.id), "output")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	key := from.String() + "/" + e.Name
+	path, ok := ss.outputs[key]
+	if !ok {
+		path = filepath.Join(dir, e.Name)
+		if _, err := os.Stat(path); err == nil {
+			path += "." + from.ShortString()
+		}
+		ss.outputs[key] = path
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(e.Data)
+	return errors.Join(werr, f.Close())
+}
+
+func (ss *session) closeOutputs() {
+	for _, f := range ss.files {
+		_ = f.Close()
+	}
+}
+
+// plainFileName refuses names that could leave the job folder.
+func plainFileName(name string) error {
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		return fmt.Errorf("file name %q is not a plain name", name)
+	}
+	return nil
+}
+
+func sortInts(a []int) []int { sort.Ints(a); return a }

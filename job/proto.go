@@ -1,0 +1,155 @@
+package job
+
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// The protocols between a job's submitter and its workers. Each is versioned;
+// message fields are only ever added, never renumbered or reused.
+const (
+	// OfferProtocol: worker -> submitter, one OfferMsg answered by an OfferReply.
+	OfferProtocol protocol.ID = "/zorilla/offer/1.0.0"
+	// LeaseProtocol: submitter -> worker, one LeaseRequest (cancel, commit,
+	// release, kill) answered by a LeaseReply.
+	LeaseProtocol protocol.ID = "/zorilla/lease/1.0.0"
+	// FetchProtocol: worker -> submitter, a FetchRequest answered by a
+	// FetchReply and then exactly Size raw bytes.
+	FetchProtocol protocol.ID = "/zorilla/fetch/1.0.0"
+	// ReportProtocol: worker -> submitter, an ReportHello and then a stream of
+	// Events about one job's processes on that worker, until it ends.
+	ReportProtocol protocol.ID = "/zorilla/report/1.0.0"
+)
+
+// Size limits of the messages above, checked on every read.
+const (
+	MaxOfferSize  = 4 << 10
+	MaxLeaseSize  = 256 << 10 // a commit carries the rank table of up to MaxProcs copies
+	MaxReplySize  = 4 << 10
+	MaxReportSize = 96 << 10 // a file chunk plus headroom
+	FileChunkSize = 64 << 10
+)
+
+// OfferMsg is a worker's answer to an advert: how many processes of the job it
+// takes, held for the submitter by a lease until Expires.
+type OfferMsg struct {
+	Job     ID        `json:"job"`
+	Lease   string    `json:"lease"`
+	Slots   int       `json:"slots"` // c = min(P, free cores, n)
+	Cores   int       `json:"cores"`
+	Memory  int64     `json:"memory"`
+	Expires time.Time `json:"expires"`
+}
+
+// OfferReply tells the worker whether the submitter keeps the lease. A worker
+// whose offer is not kept releases the lease at once.
+type OfferReply struct {
+	Keep   bool   `json:"keep"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// LeaseOp is what a LeaseRequest asks of a worker.
+type LeaseOp string
+
+const (
+	OpCancel  LeaseOp = "cancel"  // give back the lease unused
+	OpCommit  LeaseOp = "commit"  // phase one: stage and start the processes in Commit
+	OpRelease LeaseOp = "release" // phase two: every rank is in Init, let them go
+	OpKill    LeaseOp = "kill"    // end the job's processes here and clean up
+)
+
+// LeaseRequest is sent by a submitter to one worker.
+type LeaseRequest struct {
+	Op     LeaseOp `json:"op"`
+	Job    ID      `json:"job"`
+	Lease  string  `json:"lease"`
+	Commit *Commit `json:"commit,omitempty"`
+	Reason string  `json:"reason,omitempty"` // why a kill, for the worker's log
+}
+
+// LeaseReply answers a LeaseRequest.
+type LeaseReply struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// FileRef names a content-addressed file of a job.
+type FileRef struct {
+	Name string `json:"name"` // file name in the job folder (no path separators)
+	Hash string `json:"hash"` // sha256, hex
+	Size int64  `json:"size"`
+}
+
+// HostRef is one host of a job, as the MPI routers need it.
+type HostRef struct {
+	Peer  peer.ID  `json:"peer"`
+	Addrs []string `json:"addrs,omitempty"`
+}
+
+// Commit is the first phase of the two-phase start for one host.
+type Commit struct {
+	Key      string        `json:"key"` // the job's secret: authenticates ranks and later requests
+	N        int           `json:"n"`
+	R        int           `json:"r"`
+	Program  FileRef       `json:"program"`
+	Args     []string      `json:"args,omitempty"`
+	Env      []string      `json:"env,omitempty"`
+	Inputs   []FileRef     `json:"inputs,omitempty"`
+	Outputs  []string      `json:"outputs,omitempty"`
+	Timeout  time.Duration `json:"timeout,omitempty"`
+	Procs    []Proc        `json:"procs"`     // the copies this host runs
+	Hosts    []HostRef     `json:"hosts"`     // every host of the job
+	RankHost [][]int       `json:"rank_host"` // RankHost[rank][replica] = index in Hosts
+}
+
+// FetchRequest asks the submitter for one of a job's files.
+type FetchRequest struct {
+	Job  ID     `json:"job"`
+	Key  string `json:"key"`
+	Hash string `json:"hash"`
+}
+
+// FetchReply precedes the Size raw bytes of a fetched file.
+type FetchReply struct {
+	Size  int64  `json:"size"`
+	Error string `json:"error,omitempty"`
+}
+
+// ReportHello opens an event stream for one job from one worker.
+type ReportHello struct {
+	Job   ID     `json:"job"`
+	Key   string `json:"key"`
+	Lease string `json:"lease"`
+}
+
+// ReportKind says what an Report reports.
+type ReportKind string
+
+const (
+	RepStarted   ReportKind = "started"   // every local copy is running
+	RepReady     ReportKind = "ready"     // every local copy is in mpi.Init
+	RepOutput    ReportKind = "output"    // one line of stdout or stderr
+	RepExit      ReportKind = "exit"      // one copy ended
+	RepFile      ReportKind = "file"      // a chunk of an output file
+	RepFailed    ReportKind = "failed"    // this host cannot run its part (staging, start)
+	RepAbort     ReportKind = "abort"     // a rank called mpi.Abort
+	RepHeartbeat ReportKind = "heartbeat" // the host is alive; silence means it is lost
+	RepDone      ReportKind = "done"      // every copy ended and output files were sent
+)
+
+// Report is one report from a worker about the job's processes there.
+type Report struct {
+	Kind     ReportKind `json:"kind"`
+	Rank     int        `json:"rank,omitempty"`
+	Replica  int        `json:"replica,omitempty"`
+	Stream   string     `json:"stream,omitempty"` // stdout or stderr
+	Data     []byte     `json:"data,omitempty"`   // an output line, or a file chunk
+	Code     int        `json:"code,omitempty"`
+	Signal   string     `json:"signal,omitempty"`
+	TimedOut bool       `json:"timed_out,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
+	Name     string     `json:"name,omitempty"` // output file name
+	EOF      bool       `json:"eof,omitempty"`  // last chunk of that file
+}

@@ -1,0 +1,217 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/flood"
+)
+
+// offerIn is an offer handed to a session, with where to send the answer.
+type offerIn struct {
+	from  peer.ID
+	msg   OfferMsg
+	rtt   time.Duration
+	reply chan OfferReply
+}
+
+// reportIn is an event from one host's stream; end marks the stream's end.
+type reportIn struct {
+	from  peer.ID
+	lease string
+	ev    Report
+	end   error // non-nil: the stream ended before RepDone
+}
+
+// session is one job on its submitter. Its run goroutine alone owns the
+// state below; offers, events and cancels reach it through channels.
+type session struct {
+	s   *Submitter
+	id  ID
+	key Key
+	sub Submission
+
+	offers chan offerIn
+	events chan reportIn
+	cancel chan string
+	ctx    context.Context
+	stop   context.CancelFunc
+
+	rec      Record
+	rlist    []Offer
+	hosts    map[peer.ID]*hostRun // the hosts of the current start attempt
+	avoid    map[peer.ID]time.Time
+	exitCode int
+	note     string // why the next state change happens (a retry's reason)
+
+	feed    *feed
+	files   map[string]*os.File // the job folder's stdout and stderr
+	outputs map[string]string   // output file (host/name) -> path in the job folder
+}
+
+// run drives the job through its states until it ends. What a failure
+// triggers (retry on the spares, match again, fail) is Recover's decision.
+func (ss *session) run() {
+	defer ss.stop()
+	ss.finish(ss.attempts())
+}
+
+func (ss *session) attempts() error {
+	var plan Plan
+	match := true
+	for {
+		if match {
+			var err error
+			if plan, err = ss.reserve(); err != nil || ss.sub.DryRun {
+				return err
+			}
+		}
+		err := ss.startAndRun(plan)
+		var f failure
+		if !errors.As(err, &f) {
+			return err // done, or cancelled
+		}
+		rec := Recover(ss.rec, f.kind, f.hosts, ss.s.cfg.Retry, f.rank, f.code)
+		ss.avoidHosts(rec.Unavailable)
+		switch rec.Action {
+		case RetryStart:
+			log.Infow("start failed, retrying on the spares", "job", ss.id, "why", f.why)
+			ss.cancelLeases(failedOffers(plan, f.hosts))
+			plan, match = rec.Plan, false
+			ss.note = rec.Reason
+		case Rematch:
+			log.Infow("matching again", "job", ss.id, "why", f.why)
+			ss.cancelLeases(append(planOffers(plan), plan.Cancel...))
+			ss.rlist, match = nil, true
+			ss.note = rec.Reason
+		default:
+			return f
+		}
+	}
+}
+
+// reserve floods the advert with a growing radius and collects offers until
+// the job can be placed and the grace period has passed, or the deadline.
+func (ss *session) reserve() (Plan, error) {
+	ss.setState(Reserving, ss.takeNote())
+	need := ss.sub.Desc.Need(ss.id)
+	body, err := EncodeNeed(need)
+	if err != nil {
+		return Plan{}, err
+	}
+	ctx, cancel := context.WithCancel(ss.ctx)
+	defer cancel()
+	enough := make(chan struct{})
+	adv := flood.Advert{Job: string(ss.id), Submitter: ss.s.h.ID(), Addrs: ss.s.h.Addrs(), Body: body}
+	go func() {
+		if err := ss.s.flood.Advertise(ctx, adv, enough, ss.s.cfg.Schedule); err != nil && ctx.Err() == nil {
+			log.Debugw("advertise ended", "job", ss.id, "err", err)
+		}
+	}()
+	deadline := time.NewTimer(ss.deadline())
+	defer deadline.Stop()
+	var grace <-chan time.Time
+	for {
+		select {
+		case o := <-ss.offers:
+			ss.takeOffer(o)
+			if grace == nil && ss.feasible() {
+				close(enough)
+				grace = time.After(ss.s.cfg.OfferGrace)
+			}
+		case <-grace:
+			return ss.place()
+		case <-deadline.C:
+			got := ss.slots()
+			ss.cancelLeases(ss.rlist)
+			ss.rec.Offers = append([]Offer(nil), ss.rlist...)
+			return Plan{}, fmt.Errorf("not enough resources (got %d of %d process slots)", got, need.N*need.R)
+		case why := <-ss.cancel:
+			ss.cancelLeases(ss.rlist)
+			return Plan{}, errCancelled{why}
+		case e := <-ss.events:
+			log.Debugw("event outside a run", "job", ss.id, "from", e.from)
+		case <-ss.ctx.Done():
+			ss.cancelLeases(ss.rlist)
+			return Plan{}, errCancelled{"agent shutting down"}
+		}
+	}
+}
+
+func (ss *session) deadline() time.Duration {
+	if ss.sub.Desc.Deadline > 0 {
+		return ss.sub.Desc.Deadline
+	}
+	return ss.s.cfg.Deadline
+}
+
+// takeOffer adds an offer to rlist (latency-sorted) unless its host is to be
+// avoided, and answers the worker.
+func (ss *session) takeOffer(o offerIn) {
+	if until, bad := ss.avoid[o.from]; bad && time.Now().Before(until) {
+		o.reply <- OfferReply{Reason: "host recently failed a start of this job"}
+		return
+	}
+	for _, have := range ss.rlist {
+		if have.Peer == o.from {
+			o.reply <- OfferReply{Reason: "already holding an offer from this host"}
+			return
+		}
+	}
+	ss.rlist = append(ss.rlist, Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
+		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt})
+	SortRList(ss.rlist)
+	o.reply <- OfferReply{Keep: true}
+}
+
+// feasible reports whether the offers so far can hold the job.
+func (ss *session) feasible() bool {
+	d := ss.sub.Desc
+	slist, _ := SelectHosts(ss.rlist, d.Nodes, d.Replicas)
+	return Feasible(slist, d.Nodes, d.Replicas) == nil
+}
+
+// slots counts the process slots offered so far (c_i summed), for the
+// "not enough resources" report.
+func (ss *session) slots() int {
+	total := 0
+	for _, o := range ss.rlist {
+		total += Capacity(o, ss.sub.Desc.Nodes)
+	}
+	return total
+}
+
+// place runs the placement and cancels the offers it does not use, keeping a
+// few spares reserved for a failing commit.
+func (ss *session) place() (Plan, error) {
+	d := ss.sub.Desc
+	plan, err := Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
+	if err != nil {
+		ss.cancelLeases(ss.rlist)
+		return Plan{}, err
+	}
+	ss.rec.Offers = append([]Offer(nil), ss.rlist...)
+	if ss.sub.DryRun {
+		ss.cancelLeases(ss.rlist)
+		return plan, nil
+	}
+	sort.SliceStable(plan.Cancel, func(i, j int) bool { return plan.Cancel[i].RTT < plan.Cancel[j].RTT })
+	spares := min(ss.s.cfg.Spares, len(plan.Cancel))
+	ss.cancelLeases(plan.Cancel[spares:])
+	plan.Cancel = plan.Cancel[:spares:spares] // still reserved: Replan's spares
+	return plan, nil
+}
+
+func planOffers(p Plan) []Offer {
+	out := make([]Offer, len(p.Hosts))
+	for i, h := range p.Hosts {
+		out[i] = h.Offer
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+package job
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// errCancelled ends a job as cancelled.
+type errCancelled struct{ why string }
+
+func (e errCancelled) Error() string { return "cancelled: " + e.why }
+
+// failure is a problem of a start or a run, classified for Recover.
+type failure struct {
+	kind  Failure
+	hosts []peer.ID // the hosts at fault
+	rank  int       // for RankFailed
+	code  int       // for RankFailed: the rank's exit status
+	why   string    // what the user is told
+}
+
+func (f failure) Error() string { return f.why }
+
+// startAndRun carries out the two-phase start of plan and then watches the
+// job to its end. Whatever fails, the processes that started are killed
+// before it returns.
+func (ss *session) startAndRun(plan Plan) error {
+	ss.setState(Starting, ss.takeNote())
+	ss.rec.Plan = &plan
+	ss.save()
+	ss.hosts = map[peer.ID]*hostRun{}
+	for _, hp := range plan.Hosts {
+		ss.hosts[hp.Offer.Peer] = &hostRun{plan: hp, lastSeen: time.Now()}
+	}
+	if failed := ss.sendAll(ss.commits(plan)); len(failed) > 0 {
+		ss.killAll("the commit failed on another host")
+		return failure{kind: HostSilent, hosts: failed,
+			why: fmt.Sprintf("%d host(s) refused or did not answer the commit", len(failed))}
+	}
+	err := ss.watch(plan)
+	if err != nil {
+		ss.killAll(err.Error())
+	}
+	return err
+}
+
+// takeNote returns and clears the reason kept for the next state change.
+func (ss *session) takeNote() string {
+	n := ss.note
+	ss.note = ""
+	return n
+}
+
+// avoidHosts keeps hosts that failed this job out of its next matches.
+func (ss *session) avoidHosts(hosts []peer.ID) {
+	until := time.Now().Add(ss.s.cfg.Unavailable)
+	for _, p := range hosts {
+		ss.avoid[p] = until
+	}
+}
+
+// failedOffers returns the offers of plan held by the given hosts.
+func failedOffers(plan Plan, hosts []peer.ID) []Offer {
+	bad := peerSet(hosts)
+	var out []Offer
+	for _, o := range append(planOffers(plan), plan.Cancel...) {
+		if bad[o.Peer] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// commits builds the per-host commit messages of plan.
+func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
+	d := ss.sub.Desc
+	hosts := make([]HostRef, len(plan.Hosts))
+	index := map[peer.ID]int{}
+	for i, hp := range plan.Hosts {
+		hosts[i] = HostRef{Peer: hp.Offer.Peer}
+		index[hp.Offer.Peer] = i
+	}
+	rankHost := make([][]int, d.Nodes)
+	for rank := range rankHost {
+		rankHost[rank] = make([]int, d.Replicas)
+	}
+	for _, hp := range plan.Hosts {
+		for _, p := range hp.Procs {
+			rankHost[p.Rank][p.Replica] = index[hp.Offer.Peer]
+		}
+	}
+	out := map[peer.ID]LeaseRequest{}
+	for _, hp := range plan.Hosts {
+		c := &Commit{Key: string(ss.key), N: d.Nodes, R: d.Replicas, Program: ss.sub.Program, Args: d.Args,
+			Env: envList(d.Env), Inputs: ss.sub.Inputs, Outputs: d.Outputs, Timeout: d.Timeout,
+			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost}
+		out[hp.Offer.Peer] = LeaseRequest{Op: OpCommit, Job: ss.id, Lease: hp.Offer.Lease, Commit: c}
+	}
+	return out
+}
+
+// envList turns a job's environment into sorted K=V strings.
+func envList(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sendAll sends one lease request per host in parallel and returns the hosts
+// that refused or did not answer.
+func (ss *session) sendAll(reqs map[peer.ID]LeaseRequest) []peer.ID {
+	var mu sync.Mutex
+	var failed []peer.ID
+	var wg sync.WaitGroup
+	for p, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := ss.s.lease(ss.s.ctx, p, req); err != nil {
+				log.Infow("lease request failed", "job", ss.id, "op", req.Op, "host", p, "err", err)
+				mu.Lock()
+				failed = append(failed, p)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
+}
+
+// killAll tells every host of the current attempt that has not ended to
+// end the job and clean up.
+func (ss *session) killAll(why string) {
+	reqs := map[peer.ID]LeaseRequest{}
+	for p, h := range ss.hosts {
+		if !h.done {
+			reqs[p] = LeaseRequest{Op: OpKill, Job: ss.id, Lease: h.plan.Offer.Lease, Reason: why}
+			h.done = true
+		}
+	}
+	ss.sendAll(reqs)
+}
+
+// cancelLeases gives back offers that will not be used.
+func (ss *session) cancelLeases(offers []Offer) {
+	reqs := map[peer.ID]LeaseRequest{}
+	for _, o := range offers {
+		reqs[o.Peer] = LeaseRequest{Op: OpCancel, Job: ss.id, Lease: o.Lease}
+	}
+	ss.sendAll(reqs)
+}
+
+func (ss *session) all(f func(*hostRun) bool) bool {
+	for _, h := range ss.hosts {
+		if !f(h) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostsWhere lists the hosts for which f holds.
+func (ss *session) hostsWhere(f func(*hostRun) bool) []peer.ID {
+	var out []peer.ID
+	for p, h := range ss.hosts {
+		if f(h) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (ss *session) releaseAll() {
+	reqs := map[peer.ID]LeaseRequest{}
+	for p, h := range ss.hosts {
+		reqs[p] = LeaseRequest{Op: OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease}
+	}
+	if failed := ss.sendAll(reqs); len(failed) > 0 {
+		log.Infow("release not delivered", "job", ss.id, "hosts", len(failed))
+	}
+}

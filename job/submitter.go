@@ -1,0 +1,401 @@
+package job
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+)
+
+// ErrUnknownJob is returned for a job this submitter does not hold.
+var ErrUnknownJob = errors.New("job: unknown job")
+
+// Advertiser floods a job's advert with a growing radius until enough is
+// signalled; flood.Flooder satisfies it.
+type Advertiser interface {
+	Advertise(ctx context.Context, a flood.Advert, enough <-chan struct{}, s flood.Schedule) error
+}
+
+// Pinger measures the round-trip time to a peer at the application level.
+type Pinger interface {
+	Ping(ctx context.Context, p peer.ID) (time.Duration, error)
+}
+
+// SubmitterConfig configures the submitter side of an agent.
+type SubmitterConfig struct {
+	// Schedule is the flood's growing radius (Zorilla: 1 s, doubling).
+	Schedule flood.Schedule
+	// OfferGrace is how long to keep collecting offers once the job is
+	// feasible, so that closer hosts and spares (overbooking) can still come in.
+	OfferGrace time.Duration
+	// Spares is how many unused offers, beyond the plan, stay reserved until
+	// the job runs, to replace hosts that fail the commit.
+	Spares int
+	// Deadline is the default scheduling deadline: a job not placed by then
+	// fails with "not enough resources".
+	Deadline time.Duration
+	// StartTimeout bounds phase one: every host reports its processes started.
+	StartTimeout time.Duration
+	// InitTimeout bounds phase two once any rank is in mpi.Init.
+	InitTimeout time.Duration
+	// LostAfter declares a host lost after this much silence on its event stream.
+	LostAfter time.Duration
+	// Retry bounds starts per match and matches per job.
+	Retry RetryPolicy
+	// Unavailable is how long a host that failed a start is not used again.
+	Unavailable time.Duration
+	// MaxOutputLines bounds the output kept in memory for late watchers;
+	// all of it is on disk in the job folder.
+	MaxOutputLines int
+}
+
+// DefaultSubmitterConfig returns the settings of a real agent.
+func DefaultSubmitterConfig() SubmitterConfig {
+	return SubmitterConfig{
+		Schedule:       flood.Schedule{First: time.Second, Factor: 2, MaxRadius: 8},
+		OfferGrace:     300 * time.Millisecond,
+		Spares:         2,
+		Deadline:       2 * time.Minute,
+		StartTimeout:   60 * time.Second,
+		InitTimeout:    60 * time.Second,
+		LostAfter:      10 * time.Second,
+		Retry:          DefaultRetryPolicy(),
+		Unavailable:    5 * time.Minute,
+		MaxOutputLines: 10000,
+	}
+}
+
+// Submission is a validated job whose program and inputs are in the blob store.
+type Submission struct {
+	Desc    Description
+	Program FileRef
+	Inputs  []FileRef
+	DryRun  bool // list-match only: flood, collect offers, cancel them all
+}
+
+// Submitter is the submitter side of an agent: it runs one session per job
+// it submits and serves the offer, event and fetch protocols to workers.
+type Submitter struct {
+	cfg   SubmitterConfig
+	h     host.Host
+	ep    *rpc.Endpoint
+	flood Advertiser
+	ping  Pinger
+	blobs *blob.Store
+	store *Store
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex // guards sessions and finished
+	sessions map[ID]*session
+	finished []*session // the last ended sessions, for late watchers
+}
+
+// NewSubmitter builds the submitter side and registers its protocols on ep.
+func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advertiser, ping Pinger, blobs *blob.Store, store *Store) (*Submitter, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Submitter{cfg: cfg, h: h, ep: ep, flood: adv, ping: ping, blobs: blobs, store: store,
+		ctx: ctx, cancel: cancel, sessions: map[ID]*session{}}
+	ep.Handle(OfferProtocol, s.handleOffer)
+	ep.Handle(ReportProtocol, s.handleReports)
+	ep.Handle(FetchProtocol, s.handleFetch)
+	return s, nil
+}
+
+// Submit starts a job and returns its ID; the job runs in the background.
+func (s *Submitter) Submit(sub Submission) (ID, error) {
+	if err := sub.Desc.Validate(); err != nil {
+		return "", err
+	}
+	for _, f := range append([]FileRef{sub.Program}, sub.Inputs...) {
+		h, err := blob.ParseHash(f.Hash)
+		if err != nil || !s.blobs.Has(h) {
+			return "", fmt.Errorf("job: file %s (%s) is not uploaded to this agent", f.Name, f.Hash)
+		}
+	}
+	ctx, stop := context.WithCancel(s.ctx)
+	ss := &session{s: s, id: NewID(), key: NewKey(), sub: sub,
+		offers: make(chan offerIn), events: make(chan reportIn, 64), cancel: make(chan string, 1),
+		ctx: ctx, stop: stop, avoid: map[peer.ID]time.Time{}}
+	ss.feed = newFeed(s.cfg.MaxOutputLines)
+	ss.files = map[string]*os.File{}
+	ss.outputs = map[string]string{}
+	ss.rec = NewRecord(ss.id, ss.key, sub.Desc, time.Now())
+	ss.rec.DryRun = sub.DryRun
+	if err := os.MkdirAll(s.store.Dir(ss.id), 0o700); err != nil {
+		stop()
+		return "", fmt.Errorf("job: job folder: %w", err)
+	}
+	if err := s.store.Put(ss.rec); err != nil {
+		stop()
+		return "", fmt.Errorf("job: save record: %w", err)
+	}
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ss.run()
+	}()
+	return ss.id, nil
+}
+
+// Cancel ends a job everywhere.
+func (s *Submitter) Cancel(id ID, why string) error {
+	ss := s.session(id)
+	if ss == nil {
+		return fmt.Errorf("%w: %s is not running on this agent", ErrUnknownJob, id)
+	}
+	select {
+	case ss.cancel <- why:
+	default: // a cancel is already on its way
+	}
+	return nil
+}
+
+func (s *Submitter) session(id ID) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+// lease sends one lease request and checks the worker's answer.
+func (s *Submitter) lease(ctx context.Context, to peer.ID, req LeaseRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var rep LeaseReply
+	if err := s.ep.Call(ctx, to, LeaseProtocol, req, &rep, MaxReplySize); err != nil {
+		return err
+	}
+	if !rep.OK {
+		return fmt.Errorf("%s refused: %s", req.Op, rep.Error)
+	}
+	return nil
+}
+
+// handleOffer hands a worker's offer to its job's session and answers.
+func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream) {
+	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
+	var msg OfferMsg
+	if err := wire.ReadJSON(bufio.NewReader(st), MaxOfferSize, &msg); err != nil {
+		_ = st.Reset()
+		return
+	}
+	reply := OfferReply{Reason: "no such job is reserving here"}
+	if ss := s.session(msg.Job); ss != nil && msg.Slots > 0 && msg.Lease != "" {
+		rtt := time.Duration(0)
+		if from != s.h.ID() {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			d, err := s.ping.Ping(pctx, from)
+			cancel()
+			if err != nil {
+				d = time.Hour // unmeasured: last in rlist
+			}
+			rtt = d
+		}
+		in := offerIn{from: from, msg: msg, rtt: rtt, reply: make(chan OfferReply, 1)}
+		select {
+		case ss.offers <- in:
+			reply = <-in.reply
+		case <-ss.ctx.Done():
+			reply.Reason = "job ended"
+		case <-time.After(2 * time.Second):
+			reply.Reason = "job no longer reserving"
+		}
+	}
+	if err := wire.WriteJSON(st, reply); err != nil {
+		_ = st.Reset()
+		return
+	}
+	_ = st.Close()
+}
+
+// handleReports reads one worker's event stream for a job into its session.
+func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stream) {
+	br := bufio.NewReader(st)
+	_ = st.SetDeadline(time.Now().Add(s.cfg.LostAfter))
+	var hello ReportHello
+	if err := wire.ReadJSON(br, MaxReplySize, &hello); err != nil {
+		_ = st.Reset()
+		return
+	}
+	ss := s.session(hello.Job)
+	if ss == nil || hello.Key != string(ss.key) {
+		_ = st.Reset()
+		return
+	}
+	deliver := func(e reportIn) bool {
+		select {
+		case ss.events <- e:
+			return true
+		case <-ss.ctx.Done():
+			return false
+		}
+	}
+	for {
+		_ = st.SetDeadline(time.Now().Add(s.cfg.LostAfter))
+		var ev Report
+		if err := wire.ReadJSON(br, MaxReportSize, &ev); err != nil {
+			_ = st.Reset()
+			deliver(reportIn{from: from, lease: hello.Lease, end: err})
+			return
+		}
+		if ev.Kind == RepHeartbeat {
+			ev = Report{Kind: RepHeartbeat}
+		}
+		if !deliver(reportIn{from: from, lease: hello.Lease, ev: ev}) {
+			_ = st.Reset()
+			return
+		}
+		if ev.Kind == RepDone {
+			_ = st.Close()
+			return
+		}
+	}
+}
+
+// handleFetch serves one of a job's files to a worker of that job.
+func (s *Submitter) handleFetch(ctx context.Context, from peer.ID, st rpc.Stream) {
+	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
+	var req FetchRequest
+	if err := wire.ReadJSON(bufio.NewReader(st), MaxReplySize, &req); err != nil {
+		_ = st.Reset()
+		return
+	}
+	f, size, err := s.openJobFile(req)
+	if err != nil {
+		_ = wire.WriteJSON(st, FetchReply{Error: err.Error()})
+		_ = st.Close()
+		return
+	}
+	defer f.Close()
+	_ = st.SetDeadline(time.Now().Add(10 * time.Minute))
+	if err := wire.WriteJSON(st, FetchReply{Size: size}); err != nil {
+		_ = st.Reset()
+		return
+	}
+	if _, err := io.Copy(st, f); err != nil {
+		_ = st.Reset()
+		return
+	}
+	_ = st.Close()
+}
+
+// openJobFile opens a file a worker may fetch: one of the job's own, asked
+// for with the job's key.
+func (s *Submitter) openJobFile(req FetchRequest) (io.ReadCloser, int64, error) {
+	ss := s.session(req.Job)
+	if ss == nil || req.Key != string(ss.key) {
+		return nil, 0, errors.New("no such job, or wrong key")
+	}
+	for _, f := range append([]FileRef{ss.sub.Program}, ss.sub.Inputs...) {
+		if f.Hash == req.Hash {
+			h, err := blob.ParseHash(f.Hash)
+			if err != nil {
+				return nil, 0, err
+			}
+			return s.blobs.Open(h)
+		}
+	}
+	return nil, 0, errors.New("not a file of this job")
+}
+
+// Close cancels every job this submitter runs and waits for their sessions.
+func (s *Submitter) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// finishedKept is how many ended sessions stay in memory, so that a watcher
+// arriving just after the end still reads the output.
+const finishedKept = 64
+
+// forget moves an ended session out of the running set.
+func (s *Submitter) forget(id ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.sessions[id]
+	delete(s.sessions, id)
+	if ss == nil {
+		return
+	}
+	s.finished = append(s.finished, ss)
+	if len(s.finished) > finishedKept {
+		s.finished = s.finished[1:]
+	}
+}
+
+// feedOf finds the feed of a running or recently ended job.
+func (s *Submitter) feedOf(id ID) *feed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.sessions[id]; ss != nil {
+		return ss.feed
+	}
+	for _, ss := range s.finished {
+		if ss.id == id {
+			return ss.feed
+		}
+	}
+	return nil
+}
+
+// Watch calls fn with every update of job id from cursor on, until the job
+// ends, ctx ends or fn fails. For a job known only from its record, fn gets
+// one "end" update.
+func (s *Submitter) Watch(ctx context.Context, id ID, cursor int, fn func(Update) error) error {
+	f := s.feedOf(id)
+	if f == nil {
+		rec, err := s.Get(id)
+		if err != nil {
+			return err
+		}
+		return fn(Update{Kind: "end", State: rec.State, Record: &rec})
+	}
+	for {
+		us, next, done, err := f.read(ctx, cursor)
+		for _, u := range us {
+			if err := fn(u); err != nil {
+				return err
+			}
+		}
+		if err != nil || done {
+			return err
+		}
+		cursor = next
+	}
+}
+
+// Get returns a job's record: live for a running job, else from disk.
+func (s *Submitter) Get(id ID) (Record, error) {
+	rec, err := s.store.Get(id)
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: %s: %v", ErrUnknownJob, id, err)
+	}
+	return rec, nil
+}
+
+// List returns the records of every job submitted through this agent.
+func (s *Submitter) List() ([]Record, error) {
+	recs, problems := s.store.List()
+	for _, err := range problems {
+		log.Warnw("job record skipped", "err", err)
+	}
+	return recs, nil
+}

@@ -1,0 +1,154 @@
+package job
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// hostRun is the session's view of one host during a start attempt.
+type hostRun struct {
+	plan     HostPlan
+	started  bool // phase one done here: every local copy is running
+	ready    bool // phase two: every local copy is in mpi.Init
+	done     bool // the host reported its end, was killed, or was lost
+	lastSeen time.Time
+}
+
+// watch follows the job from the commits to its end: phase one (every host
+// started), phase two (every rank in Init, then the release), output and
+// exits. It returns nil when every host is done and every copy exited 0.
+func (ss *session) watch(plan Plan) error {
+	start := time.NewTimer(ss.s.cfg.StartTimeout)
+	defer start.Stop()
+	var initTimer <-chan time.Time
+	beat := time.NewTicker(ss.s.cfg.LostAfter / 4)
+	defer beat.Stop()
+	w := watchState{plan: plan}
+	for {
+		var err error
+		select {
+		case in := <-ss.events:
+			err = ss.onReport(&w, in, &initTimer)
+		case <-start.C:
+			if !w.running {
+				slow := ss.hostsWhere(func(h *hostRun) bool { return !h.started })
+				err = failure{kind: StartTimeout, hosts: slow,
+					why: fmt.Sprintf("%d host(s) did not start in %v", len(slow), ss.s.cfg.StartTimeout)}
+			}
+		case <-initTimer:
+			slow := ss.hostsWhere(func(h *hostRun) bool { return !h.ready })
+			err = failure{kind: StartTimeout, hosts: slow,
+				why: fmt.Sprintf("not every rank reached mpi.Init in %v", ss.s.cfg.InitTimeout)}
+		case <-beat.C:
+			for _, p := range ss.hostsWhere(func(h *hostRun) bool {
+				return !h.done && time.Since(h.lastSeen) > ss.s.cfg.LostAfter
+			}) {
+				if err = ss.onLost(&w, p, "silent"); err != nil {
+					break
+				}
+			}
+		case why := <-ss.cancel:
+			err = errCancelled{why}
+		case <-ss.ctx.Done():
+			err = errCancelled{"agent shutting down"}
+		}
+		if err != nil || w.finished {
+			return err
+		}
+	}
+}
+
+// watchState is what watch learns as reports come in.
+type watchState struct {
+	plan     Plan
+	running  bool
+	released bool
+	lost     []peer.ID // hosts lost while running
+	finished bool
+}
+
+// onReport handles one report (or the end of a host's report stream).
+func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.Time) error {
+	h := ss.hosts[in.from]
+	if h == nil || h.plan.Offer.Lease != in.lease || h.done {
+		return nil // a report from an earlier attempt, or after the host's end
+	}
+	h.lastSeen = time.Now()
+	if in.end != nil {
+		return ss.onLost(w, in.from, in.end.Error())
+	}
+	e := in.ev
+	switch e.Kind {
+	case RepStarted:
+		h.started = true
+		if !w.running && ss.all(func(h *hostRun) bool { return h.started }) {
+			w.running = true
+			ss.setState(Running, "")
+			ss.cancelLeases(w.plan.Cancel) // the spares are no longer needed
+		}
+	case RepReady:
+		h.ready = true
+		if *initTimer == nil && !w.released {
+			*initTimer = time.After(ss.s.cfg.InitTimeout)
+		}
+		if !w.released && ss.all(func(h *hostRun) bool { return h.ready }) {
+			w.released, *initTimer = true, nil
+			ss.releaseAll()
+		}
+	case RepFailed:
+		return failure{kind: HostSilent, hosts: []peer.ID{in.from},
+			why: fmt.Sprintf("host %s could not start its processes: %s", in.from.ShortString(), e.Reason)}
+	case RepOutput, RepFile:
+		ss.output(in.from, e)
+	case RepExit:
+		return ss.exited(e)
+	case RepAbort:
+		ss.exitCode = e.Code
+		return failure{kind: RankFailed, rank: e.Rank, code: e.Code,
+			why: fmt.Sprintf("rank %d called Abort(%d)", e.Rank, e.Code)}
+	case RepDone:
+		h.done = true
+		w.finished = ss.all(func(h *hostRun) bool { return h.done })
+	}
+	return nil
+}
+
+// onLost handles a host that died or fell silent. Before the job runs it
+// is a start failure; while it runs, Recover says whether the replicas
+// carry on.
+func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
+	ss.hosts[p].done = true
+	if !w.running {
+		return failure{kind: HostSilent, hosts: []peer.ID{p},
+			why: fmt.Sprintf("host %s lost during the start: %s", p.ShortString(), why)}
+	}
+	w.lost = append(w.lost, p)
+	rec := Recover(ss.rec, HostLost, w.lost, ss.s.cfg.Retry, 0, 0)
+	if rec.Action == Continue {
+		log.Infow("host lost, its ranks live on in their copies", "job", ss.id, "host", p)
+		w.finished = ss.all(func(h *hostRun) bool { return h.done })
+		return nil
+	}
+	return failure{kind: HostLost, hosts: w.lost,
+		why: fmt.Sprintf("host %s lost while running: %s", p.ShortString(), why)}
+}
+
+// exited records a copy's end; the first non-zero status fails the job.
+func (ss *session) exited(e Report) error {
+	if e.Code == 0 && e.Signal == "" && !e.TimedOut {
+		return nil
+	}
+	why := fmt.Sprintf("rank %d exited with status %d", e.Rank, e.Code)
+	switch {
+	case e.TimedOut:
+		why = fmt.Sprintf("rank %d killed: wall-clock limit %v reached", e.Rank, ss.sub.Desc.Timeout)
+	case e.Signal != "":
+		why = fmt.Sprintf("rank %d killed by signal %s", e.Rank, e.Signal)
+	}
+	if ss.exitCode == 0 {
+		ss.exitCode = max(e.Code, 1)
+	}
+	return failure{kind: RankFailed, rank: e.Rank, code: e.Code, why: why}
+}

@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+
+	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker"
+	"github.com/zorilla-p2p/zorilla/worker/proc"
+)
+
+// Services tunes the services the agent runs on top of its overlay. The
+// zero value of each field takes that package's default.
+type Services struct {
+	Flood     flood.Config
+	Worker    worker.ServiceConfig
+	Leases    worker.LeaseConfig
+	Submitter job.SubmitterConfig
+	Proc      proc.Config
+}
+
+// DefaultServices returns each service's default configuration.
+func DefaultServices() Services {
+	return Services{
+		Flood:     flood.DefaultConfig(),
+		Worker:    worker.DefaultServiceConfig(),
+		Leases:    worker.DefaultLeaseConfig(),
+		Submitter: job.DefaultSubmitterConfig(),
+		Proc:      proc.DefaultConfig(),
+	}
+}
+
+// startServices wires the job services onto the host and overlay: the
+// request/response endpoint, the blob store, the worker (policy, leases,
+// processes), the flood, and the submitter with its control API routes.
+// Each registers its teardown, so Close stops them in reverse order: the
+// submitter first, the endpoint last.
+func (n *Node) startServices() error {
+	work, err := n.workDir()
+	if err != nil {
+		return err
+	}
+	ep := rpc.New(n.h)
+	n.OnClose(ep.Close)
+	blobs, err := blob.New(blob.DefaultConfig(filepath.Join(work, "blobs")))
+	if err != nil {
+		return fmt.Errorf("node: blob store: %w", err)
+	}
+	n.blobs = blobs
+	policy, err := n.policy()
+	if err != nil {
+		return err
+	}
+	leases, err := worker.NewLeases(policy, n.cfg.Services.Leases)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	wcfg := n.cfg.Services.Worker
+	wcfg.JobsDir = filepath.Join(work, "work")
+	w, err := worker.NewService(n.h, ep, wcfg, leases, proc.NewRunner(n.cfg.Services.Proc), blobs, nil)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.OnClose(w.Close)
+	fl, err := flood.New(n.h, n.ov, w.OnAdvert, n.cfg.Services.Flood)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.OnClose(fl.Close)
+	n.flood = fl
+	store, err := job.OpenStore(work)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	sub, err := job.NewSubmitter(n.h, ep, n.cfg.Services.Submitter, fl, pinger{n}, blobs, store)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.OnClose(sub.Close)
+	n.sub = sub
+	api := jobsAPI{sub: sub, blobs: blobs, maxBlob: wcfg.MaxStage}
+	api.register(n.Handle)
+	return nil
+}
+
+// workDir is where the agent keeps blobs, job records and job folders: the
+// data dir, or for an in-memory agent a temporary folder removed on Close.
+func (n *Node) workDir() (string, error) {
+	if n.cfg.DataDir != "" {
+		return n.cfg.DataDir, nil
+	}
+	dir, err := os.MkdirTemp("", "zorilla-agent-")
+	if err != nil {
+		return "", fmt.Errorf("node: work dir: %w", err)
+	}
+	n.OnClose(func() error { return os.RemoveAll(dir) })
+	return dir, nil
+}
+
+// policy is the owner policy from the agent's settings. With no allow list
+// every submitter that is not denied is accepted; with one, only those
+// listed and the agent itself, unless Open.
+func (n *Node) policy() (worker.Policy, error) {
+	p := worker.Policy{
+		MaxJobs: n.cfg.MaxJobs, MaxProcs: n.cfg.MaxProcs, Cores: n.cfg.Cores, Memory: n.cfg.Memory,
+		OS: runtime.GOOS, Arch: runtime.GOARCH, Labels: n.cfg.Labels, Self: n.h.ID(),
+	}
+	var err error
+	if n.cfg.AllowFile != "" && !n.cfg.Open {
+		if p.Allow, err = worker.LoadPeerList(n.cfg.AllowFile); err != nil {
+			return p, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	if n.cfg.DenyFile != "" {
+		if p.Deny, err = worker.LoadPeerList(n.cfg.DenyFile); err != nil {
+			return p, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	return p, p.Validate()
+}
+
+// pinger measures a peer's RTT with libp2p's ping protocol, an
+// application-level round trip as P2P-MPI measures it (not ICMP).
+type pinger struct{ n *Node }
+
+func (p pinger) Ping(ctx context.Context, to peer.ID) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res, ok := <-ping.Ping(ctx, p.n.h, to)
+	if !ok {
+		return 0, errors.New("ping: no result")
+	}
+	return res.RTT, res.Error
+}
+
+// Submitter is the agent's submitter side (nil before start).
+func (n *Node) Submitter() *job.Submitter { return n.sub }
+
+// Flooder is the agent's advert flood.
+func (n *Node) Flooder() *flood.Flooder { return n.flood }
+
+// Blobs is the agent's content-addressed store of programs and files.
+func (n *Node) Blobs() *blob.Store { return n.blobs }

@@ -1,0 +1,355 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/proc"
+)
+
+// MPIJob is one job registered with the agent's MPI router.
+type MPIJob interface {
+	InitReady() <-chan struct{}
+	Release()
+	Fail(err error)
+}
+
+// JobSpecMPI is what the MPI router needs to route a job's messages.
+type JobSpecMPI struct {
+	ID, Key  string
+	Size     int
+	Replicas int
+	Hosts    [][]peer.ID // Hosts[rank][replica]
+	Local    []job.Proc
+}
+
+// running is one committed job on this worker. Its run goroutine owns the
+// processes and the job folder; kill and release may be called from any
+// goroutine.
+type running struct {
+	svc       *Service
+	id        job.ID
+	lease     string
+	submitter peer.ID
+	c         job.Commit
+	dir       string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex // guards mpi and why
+	mpi      MPIJob
+	why      string
+	released sync.Once
+}
+
+// start checks a commit against its lease and runs it in the background.
+func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) error {
+	if err := checkCommit(c); err != nil {
+		return fmt.Errorf("commit %s: %w", id, err)
+	}
+	if l, _ := s.leases.Get(lease); len(c.Procs) > l.Slots {
+		return fmt.Errorf("commit %s: %d processes, the lease holds %d slots", id, len(c.Procs), l.Slots)
+	}
+	if err := s.leases.Commit(lease, id); err != nil {
+		return fmt.Errorf("commit %s: %w", id, err)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	r := &running{svc: s, id: id, lease: lease, submitter: from, c: c,
+		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel}
+	s.mu.Lock()
+	if _, dup := s.jobs[id]; dup {
+		s.mu.Unlock()
+		cancel()
+		return fmt.Errorf("commit %s: already running here", id)
+	}
+	s.jobs[id] = r
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		r.run()
+	}()
+	return nil
+}
+
+// checkCommit refuses a commit that could escape the job folder or ask for
+// more than a job may.
+func checkCommit(c job.Commit) error {
+	if c.Key == "" || len(c.Procs) == 0 || c.N < 1 || c.R < 1 {
+		return errors.New("incomplete commit")
+	}
+	for _, f := range append([]job.FileRef{c.Program}, c.Inputs...) {
+		if err := plainName(f.Name); err != nil {
+			return err
+		}
+	}
+	for _, o := range c.Outputs {
+		if !filepath.IsLocal(o) {
+			return fmt.Errorf("output %q is not inside the job folder", o)
+		}
+	}
+	for _, p := range c.Procs {
+		if p.Rank < 0 || p.Rank >= c.N || p.Replica < 0 || p.Replica >= c.R {
+			return fmt.Errorf("process %d.%d outside n=%d r=%d", p.Rank, p.Replica, c.N, c.R)
+		}
+	}
+	if len(c.RankHost) != c.N {
+		return fmt.Errorf("rank table has %d ranks, want %d", len(c.RankHost), c.N)
+	}
+	for rank, reps := range c.RankHost {
+		if len(reps) != c.R {
+			return fmt.Errorf("rank %d has %d copies, want %d", rank, len(reps), c.R)
+		}
+		for _, h := range reps {
+			if h < 0 || h >= len(c.Hosts) {
+				return fmt.Errorf("rank %d placed on unknown host %d", rank, h)
+			}
+		}
+	}
+	return nil
+}
+
+// plainName accepts a file name that stays inside the job folder.
+func plainName(name string) error {
+	if name == "" || name == "." || name == ".." || filepath.Base(name) != name {
+		return fmt.Errorf("file name %q is not a plain name", name)
+	}
+	return nil
+}
+
+func (r *running) kill(why string) {
+	r.mu.Lock()
+	if r.why == "" {
+		r.why = why
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+func (r *running) release() {
+	r.mu.Lock()
+	m := r.mpi
+	r.mu.Unlock()
+	if m != nil {
+		r.released.Do(m.Release)
+	}
+}
+
+// run stages, starts, watches and cleans up the job here. Whatever happens,
+// no process and no job folder outlives it, and the lease ends.
+func (r *running) run() {
+	s := r.svc
+	defer func() {
+		r.cancel()
+		if s.mpi != nil {
+			s.mpi.RemoveJob(string(r.id))
+		}
+		if err := os.RemoveAll(r.dir); err != nil {
+			log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
+		}
+		s.mu.Lock()
+		delete(s.jobs, r.id)
+		s.mu.Unlock()
+		s.endLease(r.lease)
+	}()
+	k, err := openSink(r.ctx, s.ep, job.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter)
+	if err != nil {
+		log.Warnw("cannot report to submitter; job not started", "job", r.id, "err", err)
+		return
+	}
+	go k.run(r.ctx, s.cfg.Heartbeat)
+	defer func() { <-k.done }()
+
+	if err := r.stage(); err != nil {
+		k.send(r.ctx, job.Report{Kind: job.RepFailed, Reason: err.Error()})
+		k.send(r.ctx, job.Report{Kind: job.RepDone})
+		return
+	}
+	procs, err := r.launch(k)
+	if err != nil {
+		k.send(r.ctx, job.Report{Kind: job.RepFailed, Reason: err.Error()})
+	} else {
+		k.send(r.ctx, job.Report{Kind: job.RepStarted})
+	}
+	r.watch(k, procs)
+	if err == nil {
+		r.sendOutputs(k)
+	}
+	k.send(r.ctx, job.Report{Kind: job.RepDone})
+}
+
+// stage copies the program and inputs into the job folder, fetching from
+// the submitter what the local store does not hold, verified by sha256.
+func (r *running) stage() error {
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return fmt.Errorf("job folder: %w", err)
+	}
+	files := append([]job.FileRef{r.c.Program}, r.c.Inputs...)
+	for i, f := range files {
+		mode := os.FileMode(0o600)
+		if i == 0 {
+			mode = 0o700
+		}
+		if err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode); err != nil {
+			return fmt.Errorf("stage %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// launch registers the job with the MPI router and starts every local copy.
+func (r *running) launch(k *sink) ([]proc.Process, error) {
+	s := r.svc
+	var sock string
+	if s.mpi != nil {
+		m, err := s.mpi.AddJob(r.mpiSpec())
+		if err != nil {
+			return nil, fmt.Errorf("mpi router: %w", err)
+		}
+		r.mu.Lock()
+		r.mpi = m
+		r.mu.Unlock()
+		sock = s.mpi.SocketPath()
+		go r.reportReady(k, m)
+	}
+	var procs []proc.Process
+	for _, p := range r.c.Procs {
+		p := p
+		spec := proc.Spec{
+			Job: string(r.id), Rank: p.Rank, Replica: p.Replica, Size: r.c.N,
+			Dir: r.dir, Program: filepath.Join(r.dir, r.c.Program.Name),
+			Args: r.c.Args, Env: append(r.env(sock), r.c.Env...),
+			Timeout: r.c.Timeout, Limits: s.cfg.Limits,
+		}
+		out := func(stream string, line []byte) {
+			k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: stream, Data: append([]byte(nil), line...)})
+		}
+		pr, err := s.runner.Start(r.ctx, spec, out)
+		if err != nil {
+			for _, q := range procs {
+				_ = q.Kill()
+				q.Wait()
+			}
+			return nil, fmt.Errorf("start rank %d.%d: %w", p.Rank, p.Replica, err)
+		}
+		procs = append(procs, pr)
+	}
+	return procs, nil
+}
+
+func (r *running) env(sock string) []string {
+	// proc sets ZORILLA_JOB, _RANK, _SIZE and _REPLICA from the spec.
+	env := []string{
+		"ZORILLA_KEY=" + r.c.Key,
+		"ZORILLA_AGENT=" + r.svc.h.ID().String(),
+	}
+	if sock != "" {
+		env = append(env, "ZORILLA_SOCKET="+sock)
+	}
+	return env
+}
+
+func (r *running) mpiSpec() JobSpecMPI {
+	hosts := make([][]peer.ID, len(r.c.RankHost))
+	for rank, reps := range r.c.RankHost {
+		for _, h := range reps {
+			hosts[rank] = append(hosts[rank], r.c.Hosts[h].Peer)
+		}
+	}
+	return JobSpecMPI{ID: string(r.id), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: r.c.Procs}
+}
+
+func (r *running) reportReady(k *sink, m MPIJob) {
+	select {
+	case <-m.InitReady():
+		k.send(r.ctx, job.Report{Kind: job.RepReady})
+	case <-r.ctx.Done():
+	}
+}
+
+// watch reports each copy's end, and kills them all if the job is killed
+// here or the submitter is lost.
+func (r *running) watch(k *sink, procs []proc.Process) {
+	var wg sync.WaitGroup
+	for i, pr := range procs {
+		p := r.c.Procs[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-pr.Done():
+			case <-r.ctx.Done():
+				_ = pr.Kill()
+			case <-k.lost:
+				_ = pr.Kill()
+			}
+			x := pr.Wait()
+			if x.Code != 0 || x.Signal != "" {
+				r.failMPI(fmt.Errorf("rank %d exited with %d", p.Rank, x.Code))
+			}
+			k.send(r.ctx, job.Report{Kind: job.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut})
+		}()
+	}
+	wg.Wait()
+}
+
+func (r *running) failMPI(err error) {
+	r.mu.Lock()
+	m := r.mpi
+	r.mu.Unlock()
+	if m != nil {
+		m.Fail(err)
+	}
+}
+
+// sendOutputs streams the job's output files back in chunks.
+func (r *running) sendOutputs(k *sink) {
+	for _, pattern := range r.c.Outputs {
+		matches, _ := filepath.Glob(filepath.Join(r.dir, pattern))
+		for _, path := range matches {
+			if err := r.sendFile(k, path); err != nil {
+				k.send(r.ctx, job.Report{Kind: job.RepOutput, Stream: "stderr", Rank: -1,
+					Data: []byte(fmt.Sprintf("zorilla: output %s not sent: %v", filepath.Base(path), err))})
+			}
+		}
+	}
+}
+
+func (r *running) sendFile(k *sink, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file")
+	}
+	if st.Size() > r.svc.cfg.MaxOutputFile {
+		return fmt.Errorf("%d bytes exceeds the %d-byte limit", st.Size(), r.svc.cfg.MaxOutputFile)
+	}
+	name := filepath.Base(path)
+	buf := make([]byte, job.FileChunkSize)
+	for {
+		n, err := io.ReadFull(f, buf)
+		eof := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !eof {
+			return err
+		}
+		if !k.send(r.ctx, job.Report{Kind: job.RepFile, Name: name, Data: append([]byte(nil), buf[:n]...), EOF: eof}) {
+			return errors.New("submitter lost")
+		}
+		if eof {
+			return nil
+		}
+	}
+}

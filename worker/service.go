@@ -1,0 +1,248 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	p2phost "github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+
+	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/proc"
+)
+
+// ErrClosed is returned by a Service after Close.
+var ErrClosed = errors.New("worker: closed")
+
+// ServiceConfig configures the worker side of the agent.
+type ServiceConfig struct {
+	// LeaseTTL is how long an offer's slots stay reserved without a commit;
+	// 0 takes the lease table's default (which outlives a job's default
+	// scheduling deadline, so early offers survive a growing flood).
+	LeaseTTL time.Duration
+	// JobsDir holds one folder per job running here; removed when it ends.
+	JobsDir string
+	// Heartbeat is how often a worker tells the submitter it is alive; the
+	// submitter declares a host lost after a few missed beats.
+	Heartbeat time.Duration
+	// MaxStage bounds one staged program or input file.
+	MaxStage int64
+	// MaxOutputFile bounds one output file sent back to the submitter.
+	MaxOutputFile int64
+	// Limits are applied to every process.
+	Limits proc.Limits
+	// MaxOffersInFlight bounds concurrent offers, so a burst of adverts
+	// cannot make the agent open unbounded streams.
+	MaxOffersInFlight int
+}
+
+// DefaultServiceConfig returns the settings of a real agent.
+func DefaultServiceConfig() ServiceConfig {
+	return ServiceConfig{
+		Heartbeat:         2 * time.Second,
+		MaxStage:          1 << 30,
+		MaxOutputFile:     256 << 20,
+		MaxOffersInFlight: 32,
+	}
+}
+
+func (c ServiceConfig) validate() error {
+	switch {
+	case c.LeaseTTL < 0:
+		return fmt.Errorf("worker: lease TTL must not be negative, got %v", c.LeaseTTL)
+	case c.JobsDir == "":
+		return errors.New("worker: jobs dir is not set")
+	case c.Heartbeat <= 0:
+		return fmt.Errorf("worker: heartbeat must be positive, got %v", c.Heartbeat)
+	case c.MaxStage <= 0 || c.MaxOutputFile <= 0:
+		return errors.New("worker: stage and output file limits must be positive")
+	case c.MaxOffersInFlight <= 0:
+		return errors.New("worker: MaxOffersInFlight must be positive")
+	}
+	return nil
+}
+
+// MPI is what the worker needs of the agent's MPI router: register a job's
+// rank table before its processes start, and drop it when they end.
+type MPI interface {
+	SocketPath() string
+	AddJob(spec JobSpecMPI) (MPIJob, error)
+	RemoveJob(id string)
+}
+
+// Service is the worker side of an agent: it answers adverts with offers,
+// holds leases, and runs the processes of committed jobs.
+type Service struct {
+	cfg    ServiceConfig
+	h      p2phost.Host
+	ep     *rpc.Endpoint
+	leases *Leases
+	runner proc.Runner
+	blobs  *blob.Store
+	mpi    MPI
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	offers chan struct{} // semaphore of offers in flight
+
+	mu   sync.Mutex // guards jobs
+	jobs map[job.ID]*running
+}
+
+// NewService builds the worker side and registers its protocol on ep.
+func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Leases, runner proc.Runner, blobs *blob.Store, mpi MPI) (*Service, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Service{
+		cfg: cfg, h: h, ep: ep, runner: runner, blobs: blobs, mpi: mpi,
+		leases: leases, ctx: ctx, cancel: cancel,
+		offers: make(chan struct{}, cfg.MaxOffersInFlight),
+		jobs:   map[job.ID]*running{},
+	}
+	ep.Handle(job.LeaseProtocol, s.handleLease)
+	return s, nil
+}
+
+// OnAdvert is the flood's delivery hook: decide locally, and if the job is
+// welcome, reserve slots and offer them to the submitter.
+func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
+	need, err := job.DecodeNeed(a.Body)
+	if err != nil {
+		log.Debugw("advert with a bad need", "job", a.Job, "err", err)
+		return
+	}
+	if string(need.Job) != a.Job {
+		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
+		return
+	}
+	select {
+	case s.offers <- struct{}{}:
+	default:
+		log.Debugw("too many offers in flight, advert dropped", "job", a.Job)
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.offers }()
+		s.offer(a, need)
+	}()
+}
+
+// offer reserves a lease for need and sends it to the submitter; a lease the
+// submitter does not keep is released at once.
+func (s *Service) offer(a flood.Advert, need job.Need) {
+	if _, held := s.leases.ByJob(need.Job); held {
+		return // a later, wider flood of a job already offered to
+	}
+	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)
+	if !d.Accept || err != nil {
+		log.Debugw("advert refused", "job", need.Job, "reason", d.Reason, "err", err)
+		return
+	}
+
+	if a.Submitter != s.h.ID() {
+		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
+	}
+	msg := job.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires}
+	var reply job.OfferReply
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	err = s.ep.Call(ctx, a.Submitter, job.OfferProtocol, msg, &reply, job.MaxReplySize)
+	if err != nil || !reply.Keep {
+		log.Debugw("offer not kept", "job", need.Job, "err", err, "reason", reply.Reason)
+		s.endLease(l.Key)
+	}
+}
+
+// endLease gives back a lease; a lease already gone is fine.
+func (s *Service) endLease(key string) {
+	if _, err := s.leases.Release(key); err != nil {
+		log.Debugw("release", "err", err)
+	}
+}
+
+// handleLease serves one LeaseRequest from a submitter.
+func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) {
+	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
+	var req job.LeaseRequest
+	if err := wire.ReadJSON(bufio.NewReader(st), job.MaxLeaseSize, &req); err != nil {
+		log.Debugw("bad lease request", "from", from, "err", err)
+		_ = st.Reset()
+		return
+	}
+	reply := job.LeaseReply{OK: true}
+	if err := s.apply(from, req); err != nil {
+		reply = job.LeaseReply{Error: err.Error()}
+	}
+	if err := wire.WriteJSON(st, reply); err != nil {
+		_ = st.Reset()
+		return
+	}
+	_ = st.Close()
+}
+
+// apply carries out a LeaseRequest from submitter from.
+func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
+	if l, ok := s.leases.Get(req.Lease); !ok || l.Job != req.Job || l.Submitter != from {
+		return fmt.Errorf("%s %s: no such lease here (expired, released, or not yours)", req.Op, req.Job)
+	}
+	switch req.Op {
+	case job.OpCancel:
+		if s.lookup(req.Job, req.Lease) != nil {
+			return fmt.Errorf("cancel %s: already committed; kill it instead", req.Job)
+		}
+		s.endLease(req.Lease)
+		return nil
+	case job.OpCommit:
+		if req.Commit == nil {
+			return errors.New("commit without a body")
+		}
+		return s.start(from, req.Job, req.Lease, *req.Commit)
+	case job.OpRelease:
+		r := s.lookup(req.Job, req.Lease)
+		if r == nil {
+			return fmt.Errorf("job %s is not running here", req.Job)
+		}
+		r.release()
+		return nil
+	case job.OpKill:
+		if r := s.lookup(req.Job, req.Lease); r != nil {
+			r.kill(req.Reason)
+			return nil
+		}
+		s.endLease(req.Lease)
+		return nil
+	default:
+		return fmt.Errorf("unknown lease op %q", req.Op)
+	}
+}
+
+func (s *Service) lookup(id job.ID, lease string) *running {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.jobs[id]
+	if r == nil || r.lease != lease {
+		return nil
+	}
+	return r
+}
+
+// Close stops taking adverts, kills every running job here and waits.
+func (s *Service) Close() error {
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}

@@ -1,0 +1,68 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// fetchInto puts file f at path with mode: from the local blob store when it
+// already holds it, else fetched from the submitter into the store first.
+// Either way the bytes are verified against f.Hash.
+func (s *Service) fetchInto(ctx context.Context, from peer.ID, id job.ID, key string, f job.FileRef, path string, mode os.FileMode) error {
+	h, err := blob.ParseHash(f.Hash)
+	if err != nil {
+		return err
+	}
+	if !s.blobs.Has(h) {
+		if err := s.fetch(ctx, from, id, key, h); err != nil {
+			return err
+		}
+	}
+	return s.blobs.CopyTo(h, path, mode)
+}
+
+// fetch asks the submitter for blob h and stores it, refusing bytes that do
+// not hash to h.
+func (s *Service) fetch(ctx context.Context, from peer.ID, id job.ID, key string, h blob.Hash) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	st, err := s.ep.Open(ctx, from, job.FetchProtocol)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
+	defer stop()
+	if err := wire.WriteJSON(st, job.FetchRequest{Job: id, Key: key, Hash: h.String()}); err != nil {
+		return err
+	}
+	br := bufio.NewReader(st)
+	var rep job.FetchReply
+	if err := wire.ReadJSON(br, job.MaxReplySize, &rep); err != nil {
+		return err
+	}
+	if rep.Error != "" {
+		return fmt.Errorf("submitter: %s", rep.Error)
+	}
+	if rep.Size < 0 || rep.Size > s.cfg.MaxStage {
+		return fmt.Errorf("file of %d bytes exceeds the %d-byte limit", rep.Size, s.cfg.MaxStage)
+	}
+	n, err := s.blobs.PutHash(io.LimitReader(br, rep.Size), h, rep.Size)
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", h, err)
+	}
+	if n != rep.Size {
+		return fmt.Errorf("fetch %s: got %d bytes, the submitter announced %d", h, n, rep.Size)
+	}
+	return nil
+}
