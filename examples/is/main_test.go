@@ -37,3 +37,14 @@ func TestRunStopsOnCancel(t *testing.T) {
 		t.Fatal("run on a cancelled context succeeded")
 	}
 }
+
+// tooMany claims more ranks than class S allows.
+type tooMany struct{ npb.Solo }
+
+func (tooMany) Size() int { return 129 }
+
+func TestRunRefusesTooManyRanks(t *testing.T) {
+	if _, err := run(context.Background(), tooMany{}, classes['S'], &strings.Builder{}); err == nil {
+		t.Fatal("class S accepted 129 ranks")
+	}
+}

@@ -87,7 +87,7 @@ func (p params) expectedRank(i, it int) int64 {
 // Unlike NPB, any count is accepted, not only powers of two.
 func (p params) checkSize(size int) error {
 	if size < 1 || size > p.maxProcs {
-		return fmt.Errorf("is: class %v runs on 1 to %d ranks, not %d", p.class, p.maxProcs, size)
+		return fmt.Errorf("class %v runs on 1 to %d ranks, not %d", p.class, p.maxProcs, size)
 	}
 	return nil
 }
