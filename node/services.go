@@ -16,6 +16,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -28,6 +29,7 @@ type Services struct {
 	Leases    worker.LeaseConfig
 	Submitter job.SubmitterConfig
 	Proc      proc.Config
+	Router    router.Config
 }
 
 // DefaultServices returns each service's default configuration.
@@ -38,6 +40,7 @@ func DefaultServices() Services {
 		Leases:    worker.DefaultLeaseConfig(),
 		Submitter: job.DefaultSubmitterConfig(),
 		Proc:      proc.DefaultConfig(),
+		Router:    router.DefaultConfig(),
 	}
 }
 
@@ -68,7 +71,11 @@ func (n *Node) startServices() error {
 	}
 	wcfg := n.cfg.Services.Worker
 	wcfg.JobsDir = filepath.Join(work, "work")
-	w, err := worker.NewService(n.h, ep, wcfg, leases, proc.NewRunner(n.cfg.Services.Proc), blobs, nil)
+	mpi, err := n.startRouter(work)
+	if err != nil {
+		return err
+	}
+	w, err := worker.NewService(n.h, ep, wcfg, leases, proc.NewRunner(n.cfg.Services.Proc), blobs, mpi)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -92,6 +99,27 @@ func (n *Node) startServices() error {
 	api := jobsAPI{sub: sub, blobs: blobs, maxBlob: wcfg.MaxStage}
 	api.register(n.Handle)
 	return nil
+}
+
+// startRouter starts the MPI router on the agent's rank socket. A unix
+// socket path is limited to 108 bytes; a data dir too deep for it gets its
+// socket in a short temporary folder instead.
+func (n *Node) startRouter(work string) (*router.Router, error) {
+	sock := filepath.Join(work, "mpi.sock")
+	if len(sock) > 100 {
+		dir, err := os.MkdirTemp("", "zmpi-")
+		if err != nil {
+			return nil, fmt.Errorf("node: mpi socket dir: %w", err)
+		}
+		n.OnClose(func() error { return os.RemoveAll(dir) })
+		sock = filepath.Join(dir, "mpi.sock")
+	}
+	r, err := router.New(n.h, sock, n.cfg.Services.Router)
+	if err != nil {
+		return nil, fmt.Errorf("node: mpi router: %w", err)
+	}
+	n.OnClose(r.Close)
+	return r, nil
 }
 
 // workDir is where the agent keeps blobs, job records and job folders: the

@@ -12,24 +12,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
-
-// MPIJob is one job registered with the agent's MPI router.
-type MPIJob interface {
-	InitReady() <-chan struct{}
-	Release()
-	Fail(err error)
-}
-
-// JobSpecMPI is what the MPI router needs to route a job's messages.
-type JobSpecMPI struct {
-	ID, Key  string
-	Size     int
-	Replicas int
-	Hosts    [][]peer.ID // Hosts[rank][replica]
-	Local    []job.Proc
-}
 
 // running is one committed job on this worker. Its run goroutine owns the
 // processes and the job folder; kill and release may be called from any
@@ -46,7 +31,7 @@ type running struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex // guards mpi and why
-	mpi      MPIJob
+	mpi      *router.Job
 	why      string
 	released sync.Once
 }
@@ -218,8 +203,8 @@ func (r *running) launch(k *sink) ([]proc.Process, error) {
 		r.mu.Lock()
 		r.mpi = m
 		r.mu.Unlock()
-		sock = s.mpi.SocketPath()
-		go r.reportReady(k, m)
+		sock = s.mpi.Socket()
+		go r.followMPI(k, m)
 	}
 	var procs []proc.Process
 	for _, p := range r.c.Procs {
@@ -258,21 +243,36 @@ func (r *running) env(sock string) []string {
 	return env
 }
 
-func (r *running) mpiSpec() JobSpecMPI {
+func (r *running) mpiSpec() router.JobSpec {
 	hosts := make([][]peer.ID, len(r.c.RankHost))
 	for rank, reps := range r.c.RankHost {
 		for _, h := range reps {
 			hosts[rank] = append(hosts[rank], r.c.Hosts[h].Peer)
 		}
 	}
-	return JobSpecMPI{ID: string(r.id), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: r.c.Procs}
+	local := make([]router.Proc, len(r.c.Procs))
+	for i, p := range r.c.Procs {
+		local[i] = router.Proc{Rank: p.Rank, Replica: p.Replica}
+	}
+	return router.JobSpec{ID: string(r.id), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: local}
 }
 
-func (r *running) reportReady(k *sink, m MPIJob) {
-	select {
-	case <-m.InitReady():
-		k.send(r.ctx, job.Report{Kind: job.RepReady})
-	case <-r.ctx.Done():
+// followMPI reports phase two (every local copy in mpi.Init) and a local
+// rank's Abort to the submitter.
+func (r *running) followMPI(k *sink, m *router.Job) {
+	ready := m.InitReady()
+	for {
+		select {
+		case <-ready:
+			ready = nil
+			k.send(r.ctx, job.Report{Kind: job.RepReady})
+		case e := <-m.Events():
+			if e.Kind == router.EventAbort && e.Peer == "" {
+				k.send(r.ctx, job.Report{Kind: job.RepAbort, Rank: e.Rank, Code: e.Code})
+			}
+		case <-r.ctx.Done():
+			return
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
@@ -73,9 +74,10 @@ func (c ServiceConfig) validate() error {
 
 // MPI is what the worker needs of the agent's MPI router: register a job's
 // rank table before its processes start, and drop it when they end.
+// *router.Router satisfies it; nil runs jobs without MPI.
 type MPI interface {
-	SocketPath() string
-	AddJob(spec JobSpecMPI) (MPIJob, error)
+	Socket() string
+	AddJob(spec router.JobSpec) (*router.Job, error)
 	RemoveJob(id string)
 }
 
