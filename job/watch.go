@@ -49,6 +49,8 @@ func (ss *session) watch(plan Plan) error {
 					break
 				}
 			}
+		case o := <-ss.offers:
+			o.reply <- OfferReply{Reason: "job already placed"} // the worker frees its slots at once
 		case why := <-ss.cancel:
 			err = errCancelled{why}
 		case <-ss.ctx.Done():
