@@ -9,6 +9,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/mpi/internal/mpitest"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
 
 // cluster is three agents shared by the tests of this package; each test
@@ -16,7 +17,7 @@ import (
 var cluster *mpitest.Cluster
 
 func TestMain(m *testing.M) {
-	c, err := mpitest.NewCluster(3, mpitest.FastConfig())
+	c, err := mpitest.NewCluster(3, router.DefaultConfig())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -28,7 +28,7 @@ func (j *Job) peerLost(p peer.ID, err error) {
 	log.Infof("job %s: agent %s lost: %v", j.spec.ID, p.ShortString(), err)
 	if len(orphans) > 0 {
 		j.fail(&Failure{Cause: proto.CauseAgentLost, Rank: orphans[0],
-			Reason: fmt.Sprintf("agent %s lost (%v): ranks %v have no copy left", p, err, orphans)}, true)
+			Reason: fmt.Sprintf("agent %s lost (%v): ranks %v have no copy left", p, err, orphans)})
 	}
 }
 
@@ -45,8 +45,8 @@ func (j *Job) remoteFail(p peer.ID, body []byte) {
 		}
 		j.mu.Unlock()
 	}
-	j.fail(&Failure{Cause: f.Cause, Rank: int(f.Rank), Code: int(f.Code),
-		Reason: fmt.Sprintf("%s (reported by agent %s)", f.Reason, p)}, false)
+	log.Infof("job %s: failure reported by agent %s", j.spec.ID, p.ShortString())
+	j.fail(&Failure{Cause: f.Cause, Rank: int(f.Rank), Code: int(f.Code), Reason: f.Reason})
 }
 
 // remoteEnded records that a remote agent ended the job cleanly: its ranks

@@ -171,14 +171,12 @@ func (in *inbound) broken(err error) {
 // control writes a control frame (Fail).
 func (in *inbound) control(f proto.Frame) { _ = in.write(f) }
 
-// shutdown ends the stream, saying Bye first when the job ended cleanly.
-func (in *inbound) shutdown(bye bool) {
-	if bye {
-		in.wmu.Lock()
-		_ = in.s.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = in.s.Write(proto.NewFrame(proto.TypeBye, 0))
-		in.wmu.Unlock()
-	}
+// shutdown ends the stream with a last frame (Bye, or the job's failure).
+func (in *inbound) shutdown(last proto.Frame) {
+	in.wmu.Lock()
+	_ = in.s.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = in.s.Write(last)
+	in.wmu.Unlock()
 	_ = in.s.Close()
 }
 

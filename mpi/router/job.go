@@ -134,7 +134,7 @@ func (j *Job) Fail(err error) {
 	if err != nil {
 		reason = err.Error()
 	}
-	j.fail(&Failure{Cause: proto.CauseFailed, Rank: -1, Reason: reason}, true)
+	j.fail(&Failure{Cause: proto.CauseFailed, Rank: -1, Reason: reason})
 }
 
 // emit sends an event; j.mu is held.
@@ -151,10 +151,12 @@ func (j *Job) emit(e Event) {
 }
 
 // fail records the job's failure (the first one wins), tells every local
-// copy, and, when propagate is set, every other agent of the job. It
-// returns once the other agents were written to (each write is bounded by
-// a deadline), so a Bye sent later cannot overtake the Fail.
-func (j *Job) fail(f *Failure, propagate bool) {
+// copy, then every other agent of the job over every stream it has with
+// them. Every agent relays the first failure it hears of, so each learns the
+// original cause before it could see a stream close. fail returns once the
+// other agents were written to (each write bounded by a deadline), so no
+// later Bye or close can overtake the Fail.
+func (j *Job) fail(f *Failure) {
 	j.mu.Lock()
 	if j.err != nil || j.removed {
 		j.mu.Unlock()
@@ -169,19 +171,28 @@ func (j *Job) fail(f *Failure, propagate bool) {
 	for _, p := range j.procs {
 		p.q.close(frame)
 	}
-	if propagate {
-		var wg sync.WaitGroup
-		for _, l := range links {
-			wg.Add(1)
-			go func() { defer wg.Done(); l.control(frame) }()
-		}
-		for _, in := range ins {
-			wg.Add(1)
-			go func() { defer wg.Done(); in.control(frame) }()
-		}
-		wg.Wait()
+	var wg sync.WaitGroup
+	for _, l := range links {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.control(frame) }()
 	}
+	for _, in := range ins {
+		wg.Add(1)
+		go func() { defer wg.Done(); in.control(frame) }()
+	}
+	wg.Wait()
 	j.cancel()
+}
+
+// farewell is the last frame of a stream of the job: the failure if it
+// failed, else Bye.
+func (j *Job) farewell() proto.Frame {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err.frame()
+	}
+	return proto.NewFrame(proto.TypeBye, 0)
 }
 
 // streamsLocked snapshots the job's links and inbound streams; j.mu is held.
@@ -231,11 +242,11 @@ func (j *Job) shutdown() {
 	j.mu.Unlock()
 	if running {
 		j.fail(&Failure{Cause: proto.CauseFailed, Rank: -1,
-			Reason: "job ended at agent " + j.self.String() + " while ranks were running"}, true)
+			Reason: "job ended at agent " + j.self.String() + " while ranks were running"})
 	}
+	bye := j.farewell()
 	j.mu.Lock()
 	j.removed = true
-	failed := j.err != nil
 	links, ins := j.streamsLocked()
 	conns := make([]net.Conn, 0, len(j.procs))
 	for _, p := range j.procs {
@@ -252,10 +263,10 @@ func (j *Job) shutdown() {
 		_ = c.Close()
 	}
 	for _, l := range links {
-		l.shutdown(!failed)
+		l.shutdown(bye)
 	}
 	for _, in := range ins {
-		in.shutdown(!failed)
+		in.shutdown(bye)
 	}
 	j.wg.Wait()
 	j.mu.Lock()

@@ -80,7 +80,7 @@ func (l *link) run() {
 	}
 	close(l.ready)
 	if l.j.ctx.Err() != nil { // the job ended while opening; shutdown may have missed the stream
-		_ = l.s.Close()
+		l.shutdown(l.j.farewell())
 		return
 	}
 	l.j.wg.Add(1) // safe: this goroutine's own count keeps the group above zero
@@ -304,21 +304,19 @@ func (l *link) control(f proto.Frame) {
 	}
 }
 
-// shutdown ends the link, saying Bye first when the job ended cleanly.
-func (l *link) shutdown(bye bool) {
+// shutdown ends the link with a last frame (Bye, or the job's failure).
+func (l *link) shutdown(last proto.Frame) {
 	select {
 	case <-l.ready:
 	default:
-		return // still opening: the job's cancelled context ends the open
+		return // still opening: run sees the job's cancelled context and ends it
 	}
 	if l.err != nil {
 		return
 	}
-	if bye {
-		l.wmu.Lock()
-		_ = l.s.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = l.s.Write(proto.NewFrame(proto.TypeBye, 0))
-		l.wmu.Unlock()
-	}
+	l.wmu.Lock()
+	_ = l.s.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = l.s.Write(last)
+	l.wmu.Unlock()
 	_ = l.s.Close()
 }

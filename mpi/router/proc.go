@@ -177,7 +177,7 @@ func (j *Job) abort(pr *proc, a proto.Abort) {
 	if reason == "" {
 		reason = fmt.Sprintf("rank %d called Abort(%d)", pr.Rank, a.Code)
 	}
-	j.fail(&Failure{Cause: proto.CauseAborted, Rank: pr.Rank, Code: int(a.Code), Reason: reason}, true)
+	j.fail(&Failure{Cause: proto.CauseAborted, Rank: pr.Rank, Code: int(a.Code), Reason: reason})
 }
 
 // procGone records that a copy's connection ended (or misbehaved) without
@@ -196,7 +196,7 @@ func (j *Job) procGone(pr *proc, err error) {
 	log.Infof("job %s: rank %d replica %d lost: %v", j.spec.ID, pr.Rank, pr.Replica, err)
 	if len(orphans) > 0 {
 		j.fail(&Failure{Cause: proto.CauseRankLost, Rank: pr.Rank,
-			Reason: fmt.Sprintf("rank %d ended without Finalize: %v", pr.Rank, err)}, true)
+			Reason: fmt.Sprintf("rank %d ended without Finalize: %v", pr.Rank, err)})
 	}
 }
 
