@@ -95,6 +95,23 @@ func (j *Job) InitReady() <-chan struct{} { return j.ready }
 // RemoveJob.
 func (j *Job) Events() <-chan Event { return j.events }
 
+// Stats are a job's buffer use on this agent.
+type Stats struct {
+	Queued     int // bytes waiting to be written to local ranks now
+	PeakQueued int // most bytes ever waiting for one local rank
+}
+
+// Stats reports the job's buffer use: what flow control bounds.
+func (j *Job) Stats() Stats {
+	var st Stats
+	for _, p := range j.procs {
+		q, peak := p.q.stats()
+		st.Queued += q
+		st.PeakQueued = max(st.PeakQueued, peak)
+	}
+	return st
+}
+
 // Err returns why the job failed, or nil.
 func (j *Job) Err() error {
 	j.mu.Lock()

@@ -31,6 +31,8 @@ type outq struct {
 	mu     sync.Mutex // guards everything below
 	items  []item
 	local  int // bytes of queued frames from local senders
+	bytes  int // bytes of all queued frames
+	peak   int // most bytes ever queued
 	max    int
 	seq    sequencer // per source rank
 	closed bool
@@ -94,6 +96,8 @@ func (q *outq) push(it item) {
 	if it.local {
 		q.local += len(it.f)
 	}
+	q.bytes += len(it.f)
+	q.peak = max(q.peak, q.bytes)
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -110,7 +114,7 @@ func (q *outq) close(final proto.Frame) {
 	}
 	q.closed, q.final = true, final
 	dropped := q.items
-	q.items, q.local = nil, 0
+	q.items, q.local, q.bytes = nil, 0, 0
 	close(q.room)
 	select {
 	case q.wake <- struct{}{}:
@@ -167,6 +171,9 @@ func (q *outq) next() (batch []item, final proto.Frame, done bool) {
 			batch = append([]item(nil), q.items[:n]...)
 			clear(q.items[:n])
 			q.items = q.items[n:]
+			for _, it := range batch {
+				q.bytes -= len(it.f)
+			}
 			q.mu.Unlock()
 			return batch, nil, false
 		}
@@ -199,4 +206,11 @@ func (q *outq) written(batch []item) {
 		q.room = make(chan struct{})
 	}
 	q.mu.Unlock()
+}
+
+// stats returns the bytes queued now and the most ever queued.
+func (q *outq) stats() (queued, peak int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes, q.peak
 }

@@ -202,6 +202,7 @@ func (j *Job) procGone(pr *proc, err error) {
 
 // writeAndClose sends a last frame on a connection and closes it.
 func writeAndClose(conn net.Conn, f proto.Frame) {
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
 	_, _ = conn.Write(f)
 	_ = conn.Close()
 }

@@ -1,0 +1,174 @@
+package router_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/mpi"
+	"github.com/zorilla-p2p/zorilla/mpi/internal/mpitest"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
+)
+
+// drain collects a job's events until RemoveJob closes the channel.
+func drain(j *router.Job) <-chan []router.Event {
+	out := make(chan []router.Event, 1)
+	go func() {
+		var evs []router.Event
+		for ev := range j.Events() {
+			evs = append(evs, ev)
+		}
+		out <- evs
+	}()
+	return out
+}
+
+func count(evs []router.Event, kind router.EventKind) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// TestEventsCleanRun: a job that ends well reports Init and Finalized once
+// per local rank and nothing else, and its events channel closes on
+// RemoveJob.
+func TestEventsCleanRun(t *testing.T) {
+	c := newCluster(t, 2, mpitest.FastConfig())
+	j, err := c.AddJob(5, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []<-chan []router.Event{drain(j.Jobs[0]), drain(j.Jobs[1])}
+	noErrors(t, j.Run(ctxFor(t, 20*time.Second), func(c *mpi.Comm) error { return c.Barrier() }))
+	for a, want := range []int{3, 2} {
+		got := <-evs[a]
+		if count(got, router.EventInit) != want || count(got, router.EventFinalized) != want || len(got) != 2*want {
+			t.Errorf("agent %d events: %+v", a, got)
+		}
+	}
+}
+
+// TestEventsAbort: Abort is reported with its rank and code on the agent of
+// the rank and on the others, followed by Failed.
+func TestEventsAbort(t *testing.T) {
+	c := newCluster(t, 2, mpitest.FastConfig())
+	j, err := c.AddJob(2, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := []<-chan []router.Event{drain(j.Jobs[0]), drain(j.Jobs[1])}
+	j.Run(ctxFor(t, 20*time.Second), func(c *mpi.Comm) error {
+		if c.Rank() == 1 {
+			return c.Session().Abort(42)
+		}
+		_, err := mpi.Recv(c, make([]byte, 1), 1, 0)
+		return err
+	})
+	for a := range evs {
+		got := <-evs[a]
+		var abort, failed *router.Event
+		for i := range got {
+			switch got[i].Kind {
+			case router.EventAbort:
+				abort = &got[i]
+			case router.EventFailed:
+				failed = &got[i]
+			}
+		}
+		if abort == nil || abort.Rank != 1 || abort.Code != 42 || (a == 0) != (abort.Peer != "") {
+			t.Errorf("agent %d abort event %+v", a, abort)
+		}
+		var f *router.Failure
+		if failed == nil || !errors.As(failed.Err, &f) || f.Rank != 1 || f.Code != 42 {
+			t.Errorf("agent %d failed event %+v", a, failed)
+		}
+	}
+}
+
+// TestEarlyFinish: an agent whose ranks all finished may remove the job
+// while the others still work; the others do not fail for it.
+func TestEarlyFinish(t *testing.T) {
+	c := newCluster(t, 3, mpitest.FastConfig())
+	j, err := c.AddJob(3, mpitest.RoundRobin(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := make(chan struct{})
+	errs := make([]error, 3)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		copy(errs, j.Run(ctxFor(t, 20*time.Second), func(cm *mpi.Comm) error {
+			if err := cm.Barrier(); err != nil {
+				return err
+			}
+			if cm.Rank() == 2 {
+				return nil
+			}
+			<-removed
+			return pingPong(50)(cm)
+		}))
+	}()
+	waitEvent(t, j.Jobs[2], router.EventFinalized)
+	c.Routers[2].RemoveJob(j.ID)
+	close(removed)
+	<-done
+	noErrors(t, errs)
+}
+
+// TestRemoveWhileRunning: removing a job from one agent while its ranks
+// still run fails the job everywhere, so nobody waits for them.
+func TestRemoveWhileRunning(t *testing.T) {
+	c := newCluster(t, 2, mpitest.FastConfig())
+	j, err := c.AddJob(2, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := j.Run(ctxFor(t, 20*time.Second), func(cm *mpi.Comm) error {
+		if err := cm.Barrier(); err != nil {
+			return err
+		}
+		if cm.Rank() == 1 {
+			go c.Routers[1].RemoveJob(j.ID)
+		}
+		_, err := mpi.Recv(cm, make([]byte, 1), mpi.AnySource, 3)
+		return err
+	})
+	for r, err := range errs {
+		if !errors.Is(err, mpi.ErrJobFailed) {
+			t.Errorf("rank %d: %v, want the job failed", r, err)
+		}
+	}
+}
+
+// TestRouterClose: Close is idempotent, refuses new jobs, and a new router
+// can take over the socket path of a closed one.
+func TestRouterClose(t *testing.T) {
+	c := newCluster(t, 1, mpitest.FastConfig())
+	r := c.Routers[0]
+	path := r.Socket()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	spec := router.JobSpec{ID: "x", Size: 1, Replicas: 1, Hosts: [][]peer.ID{{c.Hosts[0].ID()}}, Local: []router.Proc{{}}}
+	if _, err := r.AddJob(spec); !errors.Is(err, router.ErrClosed) {
+		t.Fatalf("closed router: AddJob gave %v", err)
+	}
+	r2, err := router.New(c.Hosts[0], path, mpitest.FastConfig())
+	if err != nil {
+		t.Fatalf("new router on the same path: %v", err)
+	}
+	c.Routers[0] = r2
+	if _, err := router.New(c.Hosts[0], path, mpitest.FastConfig()); err == nil {
+		t.Fatal("second router on a socket in use")
+	}
+}

@@ -1,0 +1,147 @@
+package router
+
+import (
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
+
+// TestSequencer walks fragments through the duplicate filter: one sender,
+// then two copies of a replicated sender racing, then a broken sender.
+func TestSequencer(t *testing.T) {
+	frag := func(seq, off, n, total uint64) *proto.MsgHeader {
+		return &proto.MsgHeader{Src: 4, Seq: seq, Offset: off, Total: total}
+	}
+	steps := []struct {
+		name string
+		h    *proto.MsgHeader
+		n    int
+		from int
+		want verdict
+	}{
+		{"msg 0 whole", frag(0, 0, 3, 3), 3, 0, accept},
+		{"msg 1 first half", frag(1, 0, 2, 4), 2, 0, accept},
+		{"copy 1 starts msg 1 too", frag(1, 0, 2, 4), 2, 1, duplicate},
+		{"msg 1 second half", frag(1, 2, 2, 4), 2, 0, accept},
+		{"copy 1 finishes its msg 1", frag(1, 2, 2, 4), 2, 1, duplicate},
+		{"copy 1 is first to msg 2", frag(2, 0, 0, 0), 0, 1, accept},
+		{"copy 0's msg 2 is late", frag(2, 0, 0, 0), 0, 0, duplicate},
+		{"copy 0's msg 0 replayed", frag(0, 0, 3, 3), 3, 0, duplicate},
+		{"msg 4 skips msg 3", frag(4, 0, 1, 1), 1, 0, violation},
+		{"msg 3 starts mid-way", frag(3, 1, 1, 2), 1, 0, violation},
+		{"msg 3 first part", frag(3, 0, 1, 3), 1, 0, accept},
+		{"msg 3 with a gap", frag(3, 2, 1, 3), 1, 0, violation},
+	}
+	s := sequencer{}
+	for _, st := range steps {
+		if got := s.check(st.h.Src, st.h, st.n, st.from); got != st.want {
+			t.Fatalf("%s: verdict %d, want %d", st.name, got, st.want)
+		}
+	}
+}
+
+// TestOrphaned: which ranks lose their last copy when agents or local
+// copies are lost, with r = 1 and r = 2 (P2P-MPI's replicas on distinct
+// hosts: a host's loss is survivable only when every rank it ran has a copy
+// elsewhere).
+func TestOrphaned(t *testing.T) {
+	a, b, c := peer.ID("a"), peer.ID("b"), peer.ID("c")
+	single := [][]peer.ID{{a}, {b}, {a}}
+	double := [][]peer.ID{{a, b}, {b, c}, {c, a}}
+	cases := []struct {
+		name   string
+		hosts  [][]peer.ID
+		lost   []peer.ID
+		copies []Proc
+		want   []int
+	}{
+		{"nothing lost", single, nil, nil, nil},
+		{"r=1, host a lost", single, []peer.ID{a}, nil, []int{0, 2}},
+		{"r=1, a local copy lost", single, nil, []Proc{{1, 0}}, []int{1}},
+		{"r=2, one host lost", double, []peer.ID{b}, nil, nil},
+		{"r=2, host b and copy 2/0 lost", double, []peer.ID{b}, []Proc{{2, 0}}, nil},
+		{"r=2, hosts a and b lost", double, []peer.ID{a, b}, nil, []int{0}},
+	}
+	for _, tc := range cases {
+		lost := map[peer.ID]bool{}
+		for _, p := range tc.lost {
+			lost[p] = true
+		}
+		copies := map[Proc]bool{}
+		for _, p := range tc.copies {
+			copies[p] = true
+		}
+		got := orphaned(tc.hosts, lost, copies)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+			}
+		}
+	}
+}
+
+func TestHostLayout(t *testing.T) {
+	a, b := peer.ID("a"), peer.ID("b")
+	got := hostLayout([][]peer.ID{{b, a}, {a, b}, {b, a}})
+	if len(got) != 3 || got[0] != 0 || got[1] != 1 || got[2] != 0 {
+		t.Fatalf("layout %v", got)
+	}
+	if rs := remotes([][]peer.ID{{b, a}, {a, b}}, a); len(rs) != 1 || rs[0] != b {
+		t.Fatalf("remotes %v", rs)
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	a, b := peer.ID("a"), peer.ID("b")
+	good := JobSpec{ID: "j", Key: "k", Size: 2, Replicas: 1, Hosts: [][]peer.ID{{a}, {b}}, Local: []Proc{{0, 0}}}
+	if err := good.validate(a); err != nil {
+		t.Fatalf("good spec: %v", err)
+	}
+	bad := map[string]func(s *JobSpec){
+		"no ID":              func(s *JobSpec) { s.ID = "" },
+		"size mismatch":      func(s *JobSpec) { s.Size = 3 },
+		"no replicas":        func(s *JobSpec) { s.Replicas = 0 },
+		"missing host":       func(s *JobSpec) { s.Hosts = [][]peer.ID{{a}, {""}} },
+		"two copies on a":    func(s *JobSpec) { s.Replicas = 2; s.Hosts = [][]peer.ID{{a, a}, {b, a}} },
+		"local not here":     func(s *JobSpec) { s.Local = []Proc{{1, 0}} },
+		"local missing":      func(s *JobSpec) { s.Local = nil },
+		"local twice":        func(s *JobSpec) { s.Local = []Proc{{0, 0}, {0, 0}} },
+		"local out of range": func(s *JobSpec) { s.Local = []Proc{{0, 0}, {7, 0}} },
+	}
+	for name, mutate := range bad {
+		s := good
+		s.Hosts = cloneHosts(good.Hosts)
+		mutate(&s)
+		if err := s.validate(a); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().validate(); err != nil {
+		t.Fatalf("default: %v", err)
+	}
+	bad := map[string]func(c *Config){
+		"mode not owner rw": func(c *Config) { c.SocketMode = 0o066 },
+		"mode with type":    func(c *Config) { c.SocketMode = 0o4600 },
+		"window too small":  func(c *Config) { c.Window = c.MaxData },
+		"no fragment":       func(c *Config) { c.MaxData = 0 },
+		"queue too small":   func(c *Config) { c.QueueBytes = 10 },
+		"heartbeat":         func(c *Config) { c.HeartbeatTimeout = c.HeartbeatInterval },
+		"no pending":        func(c *Config) { c.MaxPending = 0 },
+	}
+	for name, mutate := range bad {
+		c := DefaultConfig()
+		mutate(&c)
+		if err := c.validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
