@@ -18,6 +18,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/overlay"
+	"github.com/zorilla-p2p/zorilla/worker"
 )
 
 var log = logging.Logger("zorilla/node")
@@ -33,6 +34,7 @@ type Node struct {
 	flood *flood.Flooder
 	sub   *job.Submitter
 	blobs *blob.Store
+	lease *worker.Leases
 	mux   *http.ServeMux
 
 	mu      sync.Mutex // guards closers and closed

@@ -69,6 +69,7 @@ func (n *Node) startServices() error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
+	n.lease = leases
 	wcfg := n.cfg.Services.Worker
 	wcfg.JobsDir = filepath.Join(work, "work")
 	mpi, err := n.startRouter(work)
@@ -177,6 +178,11 @@ func (n *Node) Submitter() *job.Submitter { return n.sub }
 
 // Flooder is the agent's advert flood.
 func (n *Node) Flooder() *flood.Flooder { return n.flood }
+
+// Leases is the agent's lease table: the slots its worker has promised to
+// jobs (offers not yet committed, and jobs running here). Tests and the
+// control API read it; changing it behind the worker's back is not supported.
+func (n *Node) Leases() *worker.Leases { return n.lease }
 
 // Blobs is the agent's content-addressed store of programs and files.
 func (n *Node) Blobs() *blob.Store { return n.blobs }
