@@ -1,0 +1,147 @@
+package router_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/mpi"
+	"github.com/zorilla-p2p/zorilla/mpi/internal/mpitest"
+)
+
+// binDir holds the programs the tests build; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildRing builds examples/ring once per test binary.
+var buildRing = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "zring")
+	if err != nil {
+		return "", err
+	}
+	binDir = dir
+	bin := filepath.Join(dir, "ring")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/zorilla-p2p/zorilla/examples/ring").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// rankProc is one real rank process.
+type rankProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+}
+
+// startRanks starts one process per rank of j with the environment an
+// agent gives its processes.
+func startRanks(t *testing.T, bin string, j *mpitest.Job, args ...string) []*rankProc {
+	t.Helper()
+	procs := make([]*rankProc, j.Size)
+	for r, o := range j.Opts {
+		p := &rankProc{cmd: exec.Command(bin, args...)}
+		p.cmd.Env = append(os.Environ(), envOf(o)...)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
+		procs[r] = p
+	}
+	return procs
+}
+
+func envOf(o mpi.Options) []string {
+	return []string{
+		mpi.EnvSocket + "=" + o.Socket, mpi.EnvJob + "=" + o.Job, mpi.EnvKey + "=" + o.Key,
+		fmt.Sprintf("%s=%d", mpi.EnvRank, o.Rank), fmt.Sprintf("%s=%d", mpi.EnvSize, o.Size),
+		fmt.Sprintf("%s=%d", mpi.EnvReplica, o.Replica),
+	}
+}
+
+// TestRealProcesses: examples/ring, built and run as 5 processes on two
+// agents, passes its token and ends cleanly.
+func TestRealProcesses(t *testing.T) {
+	bin, err := buildRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, 2, mpitest.FastConfig())
+	j, err := c.AddJob(5, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Remove()
+	procs := startRanks(t, bin, j, "50")
+	if err := j.Release(ctxFor(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for r, p := range procs {
+		if err := p.cmd.Wait(); err != nil {
+			t.Errorf("rank %d: %v\n%s", r, err, p.stderr.String())
+		}
+	}
+	if out := procs[0].stdout.String(); !strings.Contains(out, "5 ranks, 50 laps, token 500,") {
+		t.Errorf("rank 0 printed %q", out)
+	}
+}
+
+// TestKilledProcess: one rank process is killed (SIGKILL) mid-run; every
+// other process's blocked call fails promptly naming it, and they all exit.
+func TestKilledProcess(t *testing.T) {
+	bin, err := buildRing()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, 2, mpitest.FastConfig())
+	j, err := c.AddJob(4, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Remove()
+	procs := startRanks(t, bin, j, "1000000000") // runs until something stops it
+	if err := j.Release(ctxFor(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := procs[2].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, len(procs))
+	for _, p := range procs {
+		go func() { done <- p.cmd.Wait() }()
+	}
+	for range procs {
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) {
+				t.Errorf("a rank process ended with %v, want a failure exit", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("rank processes still running 10s after rank 2 was killed")
+		}
+	}
+	t.Logf("all ranks ended %v after the kill", time.Since(start))
+	for r, p := range procs {
+		if r != 2 && !strings.Contains(p.stderr.String(), "rank lost (rank 2)") {
+			t.Errorf("rank %d stderr %q does not name rank 2", r, p.stderr.String())
+		}
+	}
+}
