@@ -18,6 +18,12 @@ type Schedule struct {
 	First     time.Duration // wait after the radius-1 flood
 	Factor    float64       // each wait is the previous one times Factor (>= 1)
 	MaxRadius int           // last radius; 0, or more than the Flooder's MaxTTL, means MaxTTL
+	// Extra radii are flooded at once, without waiting, when enough is
+	// signalled: P2P-MPI's overbooking, in space. On a locality-aware
+	// overlay the next hop is mostly hosts close to those already found,
+	// so the placement can prefer them over the farther hosts of the
+	// radius that made the job feasible.
+	Extra int
 }
 
 // ZorillaSchedule is the schedule of Zorilla's flood scheduler: waits of
@@ -25,8 +31,8 @@ type Schedule struct {
 func ZorillaSchedule() Schedule { return Schedule{First: time.Second, Factor: 2} }
 
 func (s Schedule) validate() error {
-	if s.First <= 0 || s.Factor < 1 || math.IsInf(s.Factor, 0) || s.MaxRadius < 0 {
-		return fmt.Errorf("flood: schedule %+v: need First > 0, finite Factor >= 1, MaxRadius >= 0", s)
+	if s.First <= 0 || s.Factor < 1 || math.IsInf(s.Factor, 0) || s.MaxRadius < 0 || s.Extra < 0 {
+		return fmt.Errorf("flood: schedule %+v: need First > 0, finite Factor >= 1, MaxRadius >= 0, Extra >= 0", s)
 	}
 	return nil
 }
@@ -43,7 +49,7 @@ func (s Schedule) next(w time.Duration) time.Duration {
 // Advertise runs the submitter's loop for a (Zorilla's thread 1): flood
 // with radius 1, wait; radius 2, wait longer; ... It returns nil as soon as
 // enough is closed (the caller collects offers beside it and closes enough
-// when it has them), ctx's error when ctx ends (the job's scheduling
+// when it has them) and the schedule's Extra radii are flooded, ctx's error when ctx ends (the job's scheduling
 // deadline), ErrMaxRadius after the wait of the largest radius, and
 // ErrClosed when the Flooder closes. A nil enough never fires.
 func (f *Flooder) Advertise(ctx context.Context, a Advert, enough <-chan struct{}, sched Schedule) error {
@@ -75,7 +81,7 @@ func (lp loop) run(ctx context.Context, enough <-chan struct{}, sched Schedule, 
 	for radius := 1; ; radius++ {
 		select {
 		case <-enough:
-			return nil
+			return lp.extra(ctx, radius-1, sched.Extra, maxRadius)
 		default:
 		}
 		if err := ctx.Err(); err != nil {
@@ -86,7 +92,7 @@ func (lp loop) run(ctx context.Context, enough <-chan struct{}, sched Schedule, 
 		}
 		select {
 		case <-enough:
-			return nil
+			return lp.extra(ctx, radius, sched.Extra, maxRadius)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-lp.done:
@@ -98,4 +104,14 @@ func (lp loop) run(ctx context.Context, enough <-chan struct{}, sched Schedule, 
 		}
 		wait = sched.next(wait)
 	}
+}
+
+// extra floods the radii after last, up to n of them and maxRadius.
+func (lp loop) extra(ctx context.Context, last, n, maxRadius int) error {
+	for r := last + 1; r <= min(last+n, maxRadius); r++ {
+		if err := lp.flood(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }

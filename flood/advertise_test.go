@@ -59,6 +59,10 @@ func TestLoopSchedule(t *testing.T) {
 		{"deadline during radius 2", zorilla, 10, 0, 2, []int{1, 2},
 			[]time.Duration{time.Second, 2 * time.Second}, context.Canceled},
 		{"enough at radius 1", zorilla, 10, 1, 0, []int{1}, []time.Duration{time.Second}, nil},
+		{"enough at radius 2, one extra radius at once", Schedule{First: time.Second, Factor: 2, Extra: 1}, 10, 2, 0,
+			[]int{1, 2, 3}, []time.Duration{time.Second, 2 * time.Second}, nil},
+		{"two extra radii, cut at the max radius", Schedule{First: time.Second, Factor: 2, Extra: 2}, 3, 2, 0,
+			[]int{1, 2, 3}, []time.Duration{time.Second, 2 * time.Second}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +104,7 @@ func TestLoopStopsEarly(t *testing.T) {
 }
 
 func TestScheduleValidate(t *testing.T) {
-	for _, s := range []Schedule{{}, {First: -1, Factor: 2}, {First: 1, Factor: 0.5}, {First: 1, Factor: 2, MaxRadius: -1}} {
+	for _, s := range []Schedule{{}, {First: -1, Factor: 2}, {First: 1, Factor: 0.5}, {First: 1, Factor: 2, MaxRadius: -1}, {First: 1, Factor: 2, Extra: -1}} {
 		if err := s.validate(); err == nil {
 			t.Errorf("%+v accepted", s)
 		}

@@ -96,47 +96,61 @@ func (ss *session) attempts() error {
 	}
 }
 
-// reserve floods the advert with a growing radius and collects offers until
-// the job can be placed and the grace period has passed, or the deadline.
+// reserve floods the advert with a growing radius and collects offers
+// until Enough holds and the grace period has passed. When the flood runs
+// out of radii or the scheduling deadline comes first, a feasible job is
+// placed with the offers in hand; otherwise it fails.
 func (ss *session) reserve() (Plan, error) {
 	ss.setState(Reserving, ss.takeNote())
-	need := ss.sub.Desc.Need(ss.id)
-	body, err := EncodeNeed(need)
+	d := ss.sub.Desc
+	body, err := EncodeNeed(d.Need(ss.id))
 	if err != nil {
 		return Plan{}, err
 	}
 	ctx, cancel := context.WithCancel(ss.ctx)
 	defer cancel()
 	enough := make(chan struct{})
+	flooded := make(chan error, 1)
 	adv := flood.Advert{Job: string(ss.id), Submitter: ss.s.h.ID(), Addrs: ss.s.h.Addrs(), Body: body}
-	go func() {
-		if err := ss.s.flood.Advertise(ctx, adv, enough, ss.s.cfg.Schedule); err != nil && ctx.Err() == nil {
-			log.Debugw("advertise ended", "job", ss.id, "err", err)
-		}
-	}()
+	go func() { flooded <- ss.s.flood.Advertise(ctx, adv, enough, ss.s.cfg.Schedule) }()
 	deadline := time.NewTimer(ss.deadline())
 	defer deadline.Stop()
 	var grace <-chan time.Time
+	startGrace := func() {
+		if grace == nil {
+			grace = time.After(ss.s.cfg.OfferGrace)
+		}
+	}
 	for {
 		select {
 		case o := <-ss.offers:
 			ss.takeOffer(o)
-			if grace == nil && ss.feasible() {
+			if enough != nil && Enough(d.Strategy, ss.rlist, d.Nodes, d.Replicas) {
 				close(enough)
-				grace = time.After(ss.s.cfg.OfferGrace)
+				enough = nil
+				startGrace()
+			}
+		case err := <-flooded:
+			if err != nil && !errors.Is(err, flood.ErrMaxRadius) && ctx.Err() == nil {
+				log.Infow("advertising failed", "job", ss.id, "err", err)
+			}
+			if ss.feasible() {
+				startGrace() // the reachable network has offered all it will
 			}
 		case <-grace:
 			return ss.place()
 		case <-deadline.C:
-			got := ss.slots()
-			ss.cancelLeases(ss.rlist)
+			if ss.feasible() {
+				return ss.place()
+			}
 			ss.rec.Offers = append([]Offer(nil), ss.rlist...)
-			return Plan{}, fmt.Errorf("not enough resources (got %d of %d process slots)", got, need.N*need.R)
+			ss.cancelLeases(ss.rlist)
+			return Plan{}, fmt.Errorf("not enough resources (got %d of %d process slots)", ss.slots(), d.Nodes*d.Replicas)
 		case why := <-ss.cancel:
 			ss.cancelLeases(ss.rlist)
 			return Plan{}, errCancelled{why}
 		case e := <-ss.events:
-			log.Debugw("event outside a run", "job", ss.id, "from", e.from)
+			log.Debugw("report outside a run", "job", ss.id, "from", e.from)
 		case <-ss.ctx.Done():
 			ss.cancelLeases(ss.rlist)
 			return Plan{}, errCancelled{"agent shutting down"}
@@ -198,6 +212,7 @@ func (ss *session) place() (Plan, error) {
 	}
 	ss.rec.Offers = append([]Offer(nil), ss.rlist...)
 	if ss.sub.DryRun {
+		ss.rec.Plan = &plan
 		ss.cancelLeases(ss.rlist)
 		return plan, nil
 	}

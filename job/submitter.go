@@ -35,7 +35,8 @@ type Pinger interface {
 
 // SubmitterConfig configures the submitter side of an agent.
 type SubmitterConfig struct {
-	// Schedule is the flood's growing radius (Zorilla: 1 s, doubling).
+	// Schedule is the flood's growing radius (Zorilla: 1 s, doubling), with
+	// one extra radius flooded at once when the offers are enough.
 	Schedule flood.Schedule
 	// OfferGrace is how long to keep collecting offers once the job is
 	// feasible, so that closer hosts and spares (overbooking) can still come in.
@@ -64,7 +65,7 @@ type SubmitterConfig struct {
 // DefaultSubmitterConfig returns the settings of a real agent.
 func DefaultSubmitterConfig() SubmitterConfig {
 	return SubmitterConfig{
-		Schedule:       flood.Schedule{First: time.Second, Factor: 2, MaxRadius: 8},
+		Schedule:       flood.Schedule{First: time.Second, Factor: 2, MaxRadius: 8, Extra: 1},
 		OfferGrace:     300 * time.Millisecond,
 		Spares:         2,
 		Deadline:       2 * time.Minute,
