@@ -123,6 +123,9 @@ func (s *Submitter) Submit(sub Submission) (ID, error) {
 		return "", err
 	}
 	for _, f := range append([]FileRef{sub.Program}, sub.Inputs...) {
+		if err := plainFileName(f.Name); err != nil {
+			return "", fmt.Errorf("job: %w", err)
+		}
 		h, err := blob.ParseHash(f.Hash)
 		if err != nil || !s.blobs.Has(h) {
 			return "", fmt.Errorf("job: file %s (%s) is not uploaded to this agent", f.Name, f.Hash)
