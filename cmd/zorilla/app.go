@@ -16,7 +16,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage:     "a fully decentralized peer-to-peer supercomputer",
 		Writer:    stdout,
 		ErrWriter: stderr,
-		Commands:  []*cli.Command{},
+		Commands: []*cli.Command{
+			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(),
+		},
 		// Errors are printed once, by run, with the exit code they carry.
 		ExitErrHandler: func(*cli.Context, error) {},
 	}

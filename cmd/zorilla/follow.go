@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/node"
+)
+
+// notifyInterrupt returns a context that ends on Ctrl-C (SIGINT) or SIGTERM;
+// stop restores the default handling, so a second Ctrl-C ends the command.
+func notifyInterrupt(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+}
+
+// followJob prints a job's updates until it ends and returns its final
+// record. When interrupted ends (Ctrl-C), the job is cancelled everywhere and
+// followed to its end; stop is called then, so that a second Ctrl-C ends the
+// command at once.
+func followJob(interrupted context.Context, stop func(), cl *node.Client, id job.ID, p *printer) (job.Record, error) {
+	watch, endWatch := context.WithCancel(context.Background())
+	defer endWatch()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-interrupted.Done():
+			stop()
+			p.notef("cancelling job %s (Ctrl-C again to stop waiting)", id)
+			ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+			defer cancel()
+			if err := cl.Cancel(ctx, id); err != nil {
+				p.notef("cancel: %v", err) // the job may have just ended; the watch tells
+			}
+		case <-watch.Done():
+		}
+	})
+	err := cl.Watch(watch, id, p.update)
+	endWatch()
+	wg.Wait()
+	if rec, ok := p.end(); ok {
+		return rec, nil
+	}
+	if err == nil {
+		err = errors.New("the agent ended the stream early")
+	}
+	return job.Record{}, cli.Exit(fmt.Sprintf("job %s: lost its updates: %v (see zorilla status %s)", id, err, id), 1)
+}
+
+// printer writes a job's updates: output lines tagged by rank to stdout or
+// stderr as the process wrote them, state changes as one line on stderr.
+// Its methods may be called from two goroutines.
+type printer struct {
+	mu     sync.Mutex
+	stdout io.Writer
+	stderr io.Writer
+	id     job.ID
+	start  time.Time
+	rec    *job.Record
+}
+
+func newPrinter(stdout, stderr io.Writer, id job.ID) *printer {
+	return &printer{stdout: stdout, stderr: stderr, id: id, start: time.Now()}
+}
+
+// update prints one update, or keeps the final record.
+func (p *printer) update(u job.Update) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch u.Kind {
+	case "output":
+		w := p.stdout
+		if u.Stream != "stdout" {
+			w = p.stderr
+		}
+		if u.Rank < 0 { // a note from the agent, e.g. output skipped
+			fmt.Fprintln(p.stderr, "zorilla:", joinNote(u.Line, u.Note))
+			return
+		}
+		fmt.Fprintf(w, "[%s] %s\n", procTag(u.Rank, u.Replica), u.Line)
+	case "state":
+		fmt.Fprintf(p.stderr, "zorilla: job %s %s (+%v)%s\n", p.id, u.State,
+			time.Since(p.start).Round(time.Millisecond), withColon(u.Note))
+	case "end":
+		if u.Record != nil {
+			rec := *u.Record
+			p.rec = &rec
+		}
+	}
+}
+
+// notef prints one line of the command's own on stderr.
+func (p *printer) notef(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.stderr, "zorilla: "+format+"\n", args...)
+}
+
+// end returns the final record once the job's end was seen.
+func (p *printer) end() (job.Record, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rec == nil {
+		return job.Record{}, false
+	}
+	return *p.rec, true
+}
+
+func joinNote(line, note string) string {
+	switch {
+	case line == "":
+		return note
+	case note == "":
+		return line
+	}
+	return line + " (" + note + ")"
+}
+
+func withColon(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+// writeDryRun prints the latency-sorted rlist of a dry run, with what the
+// job's strategy would place on each host, and says whether the job is
+// feasible. It returns an exit error when it is not (or the dry run did
+// not end well).
+func writeDryRun(w io.Writer, rec job.Record) error {
+	d := rec.Desc
+	plan, perr := job.Place(d.Strategy, rec.Offers, d.Nodes, d.Replicas)
+	use := map[string]int{}
+	for _, h := range plan.Hosts {
+		use[h.Offer.Lease] = len(h.Procs)
+	}
+	fmt.Fprintf(w, "offers (rlist, closest first): %d\n", len(rec.Offers))
+	if len(rec.Offers) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tPEER\tSLOTS\tCORES\tMEMORY\tRTT\tPLACED")
+		for i, o := range rec.Offers {
+			fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%s\t%v\t%d\n", i+1, o.Peer, o.Slots, o.Cores,
+				job.FormatSize(o.Memory), o.RTT.Round(time.Microsecond), use[o.Lease])
+		}
+		tw.Flush()
+	}
+	if perr != nil {
+		fmt.Fprintf(w, "not feasible: n=%d r=%d: %v\n", d.Nodes, d.Replicas, perr)
+		return cli.Exit(fmt.Sprintf("job %s: dry run: not feasible", rec.ID), 1)
+	}
+	fmt.Fprintf(w, "feasible: n=%d r=%d %s on %d of %d hosts\n", d.Nodes, d.Replicas, d.Strategy, len(plan.Hosts), len(rec.Offers))
+	if rec.State != job.Done {
+		return jobExit(rec)
+	}
+	return nil
+}

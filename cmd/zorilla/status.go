@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "status",
+		Usage:        "show a job: its state, the time of each state, its hosts and ranks, its exit",
+		ArgsUsage:    "[JOB]   (a job ID or a unique prefix of one; without JOB, list the jobs)",
+		Flags:        jobClientFlags(),
+		OnUsageError: onUsageError,
+		Action:       statusAction,
+	}
+}
+
+func statusAction(c *cli.Context) error {
+	switch c.NArg() {
+	case 0:
+		return listJobs(c)
+	case 1:
+	default:
+		return usageErrorf("status takes one JOB, got %d arguments", c.NArg())
+	}
+	if _, err := job.ParseID(c.Args().First()); err != nil {
+		return usageError(err)
+	}
+	cl, err := jobClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
+	defer cancel()
+	rec, err := findJob(ctx, cl, c.Args().First())
+	if err != nil {
+		return agentError(err)
+	}
+	writeStatus(c.App.Writer, rec, time.Now())
+	return nil
+}
+
+// writeStatus prints one job: what it runs, its state and since when, every
+// state change with its time, the hosts and the ranks each holds, and how
+// it ended.
+func writeStatus(w io.Writer, r job.Record, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	d := r.Desc
+	fmt.Fprintf(tw, "job\t%s\n", r.ID)
+	fmt.Fprintf(tw, "program\t%s\n", strings.Join(append([]string{d.Executable}, d.Args...), " "))
+	fmt.Fprintf(tw, "size\tn=%d r=%d %s\n", d.Nodes, d.Replicas, d.Strategy)
+	state := fmt.Sprintf("%s since %s", r.State, r.Since().Local().Format(timeLayout))
+	if !r.State.Terminal() {
+		state += fmt.Sprintf(" (%v)", now.Sub(r.Since()).Round(time.Millisecond))
+	}
+	if r.DryRun {
+		state += ", dry run"
+	}
+	fmt.Fprintf(tw, "state\t%s\n", state)
+	if r.State.Terminal() {
+		fmt.Fprintf(tw, "exit\t%d\n", r.Exit)
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
+	}
+	if r.Attempts > 1 || r.Matches > 1 {
+		fmt.Fprintf(tw, "retries\t%d starts, %d matches\n", r.Attempts, r.Matches)
+	}
+	tw.Flush()
+	writeHistory(w, r.History)
+	if r.Plan != nil {
+		writePlan(w, *r.Plan)
+	}
+}
+
+// writeHistory lists every state change with its time and the time since
+// the one before.
+func writeHistory(w io.Writer, h []job.Event) {
+	fmt.Fprintln(w, "history:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, e := range h {
+		step := ""
+		if i > 0 {
+			step = "+" + e.At.Sub(h[i-1].At).Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", e.State, e.At.Local().Format(timeLayout), step, e.Reason)
+	}
+	tw.Flush()
+}
+
+// writePlan lists the hosts of the current or last start with their RTT
+// and ranks.
+func writePlan(w io.Writer, p job.Plan) {
+	fmt.Fprintf(w, "hosts: %d (%s)\n", len(p.Hosts), p.Strategy)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, h := range p.Hosts {
+		fmt.Fprintf(tw, "  %s\trtt %v\tranks %s\n", h.Offer.Peer, h.Offer.RTT.Round(time.Microsecond), procList(h.Procs))
+	}
+	tw.Flush()
+}
+
+// procList writes processes as their tags in the output: "3" for the
+// first copy of rank 3, "3.1" for its second copy.
+func procList(ps []job.Proc) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = procTag(p.Rank, p.Replica)
+	}
+	return strings.Join(s, " ")
+}
+
+// procTag is how a process is named in tagged output and status: its rank,
+// and ".k" for copy k > 0 of a replicated rank.
+func procTag(rank, replica int) string {
+	if replica == 0 {
+		return fmt.Sprint(rank)
+	}
+	return fmt.Sprintf("%d.%d", rank, replica)
+}

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/node"
+)
+
+// dryRunDeadline bounds a dry run whose user set no deadline: a list-match
+// that cannot be satisfied would otherwise wait job.DefaultDeadline (2 min)
+// before listing what it found. 10 s floods to radius 3 with the default
+// schedule (1 s, 2 s, 4 s), which reaches a few hundred agents.
+const dryRunDeadline = 10 * time.Second
+
+// exitInterrupted is the exit status of a job cancelled by the user or a
+// command interrupted by Ctrl-C, as a shell reports a process ended by
+// SIGINT (128+2).
+const exitInterrupted = 130
+
+func submitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "submit",
+		Usage: "run a parallel job on the network, streaming its output tagged by rank",
+		Description: "Uploads PROGRAM and the --input files to the local agent, which floods the job's advert,\n" +
+			"places the n x r processes on the hosts that answer (closest first) and starts them.\n" +
+			"Output lines come back as \"[rank] line\" (\"[rank.k]\" for copy k of a replicated rank);\n" +
+			"the command exits with the job's status: the first failing rank's, 0 when done,\n" +
+			"130 when cancelled. Ctrl-C cancels the job everywhere.",
+		ArgsUsage:    "PROGRAM [ARGS...]   (or --file JOB.yaml)",
+		Flags:        append(jobClientFlags(), submitFlags()...),
+		OnUsageError: onUsageError,
+		Action:       submitAction,
+	}
+}
+
+func submitFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "n", Usage: "number of processes (MPI ranks)", Value: 1},
+		&cli.IntFlag{Name: "r", Usage: "copies of each rank, on distinct hosts", Value: 1},
+		&cli.StringFlag{Name: "a", Aliases: []string{"strategy"}, Usage: "placement: spread (one per host first) or concentrate (fill the closest hosts)", Value: string(job.DefaultStrategy)},
+		&cli.GenericFlag{Name: "input", Usage: "`FILE` staged beside the program on every host (repeatable)", Value: &listFlag{}},
+		&cli.GenericFlag{Name: "output", Usage: "`FILE` (relative to the job folder) brought back when the job ends (repeatable)", Value: &listFlag{}},
+		&cli.GenericFlag{Name: "env", Usage: "`K=V` added to every process's environment (repeatable)", Value: &listFlag{}},
+		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the run", Value: job.DefaultTimeout},
+		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
+		&cli.StringFlag{Name: "require", Usage: "what every host must have, e.g. os=linux,arch=amd64,cores=2,mem=2G,label=gpu"},
+		&cli.StringFlag{Name: "file", Usage: "job description `FILE` (JSON or YAML); flags given as well override it"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "only flood and list the offers (latency-sorted) and whether the job is feasible"},
+		&cli.BoolFlag{Name: "detach", Usage: "print the job ID and return at once"},
+	}
+}
+
+func submitAction(c *cli.Context) error {
+	d, err := descriptionFrom(c)
+	if err != nil {
+		return usageError(err)
+	}
+	dryRun := c.Bool("dry-run")
+	if dryRun && !c.IsSet("deadline") && d.Deadline == job.DefaultDeadline {
+		d.Deadline = dryRunDeadline
+	}
+	cl, err := jobClient(c)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, stop := notifyInterrupt(c.Context)
+	defer stop()
+	id, err := submitJob(ctx, cl, d, dryRun)
+	if err != nil {
+		return err
+	}
+	if c.Bool("detach") {
+		fmt.Fprintln(c.App.Writer, id)
+		return nil
+	}
+	rec, err := followJob(ctx, stop, cl, id, newPrinter(c.App.Writer, c.App.ErrWriter, id))
+	if err != nil {
+		return err
+	}
+	if dryRun {
+		return writeDryRun(c.App.Writer, rec)
+	}
+	return jobExit(rec)
+}
+
+// descriptionFrom builds the job description from --file and the flags the
+// user set (a flag overrides the file), and validates it. Every error is a
+// usage error naming the flag or field.
+func descriptionFrom(c *cli.Context) (job.Description, error) {
+	var d job.Description
+	if f := c.String("file"); f != "" {
+		if c.NArg() > 0 {
+			return d, fmt.Errorf("give PROGRAM or --file, not both (got %q)", c.Args().First())
+		}
+		var err error
+		if d, err = job.LoadDescription(f); err != nil {
+			return d, err
+		}
+	} else {
+		if c.NArg() == 0 {
+			return d, errors.New("PROGRAM is required (or --file JOB.yaml)")
+		}
+		d = job.NewDescription(c.Args().First(), c.Args().Tail(), c.Int("n"))
+	}
+	if err := applyFlags(c, &d); err != nil {
+		return d, err
+	}
+	if err := d.Validate(); err != nil {
+		return d, err
+	}
+	return d, checkLocalFiles(d)
+}
+
+// applyFlags sets the fields whose flags were given on the command line.
+func applyFlags(c *cli.Context, d *job.Description) error {
+	if c.IsSet("n") {
+		d.Nodes = c.Int("n")
+	}
+	if c.IsSet("r") {
+		d.Replicas = c.Int("r")
+	}
+	if c.IsSet("a") {
+		s, err := job.ParseStrategy(c.String("a"))
+		if err != nil {
+			return fmt.Errorf("-a: %w", err)
+		}
+		d.Strategy = s
+	}
+	if c.IsSet("input") {
+		d.Inputs = listOf(c, "input")
+	}
+	if c.IsSet("output") {
+		d.Outputs = listOf(c, "output")
+	}
+	if c.IsSet("timeout") {
+		d.Timeout = c.Duration("timeout")
+	}
+	if c.IsSet("deadline") {
+		d.Deadline = c.Duration("deadline")
+	}
+	if c.IsSet("require") {
+		req, err := job.ParseRequire(c.String("require"))
+		if err != nil {
+			return err
+		}
+		d.Require = req
+	}
+	return applyEnv(c, d)
+}
+
+func applyEnv(c *cli.Context, d *job.Description) error {
+	if !c.IsSet("env") {
+		return nil
+	}
+	if d.Env == nil {
+		d.Env = map[string]string{}
+	}
+	for _, kv := range listOf(c, "env") {
+		k, v, err := job.ParseEnv(kv)
+		if err != nil {
+			return fmt.Errorf("--env: %w", err)
+		}
+		d.Env[k] = v
+	}
+	return nil
+}
+
+// checkLocalFiles refuses a program or input that is not a readable
+// regular file before anything is uploaded.
+func checkLocalFiles(d job.Description) error {
+	check := func(what, p string) error {
+		st, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s: %s is not a regular file", what, p)
+		}
+		return nil
+	}
+	if err := check("program", d.Executable); err != nil {
+		return err
+	}
+	for _, in := range d.Inputs {
+		if err := check("input", in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// submitJob uploads the program and inputs to the agent and submits the
+// job. An interrupt before the job exists just stops the command.
+func submitJob(ctx context.Context, cl *node.Client, d job.Description, dryRun bool) (job.ID, error) {
+	req := node.SubmitRequest{Description: d, DryRun: dryRun}
+	var err error
+	if req.Program, err = upload(ctx, cl, d.Executable); err != nil {
+		return "", interruptedOr(ctx, fmt.Errorf("upload program %s: %w", d.Executable, err))
+	}
+	for _, in := range d.Inputs {
+		ref, err := upload(ctx, cl, in)
+		if err != nil {
+			return "", interruptedOr(ctx, fmt.Errorf("upload input %s: %w", in, err))
+		}
+		req.Inputs = append(req.Inputs, ref)
+	}
+	id, err := cl.Submit(ctx, req)
+	if err != nil {
+		return "", interruptedOr(ctx, fmt.Errorf("submit: %w", err))
+	}
+	return id, nil
+}
+
+// upload stores one file on the agent, named in the job folder by its base
+// name.
+func upload(ctx context.Context, cl *node.Client, path string) (job.FileRef, error) {
+	b, err := cl.Upload(ctx, path)
+	if err != nil {
+		return job.FileRef{}, err
+	}
+	return job.FileRef{Name: filepath.Base(path), Hash: b.Hash, Size: b.Size}, nil
+}
+
+// interruptedOr reports an interrupt as such rather than as the error it
+// caused.
+func interruptedOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return cli.Exit("interrupted", exitInterrupted)
+	}
+	return agentError(err)
+}
+
+// jobExit turns a job's end into the command's exit: 0 when done, the
+// first failing rank's status when failed (1 if no rank failed, e.g. no
+// hosts were found), 130 when cancelled. The printer has already shown the
+// end and its reason, so the exit carries no message.
+func jobExit(rec job.Record) error {
+	switch rec.State {
+	case job.Done:
+		return nil
+	case job.Cancelled:
+		return cli.Exit("", exitInterrupted)
+	}
+	if rec.Exit == 0 {
+		return cli.Exit("", 1)
+	}
+	return cli.Exit("", rec.Exit)
+}
+
+// listFlag is a repeatable string flag whose values are kept whole (the
+// slice flags of urfave/cli split at commas, which --env A=x,y must not).
+type listFlag struct{ values []string }
+
+func (l *listFlag) Set(s string) error { l.values = append(l.values, s); return nil }
+func (l *listFlag) String() string     { return strings.Join(l.values, " ") }
+
+func listOf(c *cli.Context, name string) []string {
+	if l, ok := c.Generic(name).(*listFlag); ok {
+		return append([]string(nil), l.values...)
+	}
+	return nil
+}
