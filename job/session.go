@@ -180,7 +180,7 @@ func (ss *session) takeOffer(o offerIn) {
 	}
 	ss.rlist = append(ss.rlist, Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
 		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt})
-	SortRList(ss.rlist)
+	OrderRList(ss.rlist, ss.sub.Desc.Prefer)
 	o.reply <- OfferReply{Keep: true}
 }
 
