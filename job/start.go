@@ -59,6 +59,9 @@ func (ss *session) takeNote() string {
 func (ss *session) avoidHosts(hosts []peer.ID) {
 	until := time.Now().Add(ss.s.cfg.Unavailable)
 	for _, p := range hosts {
+		if _, known := ss.avoid[p]; !known && len(ss.rec.Unavailable) < MaxUnavailable {
+			ss.rec.Unavailable = append(ss.rec.Unavailable, p)
+		}
 		ss.avoid[p] = until
 	}
 }

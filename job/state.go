@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 // State is where a job is in its life, as `zorilla status` shows it.
@@ -67,6 +69,9 @@ type Event struct {
 const (
 	MaxHistory   = 64
 	MaxReasonLen = 1024
+	// MaxUnavailable bounds the hosts a record lists as unavailable; a job
+	// failing on more is failing for a reason of its own.
+	MaxUnavailable = 256
 )
 
 // Record is what the submitter keeps about a job, on disk, from submit to
@@ -88,6 +93,9 @@ type Record struct {
 	Reason   string      `json:"reason,omitempty"`   // why it failed or was cancelled, e.g. "rank 3 exited 2"
 	Offers   []Offer     `json:"offers,omitempty"`   // the latency-sorted rlist of the last reservation
 	DryRun   bool        `json:"dry_run,omitempty"`  // list-match only: offers listed, then all cancelled
+	// Unavailable are the hosts marked unavailable for this job because
+	// they failed a start or were lost: its matches leave them out.
+	Unavailable []peer.ID `json:"unavailable,omitempty"`
 }
 
 // NewRecord starts a job's record in Waiting.
@@ -163,6 +171,9 @@ func (r Record) Check() error {
 	}
 	if err := r.Desc.Validate(); err != nil {
 		return fmt.Errorf("record %s: desc: %w", r.ID, err)
+	}
+	if len(r.Unavailable) > MaxUnavailable {
+		return fmt.Errorf("record %s: %d unavailable hosts, limit %d", r.ID, len(r.Unavailable), MaxUnavailable)
 	}
 	if r.Plan != nil {
 		if err := r.Plan.Check(); err != nil {
