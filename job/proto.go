@@ -67,12 +67,20 @@ type LeaseRequest struct {
 	Lease  string  `json:"lease"`
 	Commit *Commit `json:"commit,omitempty"`
 	Reason string  `json:"reason,omitempty"` // why a kill, for the worker's log
+	// Retry, on a kill after a failed start, asks the worker to keep the
+	// host's slots for the job's next start (the retry on the same hosts
+	// and the spares): once the processes and the job folder are gone, the
+	// slots are reserved again under a new lease key, sent in the reply.
+	// Reports of the killed start carry the old key, so the submitter never
+	// mistakes them for the next start's.
+	Retry bool `json:"retry,omitempty"`
 }
 
 // LeaseReply answers a LeaseRequest.
 type LeaseReply struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+	Lease string `json:"lease,omitempty"` // a kill with Retry: the new lease key
 }
 
 // FileRef names a content-addressed file of a job.
@@ -102,6 +110,9 @@ type Commit struct {
 	Procs    []Proc        `json:"procs"`     // the copies this host runs
 	Hosts    []HostRef     `json:"hosts"`     // every host of the job
 	RankHost [][]int       `json:"rank_host"` // RankHost[rank][replica] = index in Hosts
+	// Attempt numbers the job's starts (1, 2, ...), so that the processes
+	// and MPI routes of a retried start never mix with a killed one's.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // FetchRequest asks the submitter for one of a job's files.

@@ -46,6 +46,7 @@ type session struct {
 	rec      Record
 	rlist    []Offer
 	hosts    map[peer.ID]*hostRun // the hosts of the current start attempt
+	kept     map[peer.ID]string   // after a failed start: the new lease key of each host that kept its slots
 	avoid    map[peer.ID]time.Time
 	exitCode int
 	note     string // why the next state change happens (a retry's reason)
@@ -83,14 +84,15 @@ func (ss *session) attempts() error {
 		case RetryStart:
 			log.Infow("start failed, retrying on the spares", "job", ss.id, "why", f.why)
 			ss.cancelLeases(failedOffers(plan, f.hosts))
-			plan, match = rec.Plan, false
+			plan, match = ss.withKept(rec.Plan), false
 			ss.note = rec.Reason
 		case Rematch:
 			log.Infow("matching again", "job", ss.id, "why", f.why)
-			ss.cancelLeases(append(planOffers(plan), plan.Cancel...))
+			ss.cancelLeases(ss.held(plan))
 			ss.rlist, match = nil, true
 			ss.note = rec.Reason
 		default:
+			ss.cancelLeases(ss.held(plan))
 			return f
 		}
 	}

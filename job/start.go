@@ -1,6 +1,7 @@
 package job
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -36,16 +37,77 @@ func (ss *session) startAndRun(plan Plan) error {
 	for _, hp := range plan.Hosts {
 		ss.hosts[hp.Offer.Peer] = &hostRun{plan: hp, lastSeen: time.Now()}
 	}
+	ss.kept = map[peer.ID]string{}
 	if failed := ss.sendAll(ss.commits(plan)); len(failed) > 0 {
-		ss.killAll("the commit failed on another host")
-		return failure{kind: HostSilent, hosts: failed,
+		f := failure{kind: HostSilent, hosts: failed,
 			why: fmt.Sprintf("%d host(s) refused or did not answer the commit", len(failed))}
+		ss.stopStart(f)
+		return f
 	}
 	err := ss.watch(plan)
-	if err != nil {
+	var f failure
+	switch {
+	case err == nil:
+	case ss.rec.State != Running && errors.As(err, &f):
+		ss.stopStart(f)
+	default:
 		ss.killAll(err.Error())
 	}
 	return err
+}
+
+// stopStart ends a failed start. Every process is killed; the hosts not at
+// fault keep their slots under new lease keys (ss.kept), so that a retry
+// on the same hosts and the spares can commit again.
+func (ss *session) stopStart(f failure) {
+	bad := peerSet(f.hosts)
+	kill, keep := map[peer.ID]LeaseRequest{}, map[peer.ID]LeaseRequest{}
+	for p, h := range ss.hosts {
+		if h.done {
+			continue
+		}
+		h.done = true
+		req := LeaseRequest{Op: OpKill, Job: ss.id, Lease: h.plan.Offer.Lease, Reason: f.why}
+		if bad[p] {
+			kill[p] = req
+			continue
+		}
+		req.Retry = true
+		keep[p] = req
+	}
+	ss.sendAll(kill)
+	for p, rep := range ss.send(keep) {
+		if rep.Lease != "" {
+			ss.kept[p] = rep.Lease
+		}
+	}
+}
+
+// withKept returns plan with the lease keys its hosts kept after a failed
+// start.
+func (ss *session) withKept(plan Plan) Plan {
+	plan.Hosts = append([]HostPlan(nil), plan.Hosts...)
+	for i, h := range plan.Hosts {
+		if key, ok := ss.kept[h.Offer.Peer]; ok {
+			plan.Hosts[i].Offer.Lease = key
+		}
+	}
+	return plan
+}
+
+// held lists the offers still reserved for the job after a failed start:
+// the hosts that kept their slots, and the spares.
+func (ss *session) held(plan Plan) []Offer {
+	if ss.rec.State == Running {
+		return nil // the spares went when it ran; every host was killed
+	}
+	var out []Offer
+	for _, h := range ss.withKept(plan).Hosts {
+		if _, ok := ss.kept[h.Offer.Peer]; ok {
+			out = append(out, h.Offer)
+		}
+	}
+	return append(out, plan.Cancel...)
 }
 
 // takeNote returns and clears the reason kept for the next state change.
@@ -100,7 +162,7 @@ func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
 	for _, hp := range plan.Hosts {
 		c := &Commit{Key: string(ss.key), N: d.Nodes, R: d.Replicas, Program: ss.sub.Program, Args: d.Args,
 			Env: envList(d.Env), Inputs: ss.sub.Inputs, Outputs: d.Outputs, Timeout: d.Timeout,
-			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost}
+			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost, Attempt: ss.rec.Attempts}
 		out[hp.Offer.Peer] = LeaseRequest{Op: OpCommit, Job: ss.id, Lease: hp.Offer.Lease, Commit: c}
 	}
 	return out
@@ -119,23 +181,38 @@ func envList(env map[string]string) []string {
 // sendAll sends one lease request per host in parallel and returns the hosts
 // that refused or did not answer.
 func (ss *session) sendAll(reqs map[peer.ID]LeaseRequest) []peer.ID {
-	var mu sync.Mutex
 	var failed []peer.ID
+	replies := ss.send(reqs)
+	for p := range reqs {
+		if _, ok := replies[p]; !ok {
+			failed = append(failed, p)
+		}
+	}
+	return failed
+}
+
+// send sends one lease request per host in parallel and returns the
+// replies of the hosts that accepted.
+func (ss *session) send(reqs map[peer.ID]LeaseRequest) map[peer.ID]LeaseReply {
+	var mu sync.Mutex
+	replies := map[peer.ID]LeaseReply{}
 	var wg sync.WaitGroup
 	for p, req := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := ss.s.lease(ss.s.ctx, p, req); err != nil {
+			rep, err := ss.s.lease(ss.s.ctx, p, req)
+			if err != nil {
 				log.Infow("lease request failed", "job", ss.id, "op", req.Op, "host", p, "err", err)
-				mu.Lock()
-				failed = append(failed, p)
-				mu.Unlock()
+				return
 			}
+			mu.Lock()
+			replies[p] = rep
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return failed
+	return replies
 }
 
 // killAll tells every host of the current attempt that has not ended to

@@ -179,17 +179,17 @@ func (s *Submitter) session(id ID) *session {
 }
 
 // lease sends one lease request and checks the worker's answer.
-func (s *Submitter) lease(ctx context.Context, to peer.ID, req LeaseRequest) error {
+func (s *Submitter) lease(ctx context.Context, to peer.ID, req LeaseRequest) (LeaseReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var rep LeaseReply
 	if err := s.ep.Call(ctx, to, LeaseProtocol, req, &rep, MaxReplySize); err != nil {
-		return err
+		return rep, err
 	}
 	if !rep.OK {
-		return fmt.Errorf("%s refused: %s", req.Op, rep.Error)
+		return rep, fmt.Errorf("%s refused: %s", req.Op, rep.Error)
 	}
-	return nil
+	return rep, nil
 }
 
 // handleOffer hands a worker's offer to its job's session and answers.

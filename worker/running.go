@@ -29,6 +29,7 @@ type running struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	done   chan struct{} // closed when run has cleaned up and ended the lease
 
 	mu       sync.Mutex // guards mpi and why
 	mpi      *router.Job
@@ -49,7 +50,7 @@ func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{svc: s, id: id, lease: lease, submitter: from, c: c,
-		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel}
+		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	if _, dup := s.jobs[id]; dup {
 		s.mu.Unlock()
@@ -69,7 +70,7 @@ func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) err
 // checkCommit refuses a commit that could escape the job folder or ask for
 // more than a job may.
 func checkCommit(c job.Commit) error {
-	if c.Key == "" || len(c.Procs) == 0 || c.N < 1 || c.R < 1 {
+	if c.Key == "" || len(c.Procs) == 0 || c.N < 1 || c.R < 1 || c.Attempt < 0 {
 		return errors.New("incomplete commit")
 	}
 	for _, f := range append([]job.FileRef{c.Program}, c.Inputs...) {
@@ -136,7 +137,7 @@ func (r *running) run() {
 	defer func() {
 		r.cancel()
 		if s.mpi != nil {
-			s.mpi.RemoveJob(string(r.id))
+			s.mpi.RemoveJob(r.routeID())
 		}
 		if err := os.RemoveAll(r.dir); err != nil {
 			log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
@@ -145,6 +146,7 @@ func (r *running) run() {
 		delete(s.jobs, r.id)
 		s.mu.Unlock()
 		s.endLease(r.lease)
+		close(r.done)
 	}()
 	k, err := openSink(r.ctx, s.ep, job.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter)
 	if err != nil {
@@ -210,7 +212,7 @@ func (r *running) launch(k *sink) ([]proc.Process, error) {
 	for _, p := range r.c.Procs {
 		p := p
 		spec := proc.Spec{
-			Job: string(r.id), Rank: p.Rank, Replica: p.Replica, Size: r.c.N,
+			Job: r.routeID(), Rank: p.Rank, Replica: p.Replica, Size: r.c.N,
 			Dir: r.dir, Program: filepath.Join(r.dir, r.c.Program.Name),
 			Args: r.c.Args, Env: append(r.env(sock), r.c.Env...),
 			Timeout: r.c.Timeout, Limits: s.cfg.Limits,
@@ -243,6 +245,17 @@ func (r *running) env(sock string) []string {
 	return env
 }
 
+// routeID names this start of the job to the MPI router and to its ranks
+// (ZORILLA_JOB): the job ID for the first start, "<job>.<n>" for the n-th,
+// so that a retried start never meets the links, or the router's memory of
+// ended jobs, of a start that was killed.
+func (r *running) routeID() string {
+	if r.c.Attempt <= 1 {
+		return string(r.id)
+	}
+	return fmt.Sprintf("%s.%d", r.id, r.c.Attempt)
+}
+
 func (r *running) mpiSpec() router.JobSpec {
 	hosts := make([][]peer.ID, len(r.c.RankHost))
 	for rank, reps := range r.c.RankHost {
@@ -254,7 +267,7 @@ func (r *running) mpiSpec() router.JobSpec {
 	for i, p := range r.c.Procs {
 		local[i] = router.Proc{Rank: p.Rank, Replica: p.Replica}
 	}
-	return router.JobSpec{ID: string(r.id), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: local}
+	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: local}
 }
 
 // followMPI reports phase two (every local copy in mpi.Init) and a local

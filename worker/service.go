@@ -186,7 +186,13 @@ func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) 
 		return
 	}
 	reply := job.LeaseReply{OK: true}
-	if err := s.apply(from, req); err != nil {
+	var err error
+	if req.Op == job.OpKill && req.Retry {
+		reply.Lease, err = s.killForRetry(ctx, from, req)
+	} else {
+		err = s.apply(from, req)
+	}
+	if err != nil {
 		reply = job.LeaseReply{Error: err.Error()}
 	}
 	if err := wire.WriteJSON(st, reply); err != nil {
@@ -230,6 +236,37 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 	default:
 		return fmt.Errorf("unknown lease op %q", req.Op)
 	}
+}
+
+// killStopWait bounds how long a kill for a retry waits for the job's
+// processes and folder to go: within the submitter's 10 s call, and past
+// proc's default 5 s kill grace.
+const killStopWait = 8 * time.Second
+
+// killForRetry ends the job's processes here (when it was committed), waits
+// until they and the job folder are gone, and reserves the same slots again
+// under a new lease key for the job's next start, which it returns.
+func (s *Service) killForRetry(ctx context.Context, from peer.ID, req job.LeaseRequest) (string, error) {
+	l, ok := s.leases.Get(req.Lease)
+	if !ok || l.Job != req.Job || l.Submitter != from {
+		return "", fmt.Errorf("kill %s: no such lease here (expired, released, or not yours)", req.Job)
+	}
+	if r := s.lookup(req.Job, req.Lease); r != nil {
+		r.kill(req.Reason)
+		ctx, cancel := context.WithTimeout(ctx, killStopWait)
+		defer cancel()
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return "", fmt.Errorf("kill %s: processes still stopping after %v", req.Job, killStopWait)
+		}
+	}
+	s.endLease(req.Lease) // the run has ended it already, if there was one
+	nl, err := s.leases.Reserve(l.Job, l.Submitter, l.Slots, l.Cores, l.Memory, s.cfg.LeaseTTL)
+	if err != nil {
+		return "", fmt.Errorf("kill %s: slots not kept for a retry: %w", req.Job, err)
+	}
+	return nl.Key, nil
 }
 
 func (s *Service) lookup(id job.ID, lease string) *running {
