@@ -1,0 +1,169 @@
+package testnet
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/node"
+	"github.com/zorilla-p2p/zorilla/worker"
+)
+
+// Issue 3's leases end to end: a worker's offer holds its slots under a
+// lease, so two jobs never get the same slots; leases end by cancel,
+// commit, kill or expiry, and nothing is left behind.
+
+// Two jobs flood the same agents at the same time. Each agent lends 3
+// cores to at most J=2 jobs: without leases both jobs could be promised
+// all 3 cores of a host. Both run, and no host runs more processes than it
+// has cores; every lease ends with the jobs.
+func TestLeasesNeverSharedNorLeftBehind(t *testing.T) {
+	const agents, cores = 6, 3
+	net := startLoopback(t, agents, func(_ int, cfg *node.Config) {
+		e2eConfig(cfg, cores)
+		cfg.MaxJobs = 2
+	})
+	connected(t, net, 2)
+	t.Run("concurrent jobs", func(t *testing.T) { concurrentJobs(t, net, cores) })
+	t.Run("cancelled dry run", func(t *testing.T) { cancelledDryRun(t, net, agents*cores+1) })
+	t.Run("finished dry run", func(t *testing.T) {
+		d := job.NewDescription("job.sh", nil, agents*cores)
+		d.Strategy = job.Concentrate
+		rec := awaitEnd(t, net.Nodes[2], submit(t, net.Nodes[2], d, upload(t, net.Nodes[2], "exit 0"), true))
+		if rec.State != job.Done || len(rec.Offers) != agents {
+			t.Fatalf("dry run ended %s with %d offers (%s), want done with %d", rec.State, len(rec.Offers), rec.Reason, agents)
+		}
+		awaitNoLeases(t, net, 5*time.Second, "after a finished dry run")
+	})
+}
+
+func concurrentJobs(t *testing.T, net *Net, cores int) {
+	const n = 7 // two jobs of 7 on 18 slots: they must share hosts or wait for each other's spares
+	d := job.NewDescription("job.sh", nil, n)
+	d.Strategy = job.Concentrate
+	subs := []*node.Node{net.Nodes[0], net.Nodes[1]}
+	var jobs []job.ID
+	for _, nd := range subs {
+		jobs = append(jobs, submit(t, nd, d, upload(t, nd, "sleep 30"), false))
+	}
+	for k, nd := range subs {
+		awaitState(t, net, nd, jobs[k], job.Running)
+	}
+	// Both run: count each host's processes over both plans, and check
+	// every lease table against the agent's cores.
+	procs := map[int]int{}
+	for k, nd := range subs {
+		rec, err := nd.Submitter().Get(jobs[k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range planHosts(t, net, rec.Plan) {
+			procs[i] += p
+		}
+	}
+	shared := 0
+	for i, p := range procs {
+		if p > cores {
+			t.Errorf("agent %d runs %d processes of the two jobs on %d cores", i, p, cores)
+		}
+		if p > 0 && leasedJobs(net.Nodes[i].Leases()) == 2 {
+			shared++
+		}
+	}
+	for i, ls := range leasesOf(net) {
+		held := 0
+		for _, l := range ls {
+			held += l.Cores
+		}
+		if held > cores || len(ls) > 2 {
+			t.Errorf("agent %d: %d leases holding %d cores, limit J=2 and %d cores", i, len(ls), held, cores)
+		}
+	}
+	t.Logf("processes per agent %v; %d agents hold leases of both jobs", procs, shared)
+	for k, nd := range subs {
+		if err := nd.Submitter().Cancel(jobs[k], "test over"); err != nil {
+			t.Fatal(err)
+		}
+		if rec := awaitEnd(t, nd, jobs[k]); rec.State != job.Cancelled {
+			t.Fatalf("job %d ended %s: %s", k, rec.State, rec.Reason)
+		}
+	}
+	awaitNoLeases(t, net, 10*time.Second, "after both jobs were cancelled")
+}
+
+func leasedJobs(l *worker.Leases) int { return l.Usage().Jobs }
+
+// cancelledDryRun holds leases on every agent with a dry run that cannot
+// be satisfied, cancels it, and finds every lease table empty: leases
+// last minutes by default, so only the cancels can have emptied them.
+func cancelledDryRun(t *testing.T, net *Net, n int) {
+	sub := net.Nodes[3]
+	d := job.NewDescription("job.sh", nil, n)
+	d.Deadline = time.Minute
+	id := submit(t, sub, d, upload(t, sub, "exit 0"), true)
+	awaitNet(t, net, "the dry run holds a lease on every agent", func() bool {
+		return holding(net, id, indexes(len(net.Nodes))...)
+	})
+	if ttl := sub.Config().Services.Leases.DefaultTTL; ttl < time.Minute {
+		t.Fatalf("lease TTL %v: too short to tell a cancel from an expiry", ttl)
+	}
+	if err := sub.Submitter().Cancel(id, "user changed their mind"); err != nil {
+		t.Fatal(err)
+	}
+	rec := awaitEnd(t, sub, id)
+	if rec.State != job.Cancelled {
+		t.Fatalf("dry run ended %s (%s)", rec.State, rec.Reason)
+	}
+	awaitNoLeases(t, net, 5*time.Second, "after the dry run was cancelled")
+}
+
+// An offer the submitter keeps but never commits or cancels holds its slots
+// only until the lease expires; then the slots are offered again. The
+// first job cannot be satisfied and stays reserving, holding its offers,
+// while its leases run out on the workers.
+func TestLeasesExpireAndSlotsComeBack(t *testing.T) {
+	const agents, cores, ttl = 4, 2, 1500 * time.Millisecond
+	net := startLoopback(t, agents, func(_ int, cfg *node.Config) {
+		e2eConfig(cfg, cores)
+		cfg.Services.Leases.DefaultTTL, cfg.Services.Leases.MaxTTL = ttl, ttl
+		// Two radii cover these agents; no later flood renews the offers.
+		cfg.Services.Submitter.Schedule.MaxRadius = 2
+	})
+	connected(t, net, 2)
+	sub := net.Nodes[0]
+	d := job.NewDescription("job.sh", nil, agents*cores+1)
+	d.Deadline = time.Minute
+	held := submit(t, sub, d, upload(t, sub, "exit 0"), true)
+	all := indexes(agents)
+	awaitNet(t, net, "a lease on every agent", func() bool { return holding(net, held, all...) })
+	leased := time.Now()
+	awaitNoLeases(t, net, 10*ttl, "once the leases expired")
+	if rec, err := sub.Submitter().Get(held); err != nil || rec.State != job.Reserving {
+		t.Fatalf("the first job is %s (%v), want still reserving: its leases ended by expiry alone", rec.State, err)
+	}
+	t.Logf("leases gone %v after they were all in place (TTL %v)", time.Since(leased).Round(time.Millisecond), ttl)
+
+	// The slots are free again: a second job gets every one of them.
+	d = job.NewDescription("job.sh", nil, agents*cores)
+	d.Strategy = job.Concentrate
+	other := net.Nodes[1]
+	rec := awaitEnd(t, other, submit(t, other, d, upload(t, other, "exit 0"), true))
+	if rec.State != job.Done {
+		t.Fatalf("second dry run ended %s: %s", rec.State, rec.Reason)
+	}
+	for i, o := range offerers(t, net, rec.Offers) {
+		if o.Slots != cores {
+			t.Errorf("agent %d offered %d slots, want all %d back", i, o.Slots, cores)
+		}
+	}
+	if len(rec.Offers) != agents {
+		t.Errorf("%d offers, want one from each of the %d agents", len(rec.Offers), agents)
+	}
+	if err := sub.Submitter().Cancel(held, "test over"); err != nil {
+		t.Fatal(err)
+	}
+	if rec := awaitEnd(t, sub, held); rec.State != job.Cancelled {
+		t.Fatalf("first job ended %s: %s", rec.State, rec.Reason)
+	}
+	awaitNoLeases(t, net, 5*time.Second, "at the end")
+}
