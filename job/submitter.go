@@ -107,7 +107,15 @@ type Submitter struct {
 }
 
 // NewSubmitter builds the submitter side and registers its protocols on ep.
+//
+// Jobs whose records are not over (left by an agent that stopped while they
+// were waiting, reserving, starting or running) are marked failed with
+// ReasonRestarted first: their sessions died with that agent, and a job is
+// never run twice.
 func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advertiser, ping Pinger, blobs *blob.Store, store *Store) (*Submitter, error) {
+	for _, err := range failInterrupted(store, time.Now()) {
+		log.Warnw("job record not marked failed after a restart", "err", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Submitter{cfg: cfg, h: h, ep: ep, flood: adv, ping: ping, blobs: blobs, store: store,
 		ctx: ctx, cancel: cancel, sessions: map[ID]*session{}}
@@ -115,6 +123,31 @@ func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advert
 	ep.Handle(ReportProtocol, s.handleReports)
 	ep.Handle(FetchProtocol, s.handleFetch)
 	return s, nil
+}
+
+// ReasonRestarted is the reason given to jobs that were not over when
+// their submitter's agent stopped.
+const ReasonRestarted = "agent restarted"
+
+// failInterrupted marks every job of store that is not over as failed with
+// ReasonRestarted (and a non-zero exit status), and returns what it could
+// not read or update.
+func failInterrupted(store *Store, now time.Time) []error {
+	recs, problems := store.List()
+	for _, rec := range recs {
+		if rec.State.Terminal() {
+			continue
+		}
+		next, err := Transition(rec, Failed, now, ReasonRestarted)
+		if err == nil {
+			next.Exit = max(next.Exit, 1)
+			err = store.Put(next)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Errorf("job %s: %w", rec.ID, err))
+		}
+	}
+	return problems
 }
 
 // Submit starts a job and returns its ID; the job runs in the background.
