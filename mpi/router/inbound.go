@@ -59,14 +59,17 @@ func (in *inbound) readLoop() {
 	j := in.j
 	for {
 		_ = in.s.SetReadDeadline(time.Now().Add(j.cfg.HeartbeatTimeout))
-		f, err := proto.ReadFrame(in.br, j.cfg.bodyMax())
+		fr, err := j.r.frames.read(in.br, j.cfg.bodyMax())
 		if err != nil {
 			in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
 			return
 		}
+		f := fr.f
 		switch f.Type() {
 		case proto.TypeMsg:
-			if err := j.fromLink(in, f); err != nil {
+			err := j.fromLink(in, fr)
+			fr.unref()
+			if err != nil {
 				in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
 				return
 			}
@@ -89,7 +92,8 @@ func (in *inbound) readLoop() {
 
 // fromLink delivers a MSG frame from a remote agent to the local copy of its
 // destination. The source rank must run on that agent.
-func (j *Job) fromLink(in *inbound, f proto.Frame) error {
+func (j *Job) fromLink(in *inbound, fr *frame) error {
+	f := fr.f
 	body := f.Body()
 	if len(body) < proto.MsgHeaderLen {
 		return fmt.Errorf("message of %d bytes", len(body))
@@ -107,7 +111,7 @@ func (j *Job) fromLink(in *inbound, f proto.Frame) error {
 		return fmt.Errorf("rank %d does not run on %s", h.Src, in.peer.ShortString())
 	}
 	size := len(f)
-	err = j.local[h.Dst].q.deliver(j.ctx, f, &h, n, from, func() { in.returned(size) })
+	err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, from, func() { in.returned(size) })
 	if err != nil && !errors.Is(err, errClosedQueue) && j.ctx.Err() == nil {
 		return err
 	}

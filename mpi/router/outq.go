@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
@@ -17,12 +18,24 @@ var errClosedQueue = errors.New("router: rank connection closed")
 // item is one frame queued towards a rank process.
 type item struct {
 	f       proto.Frame
+	fr      *frame // the shared buffer holding f, unref'd once written or dropped; nil for control frames
 	release func() // gives the frame's bytes back to the link it came on, or nil
 	local   bool   // counted against the queue's bound (from a local sender)
 }
 
+// done runs when the item has been written or dropped.
+func (it item) done() {
+	runRelease(it.release)
+	if it.fr != nil {
+		it.fr.unref()
+	}
+}
+
 // outq is the queue of frames towards one local rank copy, drained by one
-// writer goroutine into the rank's socket. Local senders are bounded by
+// writer goroutine into the rank's socket. When the queue is empty and the
+// socket free, a producer first tries a non-blocking write itself, which
+// saves a goroutine hand-off on the latency path; whatever the socket does
+// not take at once is queued. Local senders are bounded by
 // max bytes and wait for room; frames from links are already bounded by
 // their link's window and never wait, so a link's reader is never blocked
 // by one slow rank. deliver is the one place where a message reaches a
@@ -36,72 +49,132 @@ type outq struct {
 	max    int
 	seq    sequencer // per source rank
 	closed bool
-	final  proto.Frame   // written after the last item, then the socket is closed
-	wake   chan struct{} // capacity 1: something to write
-	room   chan struct{} // closed (and replaced) when local bytes are written
+	busy   bool            // a write to the socket is in progress (writer or direct)
+	raw    syscall.RawConn // the rank's socket once its writer runs, for direct writes
+	final  proto.Frame     // written after the last item, then the socket is closed
+	wake   chan struct{}   // capacity 1: something to write, or the socket became free
+	room   chan struct{}   // closed (and replaced) when local bytes are written
 }
 
 func newOutq(max int) *outq {
 	return &outq{max: max, seq: sequencer{}, wake: make(chan struct{}, 1), room: make(chan struct{})}
 }
 
-// deliver queues one MSG fragment from replica from of source h.Src. A local
-// sender (release == nil) waits while the queue is over its bound. A
-// duplicate is dropped (nil error); a fragment out of sequence is refused.
-// Whatever is not queued is released at once.
-func (q *outq) deliver(ctx context.Context, f proto.Frame, h *proto.MsgHeader, dataLen, from int, release func()) error {
+// deliver queues one MSG fragment from replica from of source h.Src; the
+// queue takes one reference on fr. A local sender (release == nil) waits
+// while the queue is over its bound. A duplicate is dropped (nil error); a
+// fragment out of sequence is refused. Whatever is not queued is released
+// at once.
+func (q *outq) deliver(ctx context.Context, fr *frame, h *proto.MsgHeader, dataLen, from int, release func()) error {
+	fr.ref()
+	it := item{f: fr.f, fr: fr, release: release, local: release == nil}
 	q.mu.Lock()
-	for release == nil && !q.closed && q.local > 0 && q.local+len(f) > q.max {
+	for it.local && !q.closed && q.local > 0 && q.local+len(it.f) > q.max {
 		room := q.room
 		q.mu.Unlock()
 		select {
 		case <-room:
 		case <-ctx.Done():
+			it.done()
 			return ctx.Err()
 		}
 		q.mu.Lock()
 	}
 	if q.closed {
 		q.mu.Unlock()
-		runRelease(release)
+		it.done()
 		return errClosedQueue
 	}
 	switch q.seq.check(h.Src, h, dataLen, from) {
 	case duplicate:
 		q.mu.Unlock()
-		runRelease(release)
+		it.done()
 		return nil
 	case violation:
 		q.mu.Unlock()
-		runRelease(release)
+		it.done()
 		return fmt.Errorf("router: message %d from rank %d to rank %d out of sequence", h.Seq, h.Src, h.Dst)
 	}
-	q.push(item{f: f, release: release, local: release == nil})
-	q.mu.Unlock()
+	q.enqueue(it)
 	return nil
 }
 
 // control queues a control frame (e.g. Start). It never waits.
 func (q *outq) control(f proto.Frame) {
 	q.mu.Lock()
-	if !q.closed {
-		q.push(item{f: f})
+	if q.closed {
+		q.mu.Unlock()
+		return
 	}
+	q.enqueue(item{f: f})
+}
+
+// enqueue writes it straight to the socket when nothing is queued and no
+// write is in progress, as far as the socket takes it without blocking, and
+// queues the rest. q.mu is held; enqueue unlocks it.
+func (q *outq) enqueue(it item) {
+	if q.raw == nil || q.busy || len(q.items) > 0 {
+		q.push(it, false)
+		q.mu.Unlock()
+		return
+	}
+	q.busy = true
+	raw := q.raw
+	q.mu.Unlock()
+	n := writeNow(raw, it.f)
+	q.mu.Lock()
+	q.busy = false
+	if n == len(it.f) || q.closed {
+		q.signal()
+		q.mu.Unlock()
+		it.done()
+		return
+	}
+	it.f = it.f[n:]
+	q.push(it, true) // before anything queued meanwhile
 	q.mu.Unlock()
 }
 
-// push appends it; q.mu is held.
-func (q *outq) push(it item) {
-	q.items = append(q.items, it)
+// writeNow writes as much of b as the socket takes without blocking.
+func writeNow(raw syscall.RawConn, b []byte) int {
+	n := 0
+	_ = raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || m <= 0 {
+				break
+			}
+			n += m
+		}
+		return true // never wait: the writer goroutine takes over
+	})
+	return n
+}
+
+// signal wakes the writer goroutine; q.mu is held.
+func (q *outq) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push queues it, at the front when first; q.mu is held.
+func (q *outq) push(it item, first bool) {
+	if first {
+		q.items = append([]item{it}, q.items...)
+	} else {
+		q.items = append(q.items, it)
+	}
 	if it.local {
 		q.local += len(it.f)
 	}
 	q.bytes += len(it.f)
 	q.peak = max(q.peak, q.bytes)
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	q.signal()
 }
 
 // close drops what is queued, makes the writer write final (if not nil),
@@ -116,13 +189,10 @@ func (q *outq) close(final proto.Frame) {
 	dropped := q.items
 	q.items, q.local, q.bytes = nil, 0, 0
 	close(q.room)
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	q.signal()
 	q.mu.Unlock()
 	for _, it := range dropped {
-		runRelease(it.release)
+		it.done()
 	}
 }
 
@@ -136,6 +206,13 @@ func runRelease(f func()) {
 // queue is closed or a write fails. It closes conn when it ends.
 func (q *outq) writeLoop(conn net.Conn) error {
 	defer conn.Close()
+	if sc, ok := conn.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			q.mu.Lock()
+			q.raw = raw
+			q.mu.Unlock()
+		}
+	}
 	for {
 		batch, final, done := q.next()
 		if done {
@@ -161,11 +238,16 @@ func (q *outq) writeLoop(conn net.Conn) error {
 // maxBatch bounds the frames written in one system call.
 const maxBatch = 64
 
-// next waits for frames to write and takes up to maxBatch of them; done is
-// set once the queue is closed and empty.
+// next waits for frames to write and a free socket, and takes up to
+// maxBatch frames; done is set once the queue is closed and empty.
 func (q *outq) next() (batch []item, final proto.Frame, done bool) {
 	for {
 		q.mu.Lock()
+		if q.busy {
+			q.mu.Unlock()
+			<-q.wake
+			continue
+		}
 		if len(q.items) > 0 {
 			n := min(len(q.items), maxBatch)
 			batch = append([]item(nil), q.items[:n]...)
@@ -174,11 +256,13 @@ func (q *outq) next() (batch []item, final proto.Frame, done bool) {
 			for _, it := range batch {
 				q.bytes -= len(it.f)
 			}
+			q.busy = true
 			q.mu.Unlock()
 			return batch, nil, false
 		}
 		if q.closed {
 			final, q.final = q.final, nil
+			q.raw = nil
 			q.mu.Unlock()
 			return nil, final, true
 		}
@@ -187,20 +271,19 @@ func (q *outq) next() (batch []item, final proto.Frame, done bool) {
 	}
 }
 
-// written releases a written batch and makes room for local senders.
+// written releases a written batch, frees the socket and makes room for
+// local senders.
 func (q *outq) written(batch []item) {
 	local := 0
 	for _, it := range batch {
 		if it.local {
 			local += len(it.f)
 		}
-		runRelease(it.release)
-	}
-	if local == 0 {
-		return
+		it.done()
 	}
 	q.mu.Lock()
-	if !q.closed {
+	q.busy = false
+	if local > 0 && !q.closed {
 		q.local -= local
 		close(q.room)
 		q.room = make(chan struct{})

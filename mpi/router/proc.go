@@ -82,14 +82,17 @@ func (j *Job) writeLoop(pr *proc, conn net.Conn) {
 func (j *Job) readLoop(pr *proc, conn net.Conn, br *bufio.Reader) {
 	defer j.wg.Done()
 	for {
-		f, err := proto.ReadFrame(br, j.cfg.bodyMax())
+		fr, err := j.r.frames.read(br, j.cfg.bodyMax())
 		if err != nil {
 			j.procGone(pr, fmt.Errorf("connection ended without Finalize: %w", err))
 			return
 		}
+		f := fr.f
 		switch f.Type() {
 		case proto.TypeMsg:
-			if err := j.route(pr, f); err != nil {
+			err := j.route(pr, fr)
+			fr.unref()
+			if err != nil {
 				if j.ctx.Err() == nil {
 					j.procGone(pr, err)
 					_ = conn.Close()
@@ -121,7 +124,8 @@ func (j *Job) readLoop(pr *proc, conn net.Conn, br *bufio.Reader) {
 // the agent running it. The source rank is stamped from the connection, and
 // the copy's sequence numbers are checked, so a process cannot pose as
 // another rank or break a receiver's reassembly.
-func (j *Job) route(from *proc, f proto.Frame) error {
+func (j *Job) route(from *proc, fr *frame) error {
+	f := fr.f
 	body := f.Body()
 	if len(body) < proto.MsgHeaderLen {
 		return fmt.Errorf("message of %d bytes", len(body))
@@ -141,7 +145,7 @@ func (j *Job) route(from *proc, f proto.Frame) error {
 	}
 	for _, host := range j.spec.Hosts[h.Dst] {
 		if host == j.self {
-			err = j.local[h.Dst].q.deliver(j.ctx, f, &h, n, from.Replica, nil)
+			err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, from.Replica, nil)
 		} else {
 			err = j.linkTo(host).send(f)
 		}

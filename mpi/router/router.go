@@ -43,6 +43,7 @@ type Router struct {
 	path    string
 	ln      *net.UnixListener
 	pending chan struct{} // one token per connection still in its handshake
+	frames  *framePool
 	wg      sync.WaitGroup
 
 	mu     sync.Mutex // guards jobs, ended, endedQ, closed
@@ -72,7 +73,8 @@ func New(h host.Host, socketPath string, cfg Config) (*Router, error) {
 		return nil, fmt.Errorf("router: chmod %s: %w", socketPath, err)
 	}
 	r := &Router{h: h, cfg: cfg, path: socketPath, ln: ln, pending: make(chan struct{}, cfg.MaxPending),
-		jobs: map[string]*Job{}, ended: map[string]bool{}}
+		frames: newFramePool(cfg.frameMax()),
+		jobs:   map[string]*Job{}, ended: map[string]bool{}}
 	h.SetStreamHandler(ProtocolID, r.handleStream)
 	r.wg.Add(1)
 	go r.acceptLoop()
