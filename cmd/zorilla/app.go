@@ -17,7 +17,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
-			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(),
+			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(),
+			testnetCommand(),
 		},
 		// Errors are printed once, by run, with the exit code they carry.
 		ExitErrHandler: func(*cli.Context, error) {},

@@ -24,10 +24,15 @@ func notifyInterrupt(parent context.Context) (context.Context, context.CancelFun
 	return signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 }
 
+// cancelWait bounds how long an interrupted command waits for the job's
+// end: workers kill a job's processes within seconds (proc's kill grace is
+// 5 s), so a job still not over after this is stuck somewhere else.
+const cancelWait = 30 * time.Second
+
 // followJob prints a job's updates until it ends and returns its final
 // record. When interrupted ends (Ctrl-C), the job is cancelled everywhere and
-// followed to its end; stop is called then, so that a second Ctrl-C ends the
-// command at once.
+// followed to its end (for at most cancelWait); stop, unless nil, is called
+// then, so that a second Ctrl-C ends the command at once.
 func followJob(interrupted context.Context, stop func(), cl *node.Client, id job.ID, p *printer) (job.Record, error) {
 	watch, endWatch := context.WithCancel(context.Background())
 	defer endWatch()
@@ -35,12 +40,22 @@ func followJob(interrupted context.Context, stop func(), cl *node.Client, id job
 	wg.Go(func() {
 		select {
 		case <-interrupted.Done():
-			stop()
-			p.notef("cancelling job %s (Ctrl-C again to stop waiting)", id)
+			if stop != nil {
+				stop()
+				p.notef("cancelling job %s (Ctrl-C again to stop waiting)", id)
+			} else {
+				p.notef("cancelling job %s", id)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 			defer cancel()
 			if err := cl.Cancel(ctx, id); err != nil {
 				p.notef("cancel: %v", err) // the job may have just ended; the watch tells
+			}
+			select {
+			case <-watch.Done():
+			case <-time.After(cancelWait):
+				p.notef("job %s did not end within %v of the cancel; see zorilla status %s", id, cancelWait, id)
+				endWatch()
 			}
 		case <-watch.Done():
 		}

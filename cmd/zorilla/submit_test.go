@@ -175,6 +175,11 @@ func TestBadCommandLinesExit2(t *testing.T) {
 		{[]string{"status", "--data-dir", dd, "../etc"}, "job id"},
 		{[]string{"cancel", "--data-dir", dd}, "one JOB"},
 		{[]string{"jobs", "--data-dir", dd, "extra"}, "no arguments"},
+		{[]string{"demo", "--agents", "0"}, "--agents"},
+		{[]string{"demo", "--procs", "100"}, "--procs"},
+		{[]string{"demo", "--agents", "2", "-n", "5"}, "-n: must be 1..4"},
+		{[]string{"demo", "--program", "/no/such/program"}, "no such file"},
+		{[]string{"demo", "--timeout", "1ms"}, "--timeout"},
 	} {
 		r := zorilla(c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {

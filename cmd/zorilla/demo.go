@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// Bounds of the demo network: it runs on one machine.
+const (
+	maxDemoAgents = 64
+	maxDemoProcs  = 64
+	// demoExample is the program the demo builds: every rank says where it
+	// runs, then the ranks compute π together (Reduce).
+	demoExample = "pi"
+	// modulePath is the module whose examples the demo builds.
+	modulePath = "github.com/zorilla-p2p/zorilla"
+)
+
+func demoCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "demo",
+		Usage: "start a local network of agents, run an MPI example on it, show its output, stop the network",
+		Description: "Starts --agents agents as separate processes on 127.0.0.1 (each its own data dir in a\n" +
+			"temporary folder, offering --procs slots), builds examples/" + demoExample + " with the Go toolchain\n" +
+			"(or runs --program FILE), submits it with -n ranks spread over the agents through the\n" +
+			"first agent, streams the output tagged by rank, prints a summary, and stops every agent.",
+		ArgsUsage: "[ARGS...]   (arguments of the program)",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "agents", Usage: "agents to start", Value: 8},
+			&cli.IntFlag{Name: "procs", Usage: "processes each agent accepts (its --max-procs and --cores)", Value: 2},
+			&cli.IntFlag{Name: "n", Usage: "ranks of the job (default: one per agent)"},
+			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + demoExample},
+			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
+			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the job", Value: time.Minute},
+		},
+		OnUsageError: onUsageError,
+		Action:       demoAction,
+	}
+}
+
+// demoConfig is what the demo's flags ask for.
+type demoConfig struct {
+	agents, procs, n int
+	program          string
+	args             []string
+	keep             bool
+	timeout          time.Duration
+}
+
+func demoConfigFrom(c *cli.Context) (demoConfig, error) {
+	cfg := demoConfig{agents: c.Int("agents"), procs: c.Int("procs"), n: c.Int("n"),
+		program: c.String("program"), args: c.Args().Slice(), keep: c.Bool("keep"), timeout: c.Duration("timeout")}
+	if cfg.n == 0 && !c.IsSet("n") {
+		cfg.n = cfg.agents
+	}
+	switch {
+	case cfg.agents < 1 || cfg.agents > maxDemoAgents:
+		return cfg, fmt.Errorf("--agents: must be 1..%d, got %d", maxDemoAgents, cfg.agents)
+	case cfg.procs < 1 || cfg.procs > maxDemoProcs:
+		return cfg, fmt.Errorf("--procs: must be 1..%d, got %d", maxDemoProcs, cfg.procs)
+	case cfg.n < 1 || cfg.n > cfg.agents*cfg.procs:
+		return cfg, fmt.Errorf("-n: must be 1..%d (agents x procs), got %d", cfg.agents*cfg.procs, cfg.n)
+	case cfg.timeout < time.Second:
+		return cfg, fmt.Errorf("--timeout: must be at least 1s, got %v", cfg.timeout)
+	}
+	if cfg.program != "" {
+		if err := checkLocalFiles(job.Description{Executable: cfg.program}); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+func demoAction(c *cli.Context) error {
+	cfg, err := demoConfigFrom(c)
+	if err != nil {
+		return usageError(err)
+	}
+	out, errw := c.App.Writer, c.App.ErrWriter
+	ctx, stop := notifyInterrupt(c.Context)
+	defer stop()
+	dir, err := os.MkdirTemp("", "zdemo") // short: agents' sockets live under it
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("demo: %v", err), 1)
+	}
+	net := &demoNet{dir: dir, log: errw}
+	defer func() {
+		net.stop()
+		if cfg.keep {
+			fmt.Fprintf(errw, "zorilla demo: kept the agents' data dirs and logs in %s\n", dir)
+		} else {
+			os.RemoveAll(dir)
+		}
+	}()
+	rec, err := runDemo(ctx, cfg, net, out, errw)
+	if err != nil {
+		return err
+	}
+	return jobExit(rec)
+}
+
+// runDemo starts the network, gets the program, runs the job and prints
+// the summary.
+func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Writer) (job.Record, error) {
+	t0 := time.Now()
+	if err := net.start(ctx, cfg.agents, cfg.procs); err != nil {
+		return job.Record{}, demoError(ctx, err)
+	}
+	fmt.Fprintf(errw, "zorilla demo: %d agents up in %v (data dirs in %s)\n", cfg.agents, since(t0), net.dir)
+	if err := net.awaitNeighbours(ctx); err != nil {
+		return job.Record{}, demoError(ctx, err)
+	}
+	prog := cfg.program
+	if prog == "" {
+		fmt.Fprintf(errw, "zorilla demo: building examples/%s\n", demoExample)
+		var err error
+		if prog, err = buildExample(ctx, net.dir, demoExample); err != nil {
+			return job.Record{}, demoError(ctx, err)
+		}
+	}
+	d := job.NewDescription(prog, cfg.args, cfg.n)
+	d.Strategy, d.Timeout, d.Deadline = job.Spread, cfg.timeout, 30*time.Second
+	if err := d.Validate(); err != nil {
+		return job.Record{}, usageError(err)
+	}
+	cl := net.agents[0].client
+	t1 := time.Now()
+	id, err := submitJob(ctx, cl, d, false)
+	if err != nil {
+		return job.Record{}, err
+	}
+	fmt.Fprintf(errw, "zorilla demo: submitted %s -n %d through agent a0 as job %s\n", filepath.Base(prog), cfg.n, id)
+	// No stop: further Ctrl-Cs are ignored, the network is stopped either way.
+	rec, err := followJob(ctx, nil, cl, id, newPrinter(out, errw, id))
+	if err != nil {
+		return rec, err
+	}
+	writeDemoSummary(out, rec, net.names(), time.Since(t1))
+	return rec, nil
+}
+
+// demoError reports a failed step, or the interrupt that caused it.
+func demoError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return cli.Exit("demo interrupted", exitInterrupted)
+	}
+	var coder cli.ExitCoder
+	if errors.As(err, &coder) {
+		return err
+	}
+	return cli.Exit("demo: "+err.Error(), 1)
+}
+
+// writeDemoSummary says how the job ended, how long it took, and which
+// agents ran which ranks.
+func writeDemoSummary(w io.Writer, rec job.Record, names map[string]string, took time.Duration) {
+	fmt.Fprintf(w, "\njob %s %s in %v (submit to end)", rec.ID, rec.State, took.Round(time.Millisecond))
+	if steps := stateSteps(rec.History); steps != "" {
+		fmt.Fprintf(w, ": %s", steps)
+	}
+	fmt.Fprintln(w)
+	if rec.Plan == nil {
+		return
+	}
+	fmt.Fprintf(w, "%d ranks on %d agents:\n", rec.Plan.N*rec.Plan.R, len(rec.Plan.Hosts))
+	for _, h := range rec.Plan.Hosts {
+		name := names[h.Offer.Peer.String()]
+		fmt.Fprintf(w, "  %-4s %s  ranks %s\n", name, shortPeer(h.Offer.Peer), procList(h.Procs))
+	}
+}
+
+// stateSteps is how long the job spent reserving, starting and running.
+func stateSteps(h []job.Event) string {
+	var parts []string
+	for i := 1; i < len(h); i++ {
+		switch prev := h[i-1].State; prev {
+		case job.Reserving, job.Starting, job.Running:
+			parts = append(parts, fmt.Sprintf("%s %v", prev, h[i].At.Sub(h[i-1].At).Round(time.Millisecond)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// buildExample compiles examples/<name> into dir with the Go toolchain,
+// from the zorilla module found around the working directory or the
+// source this command was built from.
+func buildExample(ctx context.Context, dir, name string) (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("no Go toolchain on PATH to build examples/%s; build an MPI program yourself "+
+			"(e.g. go build ./examples/%s) and run zorilla demo --program FILE", name, name)
+	}
+	root := moduleRoot()
+	if root == "" {
+		return "", fmt.Errorf("the %s sources are not around %s; run the demo from a clone of the repository, "+
+			"or build a program and run zorilla demo --program FILE", modulePath, mustGetwd())
+	}
+	out := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, modulePath+"/examples/"+name)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build examples/%s in %s: %v\n%s", name, root, err, b)
+	}
+	return out, nil
+}
+
+// moduleRoot finds the folder of the zorilla module's go.mod: above the
+// working directory, or above this file's source when the binary was built
+// from a clone (go run ./cmd/zorilla).
+func moduleRoot() string {
+	starts := []string{mustGetwd()}
+	if _, file, _, ok := runtime.Caller(0); ok {
+		starts = append(starts, filepath.Dir(file))
+	}
+	for _, s := range starts {
+		for dir := s; dir != ""; {
+			if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+				if moduleOf(b) == modulePath {
+					return dir
+				}
+				break // another module: its examples are not ours
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return ""
+}
+
+// moduleOf reads the module path of a go.mod file.
+func moduleOf(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
+}
+
+func mustGetwd() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	return wd
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }
