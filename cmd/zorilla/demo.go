@@ -34,13 +34,14 @@ func demoCommand() *cli.Command {
 		Usage: "start a local network of agents, run an MPI example on it, show its output, stop the network",
 		Description: "Starts --agents agents as separate processes on 127.0.0.1 (each its own data dir in a\n" +
 			"temporary folder, offering --procs slots), builds examples/" + demoExample + " with the Go toolchain\n" +
-			"(or runs --program FILE), submits it with -n ranks spread over the agents through the\n" +
-			"first agent, streams the output tagged by rank, prints a summary, and stops every agent.",
+			"(or runs --program FILE), submits it with -n ranks through the first agent, streams the\n" +
+			"output tagged by rank, prints a summary, and stops every agent.",
 		ArgsUsage: "[ARGS...]   (arguments of the program)",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "agents", Usage: "agents to start", Value: 8},
 			&cli.IntFlag{Name: "procs", Usage: "processes each agent accepts (its --max-procs and --cores)", Value: 2},
 			&cli.IntFlag{Name: "n", Usage: "ranks of the job (default: one per agent)"},
+			&cli.StringFlag{Name: "a", Usage: "placement: spread or concentrate (default: spread when there is an agent per rank, else concentrate)"},
 			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + demoExample},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
 			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the job", Value: time.Minute},
@@ -53,6 +54,7 @@ func demoCommand() *cli.Command {
 // demoConfig is what the demo's flags ask for.
 type demoConfig struct {
 	agents, procs, n int
+	strategy         job.Strategy
 	program          string
 	args             []string
 	keep             bool
@@ -64,6 +66,14 @@ func demoConfigFrom(c *cli.Context) (demoConfig, error) {
 		program: c.String("program"), args: c.Args().Slice(), keep: c.Bool("keep"), timeout: c.Duration("timeout")}
 	if cfg.n == 0 && !c.IsSet("n") {
 		cfg.n = cfg.agents
+	}
+	cfg.strategy = demoStrategy(cfg.n, cfg.agents)
+	if c.IsSet("a") {
+		s, err := job.ParseStrategy(c.String("a"))
+		if err != nil {
+			return cfg, fmt.Errorf("-a: %w", err)
+		}
+		cfg.strategy = s
 	}
 	switch {
 	case cfg.agents < 1 || cfg.agents > maxDemoAgents:
@@ -131,7 +141,7 @@ func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Wri
 		}
 	}
 	d := job.NewDescription(prog, cfg.args, cfg.n)
-	d.Strategy, d.Timeout, d.Deadline = job.Spread, cfg.timeout, 30*time.Second
+	d.Strategy, d.Timeout, d.Deadline = cfg.strategy, cfg.timeout, 30*time.Second
 	if err := d.Validate(); err != nil {
 		return job.Record{}, usageError(err)
 	}
@@ -141,7 +151,7 @@ func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Wri
 	if err != nil {
 		return job.Record{}, err
 	}
-	fmt.Fprintf(errw, "zorilla demo: submitted %s -n %d through agent a0 as job %s\n", filepath.Base(prog), cfg.n, id)
+	fmt.Fprintf(errw, "zorilla demo: submitted %s -n %d -a %s through agent a0 as job %s\n", filepath.Base(prog), cfg.n, cfg.strategy, id)
 	// No stop: further Ctrl-Cs are ignored, the network is stopped either way.
 	rec, err := followJob(ctx, nil, cl, id, newPrinter(out, errw, id))
 	if err != nil {
@@ -149,6 +159,17 @@ func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Wri
 	}
 	writeDemoSummary(out, rec, net.names(), time.Since(t1))
 	return rec, nil
+}
+
+// demoStrategy spreads the ranks when every rank can have its own agent.
+// With more ranks than agents every agent is used either way, and spread
+// would wait for one offer per rank that this network cannot give until
+// its flood reaches the last radius (job.Enough).
+func demoStrategy(n, agents int) job.Strategy {
+	if n <= agents {
+		return job.Spread
+	}
+	return job.Concentrate
 }
 
 // demoError reports a failed step, or the interrupt that caused it.

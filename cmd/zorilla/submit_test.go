@@ -180,6 +180,7 @@ func TestBadCommandLinesExit2(t *testing.T) {
 		{[]string{"demo", "--agents", "2", "-n", "5"}, "-n: must be 1..4"},
 		{[]string{"demo", "--program", "/no/such/program"}, "no such file"},
 		{[]string{"demo", "--timeout", "1ms"}, "--timeout"},
+		{[]string{"demo", "-a", "round"}, "strategy"},
 	} {
 		r := zorilla(c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
