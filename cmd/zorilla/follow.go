@@ -155,20 +155,7 @@ func withColon(s string) string {
 func writeDryRun(w io.Writer, rec job.Record) error {
 	d := rec.Desc
 	plan, perr := job.Place(d.Strategy, rec.Offers, d.Nodes, d.Replicas)
-	use := map[string]int{}
-	for _, h := range plan.Hosts {
-		use[h.Offer.Lease] = len(h.Procs)
-	}
-	fmt.Fprintf(w, "offers (rlist, closest first): %d\n", len(rec.Offers))
-	if len(rec.Offers) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  #\tPEER\tSLOTS\tCORES\tMEMORY\tRTT\tPLACED")
-		for i, o := range rec.Offers {
-			fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%s\t%v\t%d\n", i+1, o.Peer, o.Slots, o.Cores,
-				job.FormatSize(o.Memory), o.RTT.Round(time.Microsecond), use[o.Lease])
-		}
-		tw.Flush()
-	}
+	writeOffers(w, rec.Offers, plan)
 	if perr != nil {
 		fmt.Fprintf(w, "not feasible: n=%d r=%d: %v\n", d.Nodes, d.Replicas, perr)
 		return cli.Exit(fmt.Sprintf("job %s: dry run: not feasible", rec.ID), 1)
@@ -178,4 +165,24 @@ func writeDryRun(w io.Writer, rec job.Record) error {
 		return jobExit(rec)
 	}
 	return nil
+}
+
+// writeOffers prints an rlist in its order, with how many processes plan
+// puts on each offer.
+func writeOffers(w io.Writer, offers []job.Offer, plan job.Plan) {
+	use := map[string]int{}
+	for _, h := range plan.Hosts {
+		use[h.Offer.Lease] = len(h.Procs)
+	}
+	fmt.Fprintf(w, "offers (rlist, closest first): %d\n", len(offers))
+	if len(offers) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tPEER\tSLOTS\tCORES\tMEMORY\tRTT\tPLACED")
+	for i, o := range offers {
+		fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%s\t%v\t%d\n", i+1, o.Peer, o.Slots, o.Cores,
+			job.FormatSize(o.Memory), o.RTT.Round(time.Microsecond), use[o.Lease])
+	}
+	tw.Flush()
 }

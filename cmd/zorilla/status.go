@@ -81,6 +81,10 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	if r.Plan != nil {
 		writePlan(w, *r.Plan)
 	}
+	if r.DryRun {
+		plan, _ := job.Place(d.Strategy, r.Offers, d.Nodes, d.Replicas)
+		writeOffers(w, r.Offers, plan)
+	}
 }
 
 // writeHistory lists every state change with its time and the time since

@@ -100,6 +100,10 @@ func TestSubmitDryRunListsOffers(t *testing.T) {
 	if strings.Contains(r.stdout, "never runs") {
 		t.Errorf("a dry run ran the program")
 	}
+	st := zorilla("status", "--data-dir", dd, jobIDIn(t, r.stderr))
+	if !strings.Contains(st.stdout, "dry run") || !strings.Contains(st.stdout, "offers (rlist, closest first): 2") {
+		t.Errorf("status of the dry run:\n%v", st)
+	}
 	r = zorilla("submit", "--data-dir", dd, "--dry-run", "--deadline", "1s", "-n", "5", prog)
 	if r.code != 1 || !strings.Contains(r.stdout, "not feasible: n=5 r=1") || !strings.Contains(r.stdout, "4 of 5 process slots") {
 		t.Errorf("infeasible dry run: %v", r)
