@@ -187,7 +187,7 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 	if err != nil {
 		return nil, fmt.Errorf("open pipes: %w", err)
 	}
-	osp, err := os.StartProcess(path, argv, &os.ProcAttr{
+	osp, err := startProcess(path, argv, &os.ProcAttr{
 		Dir: s.Dir, Env: env, Files: files.child,
 		// Pdeathsig: if the agent dies its processes go with it, since no
 		// one would route their messages. It is tied to the forking thread.
@@ -206,6 +206,37 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 		}
 	}
 	return p, nil
+}
+
+// execBusyTries bounds the tries to exec a program that the kernel finds
+// busy (ETXTBSY): a program the agent has just staged can still be open for
+// writing in a child that another goroutine forked at that moment
+// (go.dev/issue/22315), until that child execs, within milliseconds.
+const execBusyTries = 10
+
+// retryBusy calls exec until it does not fail with ETXTBSY, at most
+// execBusyTries times, waiting 1 ms, 2 ms, ... (at most 100 ms) in between.
+func retryBusy(exec func() error) error {
+	backoff := time.Millisecond
+	for i := 1; ; i++ {
+		err := exec()
+		if !errors.Is(err, syscall.ETXTBSY) || i == execBusyTries {
+			return err
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 100*time.Millisecond)
+	}
+}
+
+// startProcess is os.StartProcess, retried while the program is busy.
+func startProcess(path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	var p *os.Process
+	err := retryBusy(func() error {
+		var err error
+		p, err = os.StartProcess(path, argv, attr)
+		return err
+	})
+	return p, err
 }
 
 // awaitExec reads the shim's report pipe: EOF with nothing read means the

@@ -67,7 +67,7 @@ func shimExec(v string) (string, error) {
 			return stage, err
 		}
 	}
-	return "exec", unix.Exec(os.Args[1], os.Args[1:], env)
+	return "exec", retryBusy(func() error { return unix.Exec(os.Args[1], os.Args[1:], env) })
 }
 
 // rlimitResources are the resources of Limits, in the order of fields().
