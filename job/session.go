@@ -113,7 +113,7 @@ func (ss *session) reserve() (Plan, error) {
 	defer cancel()
 	enough := make(chan struct{})
 	flooded := make(chan error, 1)
-	adv := flood.Advert{Job: string(ss.id), Submitter: ss.s.h.ID(), Addrs: ss.s.h.Addrs(), Body: body}
+	adv := flood.Advert{Job: FloodKey(ss.id, ss.rec.Matches), Submitter: ss.s.h.ID(), Addrs: ss.s.h.Addrs(), Body: body}
 	go func() { flooded <- ss.s.flood.Advertise(ctx, adv, enough, ss.s.cfg.Schedule) }()
 	deadline := time.NewTimer(ss.deadline())
 	defer deadline.Stop()

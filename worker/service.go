@@ -125,7 +125,7 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 		log.Debugw("advert with a bad need", "job", a.Job, "err", err)
 		return
 	}
-	if string(need.Job) != a.Job {
+	if !job.IsFloodKeyOf(a.Job, need.Job) {
 		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
 		return
 	}
