@@ -41,15 +41,14 @@ func (ss *session) startAndRun(plan Plan) error {
 	if failed := ss.sendAll(ss.commits(plan)); len(failed) > 0 {
 		f := failure{kind: HostSilent, hosts: failed,
 			why: fmt.Sprintf("%d host(s) refused or did not answer the commit", len(failed))}
-		ss.stopStart(f)
-		return f
+		return ss.stopStart(f)
 	}
 	err := ss.watch(plan)
 	var f failure
 	switch {
 	case err == nil:
 	case ss.rec.State != Running && errors.As(err, &f):
-		ss.stopStart(f)
+		return ss.stopStart(f)
 	default:
 		ss.killAll(err.Error())
 	}
@@ -58,8 +57,10 @@ func (ss *session) startAndRun(plan Plan) error {
 
 // stopStart ends a failed start. Every process is killed; the hosts not at
 // fault keep their slots under new lease keys (ss.kept), so that a retry
-// on the same hosts and the spares can commit again.
-func (ss *session) stopStart(f failure) {
+// on the same hosts and the spares can commit again. A host that could not
+// keep them (it had failed too, or vanished) joins the hosts at fault in
+// the failure returned.
+func (ss *session) stopStart(f failure) failure {
 	bad := peerSet(f.hosts)
 	kill, keep := map[peer.ID]LeaseRequest{}, map[peer.ID]LeaseRequest{}
 	for p, h := range ss.hosts {
@@ -81,6 +82,12 @@ func (ss *session) stopStart(f failure) {
 			ss.kept[p] = rep.Lease
 		}
 	}
+	for p := range ss.hosts {
+		if _, ok := ss.kept[p]; !ok && !bad[p] {
+			f.hosts = append(f.hosts, p)
+		}
+	}
+	return f
 }
 
 // withKept returns plan with the lease keys its hosts kept after a failed
