@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
@@ -104,8 +105,11 @@ func (s *Session) readMsg(br *bufio.Reader, n int) error {
 	if err != nil {
 		return err
 	}
-	dst := in.buf[h.Offset : int(h.Offset)+dataLen]
-	if _, err := io.ReadFull(br, dst); err != nil {
+	end := int(h.Offset) + dataLen
+	if !in.direct { // the message's own buffer grows with what really arrives
+		in.buf = slices.Grow(in.buf, dataLen)[:end]
+	}
+	if _, err := io.ReadFull(br, in.buf[h.Offset:end]); err != nil {
 		return s.lost(err)
 	}
 	if h.Last(dataLen) {
@@ -143,7 +147,7 @@ func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (*inMsg, error) {
 	if in.recv != nil && len(in.recv.buf) >= in.total {
 		in.buf, in.direct = in.recv.buf, true // straight into the user's buffer
 	} else {
-		in.buf = make([]byte, in.total)
+		in.buf = make([]byte, 0, min(in.total, 1<<20))
 	}
 	s.partial[h.Src] = in
 	return in, nil
