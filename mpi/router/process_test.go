@@ -15,6 +15,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/mpi/internal/mpitest"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
 
 // binDir holds the programs the tests build; TestMain removes it.
@@ -28,20 +29,33 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildRing builds examples/ring once per test binary.
-var buildRing = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "zring")
-	if err != nil {
-		return "", err
+// build builds an example program once per test binary.
+func build(name string) (string, error) {
+	builds.Lock()
+	defer builds.Unlock()
+	if bin, ok := builds.bins[name]; ok {
+		return bin, nil
 	}
-	binDir = dir
-	bin := filepath.Join(dir, "ring")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/zorilla-p2p/zorilla/examples/ring").CombinedOutput()
+	if binDir == "" {
+		dir, err := os.MkdirTemp("", "zbin")
+		if err != nil {
+			return "", err
+		}
+		binDir = dir
+	}
+	bin := filepath.Join(binDir, name)
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/zorilla-p2p/zorilla/examples/"+name).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
+	builds.bins[name] = bin
 	return bin, nil
-})
+}
+
+var builds = struct {
+	sync.Mutex
+	bins map[string]string
+}{bins: map[string]string{}}
 
 // rankProc is one real rank process.
 type rankProc struct {
@@ -78,7 +92,7 @@ func envOf(o mpi.Options) []string {
 // TestRealProcesses: examples/ring, built and run as 5 processes on two
 // agents, passes its token and ends cleanly.
 func TestRealProcesses(t *testing.T) {
-	bin, err := buildRing()
+	bin, err := build("ring")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +119,7 @@ func TestRealProcesses(t *testing.T) {
 // TestKilledProcess: one rank process is killed (SIGKILL) mid-run; every
 // other process's blocked call fails promptly naming it, and they all exit.
 func TestKilledProcess(t *testing.T) {
-	bin, err := buildRing()
+	bin, err := build("ring")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,5 +157,39 @@ func TestKilledProcess(t *testing.T) {
 		if r != 2 && !strings.Contains(p.stderr.String(), "rank lost (rank 2)") {
 			t.Errorf("rank %d stderr %q does not name rank 2", r, p.stderr.String())
 		}
+	}
+}
+
+// TestPingPongProcesses: examples/pingpong runs as two processes on two
+// agents and reports every size. ZORILLA_PINGPONG_MAX raises the largest
+// size, to measure by hand.
+func TestPingPongProcesses(t *testing.T) {
+	bin, err := build("pingpong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maxSize := "4096"
+	if v := os.Getenv("ZORILLA_PINGPONG_MAX"); v != "" {
+		maxSize = v
+	}
+	c := newCluster(t, 2, router.DefaultConfig())
+	j, err := c.AddJob(2, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Remove()
+	procs := startRanks(t, bin, j, maxSize)
+	if err := j.Release(ctxFor(t, 20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for r, p := range procs {
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("rank %d: %v\n%s", r, err, p.stderr.String())
+		}
+	}
+	out := procs[0].stdout.String()
+	t.Logf("\n%s", out)
+	if lines := strings.Count(out, "\n"); lines < 2 || !strings.Contains(out, " "+maxSize+" ") {
+		t.Fatalf("pingpong printed %q", out)
 	}
 }
