@@ -172,3 +172,27 @@ func TestRouterClose(t *testing.T) {
 		t.Fatal("second router on a socket in use")
 	}
 }
+
+// TestJobIDReuse: a job ID is unique while the job is here, and may be
+// added again once removed (a retried start).
+func TestJobIDReuse(t *testing.T) {
+	c := newCluster(t, 1, mpitest.FastConfig())
+	r := c.Routers[0]
+	spec := router.JobSpec{ID: "again", Key: "k1", Size: 1, Replicas: 1,
+		Hosts: [][]peer.ID{{c.Hosts[0].ID()}}, Local: []router.Proc{{}}}
+	if _, err := r.AddJob(spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.AddJob(spec); !errors.Is(err, router.ErrJobExists) {
+		t.Fatalf("second add: %v", err)
+	}
+	r.RemoveJob(spec.ID)
+	spec.Key = "k2"
+	if _, err := r.AddJob(spec); err != nil {
+		t.Fatalf("add after remove: %v", err)
+	}
+	opt := mpi.Options{Socket: r.Socket(), Job: "again", Key: "k1", Size: 1}
+	if _, err := mpi.InitWith(ctxFor(t, 5*time.Second), opt); !errors.Is(err, mpi.ErrRefused) {
+		t.Fatalf("old key after re-add: %v", err)
+	}
+}

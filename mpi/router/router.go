@@ -118,9 +118,10 @@ func (r *Router) AddJob(spec JobSpec) (*Job, error) {
 	switch {
 	case r.closed:
 		return nil, ErrClosed
-	case r.jobs[spec.ID] != nil || r.ended[spec.ID]:
+	case r.jobs[spec.ID] != nil:
 		return nil, fmt.Errorf("%w: %s", ErrJobExists, spec.ID)
 	}
+	delete(r.ended, spec.ID) // a retried start may reuse the ID (with a new key)
 	j := newJob(r, spec)
 	r.jobs[spec.ID] = j
 	return j, nil

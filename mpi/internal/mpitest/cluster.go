@@ -206,21 +206,3 @@ func runRank(ctx context.Context, opt mpi.Options, fn func(c *mpi.Comm) error) e
 	}
 	return s.Finalize()
 }
-
-// Run starts a cluster of agents, runs fn on size ranks spread round-robin
-// over them, and tears everything down: the whole life of a small job, for
-// examples.
-func Run(agents, size int, fn func(c *mpi.Comm) error) error {
-	c, err := NewCluster(agents, router.DefaultConfig())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	j, err := c.AddJob(size, RoundRobin(agents))
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return errors.Join(j.Run(ctx, fn)...)
-}
