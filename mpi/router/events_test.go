@@ -2,6 +2,8 @@ package router_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,5 +196,87 @@ func TestJobIDReuse(t *testing.T) {
 	opt := mpi.Options{Socket: r.Socket(), Job: "again", Key: "k1", Size: 1}
 	if _, err := mpi.InitWith(ctxFor(t, 5*time.Second), opt); !errors.Is(err, mpi.ErrRefused) {
 		t.Fatalf("old key after re-add: %v", err)
+	}
+}
+
+// TestReplicatedRanks: with two copies of every rank on distinct agents,
+// every copy sends to every copy of its destination, and the routers drop
+// the duplicates: each copy of a rank sees every message once, in order,
+// and the copies compute the same results.
+func TestReplicatedRanks(t *testing.T) {
+	c := newCluster(t, 3, mpitest.FastConfig())
+	j, err := c.AddReplicatedJob(4, 2, func(r, k int) int { return (r + k) % 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan string, len(j.Opts))
+	noErrors(t, j.Run(ctxFor(t, 20*time.Second), func(cm *mpi.Comm) error {
+		n, me := cm.Size(), cm.Rank()
+		for i := 0; i < 20; i++ { // a stream of numbered messages around the ring
+			out := []int64{int64(100*me + i)}
+			in := make([]int64, 1)
+			if _, err := mpi.Sendrecv(cm, out, (me+1)%n, 1, in, (me+n-1)%n, 1); err != nil {
+				return err
+			}
+			if want := int64(100*((me+n-1)%n) + i); in[0] != want {
+				return fmt.Errorf("message %d: got %d, want %d", i, in[0], want)
+			}
+		}
+		sum := make([]float64, 1)
+		if err := mpi.Allreduce(cm, []float64{float64(me) + 0.25}, sum, mpi.Sum); err != nil {
+			return err
+		}
+		if ok, _, _ := cm.Iprobe(mpi.AnySource, mpi.AnyTag); ok {
+			return fmt.Errorf("a duplicate message is waiting")
+		}
+		results <- fmt.Sprintf("rank %d replica %d: %v", me, cm.Session().Replica(), sum[0])
+		return nil
+	}))
+	close(results)
+	got := 0
+	for r := range results {
+		if !strings.HasSuffix(r, ": 7") {
+			t.Errorf("%s, want 7", r)
+		}
+		got++
+	}
+	if got != 8 {
+		t.Errorf("%d copies reported, want 8", got)
+	}
+}
+
+// TestLateAttach: a copy that connects after the job was released gets its
+// Start with its Welcome, and messages sent to it before it connected wait
+// for it.
+func TestLateAttach(t *testing.T) {
+	c := newCluster(t, 2, mpitest.FastConfig())
+	j, err := c.AddJob(2, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Remove()
+	ctx := ctxFor(t, 20*time.Second)
+	first := make(chan error, 1)
+	go func() {
+		s, err := mpi.InitWith(ctx, j.Opts[0])
+		if err == nil {
+			err = mpi.Send(s.World(), []byte("early"), 1, 0)
+		}
+		first <- err
+	}()
+	waitEvent(t, j.Jobs[0], router.EventInit)
+	j.Jobs[0].Release()
+	j.Jobs[1].Release() // before rank 1 ever connected
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	s, err := mpi.InitWith(ctx, j.Opts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	st, err := mpi.Recv(s.World(), buf, 0, 0)
+	if err != nil || string(buf[:st.Count]) != "early" {
+		t.Fatalf("late rank got %q, %v", buf[:st.Count], err)
 	}
 }

@@ -109,6 +109,13 @@ func RoundRobin(agents int) func(rank int) int {
 // AddJob adds a job of size ranks, rank r on agent place(r), to every
 // router that runs one of its ranks.
 func (c *Cluster) AddJob(size int, place func(rank int) int) (*Job, error) {
+	return c.AddReplicatedJob(size, 1, func(rank, _ int) int { return place(rank) })
+}
+
+// AddReplicatedJob adds a job of size ranks with replicas copies each, copy
+// k of rank r on agent place(r, k) (copies of a rank on distinct agents).
+// Opts lists every copy, rank by rank.
+func (c *Cluster) AddReplicatedJob(size, replicas int, place func(rank, replica int) int) (*Job, error) {
 	c.mu.Lock()
 	c.seq++
 	id := fmt.Sprintf("job-%d", c.seq)
@@ -120,17 +127,22 @@ func (c *Cluster) AddJob(size int, place func(rank int) int) (*Job, error) {
 	hosts := make([][]peer.ID, size)
 	local := make([][]router.Proc, len(c.Hosts))
 	for r := 0; r < size; r++ {
-		a := place(r)
-		j.Host[r] = a
-		hosts[r] = []peer.ID{c.Hosts[a].ID()}
-		local[a] = append(local[a], router.Proc{Rank: r})
-		j.Opts = append(j.Opts, mpi.Options{Socket: c.Routers[a].Socket(), Job: id, Key: j.Key, Rank: r, Size: size})
+		for k := 0; k < replicas; k++ {
+			a := place(r, k)
+			if k == 0 {
+				j.Host[r] = a
+			}
+			hosts[r] = append(hosts[r], c.Hosts[a].ID())
+			local[a] = append(local[a], router.Proc{Rank: r, Replica: k})
+			j.Opts = append(j.Opts, mpi.Options{Socket: c.Routers[a].Socket(), Job: id, Key: j.Key,
+				Rank: r, Size: size, Replica: k})
+		}
 	}
 	for a, procs := range local {
 		if len(procs) == 0 {
 			continue
 		}
-		rj, err := c.Routers[a].AddJob(router.JobSpec{ID: id, Key: j.Key, Size: size, Replicas: 1, Hosts: hosts, Local: procs})
+		rj, err := c.Routers[a].AddJob(router.JobSpec{ID: id, Key: j.Key, Size: size, Replicas: replicas, Hosts: hosts, Local: procs})
 		if err != nil {
 			j.Remove()
 			return nil, err
@@ -170,13 +182,13 @@ func (j *Job) Remove() {
 	}
 }
 
-// Run runs fn on every rank as a goroutine (InitWith, fn, Finalize) and
-// returns each rank's error. The job is released once all ranks are in
-// Init, and removed at the end.
+// Run runs fn on every rank (every copy of every rank) as a goroutine
+// (InitWith, fn, Finalize) and returns each one's error, in the order of
+// Opts. The job is released once all are in Init, and removed at the end.
 func (j *Job) Run(ctx context.Context, fn func(c *mpi.Comm) error) []error {
-	errs := make([]error, j.Size)
+	errs := make([]error, len(j.Opts))
 	var wg sync.WaitGroup
-	for r := 0; r < j.Size; r++ {
+	for r := range j.Opts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
