@@ -76,7 +76,10 @@ func (ss *session) attempts() error {
 		err := ss.startAndRun(plan)
 		var f failure
 		if !errors.As(err, &f) {
-			return err // done, or cancelled
+			// Done, or cancelled. Cancelled before it ran, the spares
+			// are still reserved: give them back.
+			ss.cancelLeases(ss.held(plan))
+			return err
 		}
 		rec := Recover(ss.rec, f.kind, f.hosts, ss.s.cfg.Retry, f.rank, f.code)
 		ss.avoidHosts(rec.Unavailable)
