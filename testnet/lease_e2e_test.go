@@ -1,6 +1,7 @@
 package testnet
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func TestLeasesNeverSharedNorLeftBehind(t *testing.T) {
 	connected(t, net, 2)
 	t.Run("concurrent jobs", func(t *testing.T) { concurrentJobs(t, net, cores) })
 	t.Run("cancelled dry run", func(t *testing.T) { cancelledDryRun(t, net, agents*cores+1) })
+	t.Run("job cancelled while starting", func(t *testing.T) { cancelledWhileStarting(t, net) })
 	t.Run("finished dry run", func(t *testing.T) {
 		d := job.NewDescription("job.sh", nil, agents*cores)
 		d.Strategy = job.Concentrate
@@ -115,6 +117,41 @@ func cancelledDryRun(t *testing.T, net *Net, n int) {
 		t.Fatalf("dry run ended %s (%s)", rec.State, rec.Reason)
 	}
 	awaitNoLeases(t, net, 5*time.Second, "after the dry run was cancelled")
+}
+
+// cancelledWhileStarting cancels a job as soon as it enters Starting, when
+// the hosts have their commits and the spares are still reserved.
+func cancelledWhileStarting(t *testing.T, net *Net) {
+	sub := net.Nodes[4]
+	d := job.NewDescription("job.sh", nil, 3)
+	d.Strategy = job.Concentrate // one host runs it; the other offers are spares or cancelled
+	id := submit(t, sub, d, upload(t, sub, "sleep 30"), false)
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	cancelled := false
+	err := sub.Submitter().Watch(ctx, id, 0, func(u job.Update) error {
+		if u.Kind == "state" && u.State == job.Starting && !cancelled {
+			cancelled = true
+			return sub.Submitter().Cancel(id, "cancelled while starting")
+		}
+		return nil
+	})
+	if err != nil || !cancelled {
+		t.Fatalf("watch: %v (cancelled: %v)", err, cancelled)
+	}
+	rec := awaitEnd(t, sub, id)
+	if rec.State != job.Cancelled {
+		t.Fatalf("job ended %s: %s", rec.State, rec.Reason)
+	}
+	for _, e := range rec.History {
+		if e.State == job.Running {
+			t.Logf("the job got to running before the cancel: its spares were released then")
+		}
+	}
+	if rec.Plan == nil || len(rec.Plan.Cancel) == 0 {
+		t.Fatalf("plan %+v kept no spare: nothing to leave behind", rec.Plan)
+	}
+	awaitNoLeases(t, net, 5*time.Second, "after a job was cancelled while starting")
 }
 
 // An offer the submitter keeps but never commits or cancels holds its slots
