@@ -116,6 +116,20 @@ func ReadJSON(r *http.Request, limit int64, v any) error {
 	return wire.DecodeJSON(b, v)
 }
 
+// checkNotRunning fails with ErrRunning if an agent answers on dir's
+// socket, and with ErrDataDir if the socket's path is too long for unix.
+func checkNotRunning(dir string) error {
+	path := filepath.Join(dir, SocketFile)
+	if len(path) > maxSocketPath {
+		return fmt.Errorf("%w: socket path %s is longer than %d bytes; use a shorter data dir", ErrDataDir, path, maxSocketPath)
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return fmt.Errorf("%w (%s)", ErrRunning, dir)
+	}
+	return nil
+}
+
 // apiServer serves the control API on <data-dir>/agent.sock.
 type apiServer struct {
 	srv     *http.Server
@@ -128,12 +142,8 @@ type apiServer struct {
 // runs on this data dir.
 func serveAPI(dir string, h http.Handler, timeout time.Duration) (*apiServer, error) {
 	path := filepath.Join(dir, SocketFile)
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("%w: socket path %s is longer than %d bytes; use a shorter data dir", ErrDataDir, path, maxSocketPath)
-	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, fmt.Errorf("%w (%s)", ErrRunning, dir)
+	if err := checkNotRunning(dir); err != nil {
+		return nil, err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: remove stale socket: %w", ErrDataDir, err)

@@ -84,6 +84,7 @@ func newResourceManager(subnets []string) (network.ResourceManager, error) {
 		rcmgr.NewFixedLimiter(limits.AutoScale()),
 		rcmgr.WithNetworkPrefixLimit(v4, v6),
 		rcmgr.WithConnRateLimiters(connRateLimiter(unlimitedRate)),
+		rcmgr.WithMetricsDisabled(), // its trace costs CPU on every stream
 	)
 	if err != nil {
 		return nil, fmt.Errorf("node: resource manager: %w", err)

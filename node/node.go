@@ -117,6 +117,9 @@ func (n *Node) startHost(o options) error {
 		if err := prepareDataDir(n.cfg.DataDir); err != nil {
 			return err
 		}
+		if err := checkNotRunning(n.cfg.DataDir); err != nil {
+			return err // before any service takes a socket or a file
+		}
 	}
 	if o.host != nil {
 		n.h = o.host

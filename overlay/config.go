@@ -115,18 +115,38 @@ func DefaultConfig() Config {
 func FastConfig() Config {
 	c := DefaultConfig()
 	c.Tick = 50 * time.Millisecond
-	c.ProbesPerTick = 4
+	c.ProbesPerTick = 2
 	c.PingTimeout = time.Second
-	c.NeighbourRefresh = time.Second
-	c.Refresh = 10 * time.Second
+	c.NeighbourRefresh = 2 * time.Second
+	c.Refresh = 20 * time.Second
 	c.RetryAfter = 100 * time.Millisecond
 	c.DeadFor = 5 * time.Second
-	c.ExchangeInterval = 200 * time.Millisecond
+	c.ExchangeInterval = 250 * time.Millisecond
 	c.ExchangeTimeout = 2 * time.Second
-	c.InboundLease = 5 * time.Second
-	c.WalkInterval = 3 * time.Second
+	c.InboundLease = 6 * time.Second
+	c.WalkInterval = 10 * time.Second
 	c.WalkTimeout = 3 * time.Second
 	c.DHTRefresh = time.Minute
+	return c
+}
+
+// ScaledConfig is FastConfig for an in-process testnet of n agents: every
+// period grows with n/32, so the whole testnet does about the work of 32
+// fast agents and hundreds of agents fit on a small machine. Timeouts stay
+// those of FastConfig.
+func ScaledConfig(n int) Config {
+	c := FastConfig()
+	if n <= 32 {
+		return c
+	}
+	f := float64(n) / 32
+	scale := func(d *time.Duration) { *d = time.Duration(float64(*d) * f) }
+	for _, d := range []*time.Duration{
+		&c.Tick, &c.NeighbourRefresh, &c.Refresh, &c.RetryAfter, &c.DeadFor,
+		&c.ExchangeInterval, &c.InboundLease, &c.WalkInterval, &c.DHTRefresh,
+	} {
+		scale(d)
+	}
 	return c
 }
 

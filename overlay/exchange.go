@@ -164,9 +164,8 @@ func (o *Overlay) learn(found []peer.AddrInfo, now time.Time) {
 		if o.h.Network().Connectedness(ai.ID) != network.Connected {
 			o.h.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
 		}
-		o.tab.add(ai.ID, now)
+		o.dirty = o.tab.add(ai.ID, now) || o.dirty
 	}
-	o.dirty = true
 }
 
 // exchange is the requester's side of ProtocolID.

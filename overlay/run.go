@@ -37,12 +37,13 @@ func (o *Overlay) run() {
 }
 
 func (o *Overlay) onTick(now time.Time) {
-	o.tab.expire(now)
+	if o.tab.expire(now) {
+		o.dirty = true
+	}
 	o.startProbes(now)
 	o.startWalk(now)
 	o.startExchange(now)
 	o.startRebootstrap(now)
-	o.dirty = true // leases and dead marks age with time
 }
 
 // publish reselects the neighbours and makes a new snapshot for readers.
@@ -147,7 +148,7 @@ func (o *Overlay) startWalk(now time.Time) {
 		o.do(func(now time.Time) {
 			o.walking = false
 			for _, p := range found {
-				o.tab.add(p, now)
+				o.dirty = o.tab.add(p, now) || o.dirty
 			}
 			o.discoverLocal(now)
 		})
@@ -158,14 +159,13 @@ func (o *Overlay) startWalk(now time.Time) {
 // peers that speak the overlay protocol.
 func (o *Overlay) discoverLocal(now time.Time) {
 	for _, p := range o.dht.RoutingTable().ListPeers() {
-		o.tab.add(p, now)
+		o.dirty = o.tab.add(p, now) || o.dirty
 	}
 	for _, p := range o.h.Network().Peers() {
 		if ok, _ := o.h.Peerstore().SupportsProtocols(p, ProtocolID); len(ok) > 0 {
-			o.tab.add(p, now)
+			o.dirty = o.tab.add(p, now) || o.dirty
 		}
 	}
-	o.dirty = true
 }
 
 // startRebootstrap connects to the bootstrap peers again when no live

@@ -178,12 +178,20 @@ func (t *table) countInbound(now time.Time) int {
 	return n
 }
 
-// expire forgets peers whose dead mark has ended; discovery finds them
-// again if they are still around.
-func (t *table) expire(now time.Time) {
+// expire forgets peers whose dead mark has ended (discovery finds them
+// again if they are still around) and ends inbound leases that ran out. It
+// reports whether anything changed.
+func (t *table) expire(now time.Time) bool {
+	changed := false
 	for id, e := range t.peers {
-		if !e.deadUntil.IsZero() && !e.dead(now) && !e.probing {
+		switch {
+		case !e.deadUntil.IsZero() && !e.dead(now) && !e.probing:
 			delete(t.peers, id)
+			changed = true
+		case !e.inboundUntil.IsZero() && !now.Before(e.inboundUntil):
+			e.inboundUntil = time.Time{}
+			changed = true
 		}
 	}
+	return changed
 }
