@@ -38,8 +38,9 @@ func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	j.mu.Lock()
 	if j.removed || j.err != nil {
+		failure := j.err
 		j.mu.Unlock()
-		refuse(s, proto.Refused{Code: proto.RefuseEnded, Reason: "job over"})
+		answerEnded(s, j.cfg, failure)
 		return
 	}
 	j.inbound[in] = struct{}{}
@@ -182,6 +183,23 @@ func (in *inbound) shutdown(last proto.Frame) {
 	_, _ = in.s.Write(last)
 	in.wmu.Unlock()
 	_ = in.s.Close()
+}
+
+// answerEnded answers a link open for a job that is over here: a failed
+// job accepts and sends its failure at once (so the opener learns the
+// cause), a job that ended well is refused as ended.
+func answerEnded(s network.Stream, cfg Config, failure *Failure) {
+	if failure == nil {
+		refuse(s, proto.Refused{Code: proto.RefuseEnded, Reason: "job has ended here"})
+		return
+	}
+	_ = s.SetWriteDeadline(time.Now().Add(time.Second))
+	accept := proto.Accept{Window: uint32(cfg.Window), MaxData: uint32(cfg.MaxData)}
+	if _, err := s.Write(append(accept.Encode(), failure.frame()...)); err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = s.Close()
 }
 
 // refuse answers an Open with a refusal and closes the stream.

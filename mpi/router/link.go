@@ -71,9 +71,10 @@ func (l *link) run() {
 	if err := l.open(); err != nil {
 		l.err = err
 		close(l.ready)
-		if errors.Is(err, errRemoteEnded) {
+		switch {
+		case errors.Is(err, errRemoteEnded):
 			l.j.remoteEnded(l.peer)
-		} else if l.j.ctx.Err() == nil {
+		case l.j.ctx.Err() == nil:
 			l.j.peerLost(l.peer, err)
 		}
 		return

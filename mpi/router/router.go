@@ -48,8 +48,8 @@ type Router struct {
 
 	mu     sync.Mutex // guards jobs, ended, endedQ, closed
 	jobs   map[string]*Job
-	ended  map[string]bool
-	endedQ []string // ended, oldest first
+	ended  map[string]*Failure // removed jobs, with their failure (nil if they ended well)
+	endedQ []string            // ended, oldest first
 	closed bool
 }
 
@@ -74,7 +74,7 @@ func New(h host.Host, socketPath string, cfg Config) (*Router, error) {
 	}
 	r := &Router{h: h, cfg: cfg, path: socketPath, ln: ln, pending: make(chan struct{}, cfg.MaxPending),
 		frames: newFramePool(cfg.frameMax()),
-		jobs:   map[string]*Job{}, ended: map[string]bool{}}
+		jobs:   map[string]*Job{}, ended: map[string]*Failure{}}
 	h.SetStreamHandler(ProtocolID, r.handleStream)
 	r.wg.Add(1)
 	go r.acceptLoop()
@@ -150,17 +150,26 @@ func (r *Router) RemoveJob(id string) {
 	j := r.jobs[id]
 	if j != nil {
 		delete(r.jobs, id)
-		r.remember(id)
 	}
 	r.mu.Unlock()
-	if j != nil {
-		j.shutdown()
+	if j == nil {
+		return
 	}
+	j.shutdown()
+	j.mu.Lock()
+	failure := j.err
+	j.mu.Unlock()
+	r.mu.Lock()
+	if r.jobs[id] == nil {
+		r.remember(id, failure)
+	}
+	r.mu.Unlock()
 }
 
-// remember records a removed job ID, forgetting the oldest; r.mu is held.
-func (r *Router) remember(id string) {
-	r.ended[id] = true
+// remember records a removed job and its failure, forgetting the oldest;
+// r.mu is held.
+func (r *Router) remember(id string, failure *Failure) {
+	r.ended[id] = failure
 	r.endedQ = append(r.endedQ, id)
 	if len(r.endedQ) > endedMemory {
 		delete(r.ended, r.endedQ[0])
@@ -168,17 +177,27 @@ func (r *Router) remember(id string) {
 	}
 }
 
-// lookup finds a job for a handshake, or says why there is none.
-func (r *Router) lookup(id string) (*Job, *proto.Refused) {
+// lookup finds a job for a handshake, or says why there is none: it ended
+// here (ended, with its failure if it failed), or it is unknown.
+func (r *Router) lookup(id string) (j *Job, ended bool, failure *Failure) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j := r.jobs[id]; j != nil {
-		return j, nil
+		return j, false, nil
 	}
-	if r.ended[id] {
-		return nil, &proto.Refused{Code: proto.RefuseEnded, Reason: "job " + id + " has ended here"}
+	failure, ended = r.ended[id]
+	return nil, ended, failure
+}
+
+// refusal says why a process may not join job id when lookup found no job.
+func refusal(id string, ended bool, failure *Failure) *proto.Refused {
+	switch {
+	case failure != nil:
+		return &proto.Refused{Code: proto.RefuseFailed, Reason: failure.Error()}
+	case ended:
+		return &proto.Refused{Code: proto.RefuseEnded, Reason: "job " + id + " has ended here"}
 	}
-	return nil, &proto.Refused{Code: proto.RefuseUnknown, Reason: "no job " + id + " here"}
+	return &proto.Refused{Code: proto.RefuseUnknown, Reason: "no job " + id + " here"}
 }
 
 // Close stops accepting, removes every job and waits for every goroutine.
@@ -256,9 +275,9 @@ func (r *Router) checkHello(h proto.Hello) (*Job, *proto.Refused) {
 	if h.Version != proto.Version {
 		return nil, &proto.Refused{Code: proto.RefuseVersion, Reason: fmt.Sprintf("protocol version %d, want %d", h.Version, proto.Version)}
 	}
-	j, refusal := r.lookup(h.Job)
-	if refusal != nil {
-		return nil, refusal
+	j, ended, failure := r.lookup(h.Job)
+	if j == nil {
+		return nil, refusal(h.Job, ended, failure)
 	}
 	if subtle.ConstantTimeCompare([]byte(h.Key), []byte(j.spec.Key)) != 1 {
 		return nil, &proto.Refused{Code: proto.RefuseKey, Reason: "wrong job key"}
@@ -292,12 +311,17 @@ func (r *Router) handleStream(s network.Stream) {
 		refuse(s, proto.Refused{Code: proto.RefuseMalformed, Reason: fmt.Sprintf("bad open: %v", err)})
 		return
 	}
-	j, refusal := r.lookup(o.Job)
-	if refusal == nil {
-		refusal = j.checkOpen(o, s.Conn().RemotePeer())
+	j, ended, failure := r.lookup(o.Job)
+	if j == nil && ended {
+		answerEnded(s, r.cfg, failure)
+		return
 	}
-	if refusal != nil {
-		refuse(s, *refusal)
+	if j == nil {
+		refuse(s, *refusal(o.Job, false, nil))
+		return
+	}
+	if refused := j.checkOpen(o, s.Conn().RemotePeer()); refused != nil {
+		refuse(s, *refused)
 		return
 	}
 	_ = s.SetDeadline(time.Time{})
