@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"errors"
+	"os"
 	"fmt"
 	"strings"
 	"testing"
@@ -155,6 +156,9 @@ func TestRouterClose(t *testing.T) {
 	c := newCluster(t, 1, mpitest.FastConfig())
 	r := c.Routers[0]
 	path := r.Socket()
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode: %v %v", fi.Mode(), err)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

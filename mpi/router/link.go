@@ -291,9 +291,9 @@ func (l *link) markGone() {
 }
 
 // control writes a control frame (Fail) if the link is or gets open within
-// the open timeout.
+// a heartbeat timeout (if it does not, the remote notices the silence).
 func (l *link) control(f proto.Frame) {
-	t := time.NewTimer(l.j.cfg.OpenTimeout)
+	t := time.NewTimer(min(l.j.cfg.OpenTimeout, l.j.cfg.HeartbeatTimeout))
 	defer t.Stop()
 	select {
 	case <-l.ready:

@@ -3,6 +3,7 @@ package router_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -199,4 +200,46 @@ func TestAgentCrash(t *testing.T) {
 	if took, limit := time.Since(t0), cfg.HeartbeatTimeout+2*time.Second; took > limit {
 		t.Errorf("failure took %v, limit %v", took, limit)
 	}
+}
+
+// TestLinkGarbage: an agent of one job that sends an oversized frame, then
+// (on a second job) garbage, loses its streams and fails only those jobs;
+// a job between two other agents keeps running.
+func TestLinkGarbage(t *testing.T) {
+	c := newCluster(t, 2, mpitest.FastConfig())
+	busy, err := c.AddJob(2, mpitest.RoundRobin(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []error, 1)
+	go func() { done <- busy.Run(ctxFor(t, 20*time.Second), pingPong(1000)) }()
+
+	fake := fakeAgent(t, c)
+	fake.SetStreamHandler(router.ProtocolID, func(s network.Stream) { _ = s.Reset() })
+	for i, payload := range [][]byte{
+		{0xff, 0xff, 0xff, 0x7f, proto.TypeMsg}, // a 2 GiB frame
+		[]byte("\x09\x00\x00\x00\x04not a msg"), // a MSG too short for its header
+	} {
+		id := fmt.Sprintf("victim-%d", i)
+		rj, err := c.Routers[0].AddJob(router.JobSpec{ID: id, Key: "k", Size: 2, Replicas: 1,
+			Hosts: [][]peer.ID{{c.Hosts[0].ID()}, {fake.ID()}}, Local: []router.Proc{{Rank: 0}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := fake.NewStream(ctxFor(t, 5*time.Second), c.Hosts[0].ID(), router.ProtocolID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = s.Write(proto.Open{Version: proto.Version, Job: id, Key: "k"}.Encode())
+		if f, err := proto.ReadFrame(bufio.NewReader(s), proto.MaxControl); err != nil || f.Type() != proto.TypeAccept {
+			t.Fatalf("open: %v", err)
+		}
+		_, _ = s.Write(payload)
+		if ev := waitEvent(t, rj, router.EventPeerLost); ev.Peer != fake.ID() {
+			t.Errorf("payload %d: peer lost event %+v", i, ev)
+		}
+		_ = s.Reset()
+		c.Routers[0].RemoveJob(id)
+	}
+	noErrors(t, <-done)
 }
