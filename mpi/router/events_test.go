@@ -2,8 +2,8 @@ package router_test
 
 import (
 	"errors"
-	"os"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
