@@ -35,7 +35,7 @@ type launchNet struct {
 // startLaunchNet starts n agents offering procs process slots each, with
 // fast submitter timeouts and a one-second kill grace, and waits until
 // every agent has neighbours. configure, if set, adjusts agent i further.
-func startLaunchNet(t *testing.T, n, procs int, configure func(i int, cfg *node.Config)) *launchNet {
+func startLaunchNet(t testing.TB, n, procs int, configure func(i int, cfg *node.Config)) *launchNet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -85,7 +85,7 @@ func launchSubmitter() job.SubmitterConfig {
 
 // shortTempDir is a test folder with a short path: an agent's unix
 // sockets live in its data dir, and socket paths are limited to 108 bytes.
-func shortTempDir(t *testing.T) string {
+func shortTempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "zl-")
 	if err != nil {
@@ -113,7 +113,7 @@ func (ln *launchNet) jobDir(i int, id job.ID) string {
 }
 
 // awaitClean waits until every pid is gone (kill(pid, 0) gives ESRCH) and
-// no agent holds a folder for job id.
+// no agent holds a folder or a lease for job id.
 func (ln *launchNet) awaitClean(t *testing.T, id job.ID, pids []int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -136,9 +136,12 @@ func (ln *launchNet) leftovers(id job.ID, pids []int) string {
 			out = append(out, fmt.Sprintf("pid %d alive (kill: %v)", pid, err))
 		}
 	}
-	for i := range ln.Nodes {
+	for i, nd := range ln.Nodes {
 		if _, err := os.Stat(ln.jobDir(i, id)); !errors.Is(err, os.ErrNotExist) {
 			out = append(out, fmt.Sprintf("agent %d still has %s", i, ln.jobDir(i, id)))
+		}
+		if l, held := nd.Leases().ByJob(id); ln.Live(i) && held {
+			out = append(out, fmt.Sprintf("agent %d still holds lease %+v", i, l))
 		}
 	}
 	return strings.Join(out, "; ")
@@ -146,7 +149,7 @@ func (ln *launchNet) leftovers(id job.ID, pids []int) string {
 
 // uploadScript writes an executable shell script and adds it to agent
 // nd's blob store, as `zorilla submit` uploads a program.
-func uploadScript(t *testing.T, nd *node.Node, body string) job.FileRef {
+func uploadScript(t testing.TB, nd *node.Node, body string) job.FileRef {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "prog.sh")
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -171,7 +174,7 @@ type watcher struct {
 }
 
 // submitJob submits d with prog through agent nd and starts watching it.
-func submitJob(t *testing.T, nd *node.Node, d job.Description, prog job.FileRef) *watcher {
+func submitJob(t testing.TB, nd *node.Node, d job.Description, prog job.FileRef) *watcher {
 	t.Helper()
 	d.SetDefaults()
 	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog})
@@ -198,7 +201,7 @@ func submitJob(t *testing.T, nd *node.Node, d job.Description, prog job.FileRef)
 
 // wait returns the job's final record, failing the test if the watch
 // ended otherwise.
-func (w *watcher) wait(t *testing.T) job.Record {
+func (w *watcher) wait(t testing.TB) job.Record {
 	t.Helper()
 	<-w.done
 	if w.err != nil || w.end.ID == "" {
