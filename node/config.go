@@ -121,7 +121,7 @@ func (c Config) validate() error {
 	}
 	add(c.Overlay.Validate())
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, oneLine(errs))
 	}
 	return nil
 }
@@ -157,7 +157,10 @@ func checkOwner(c Config) error {
 			errs = append(errs, fmt.Errorf("label %q: want 1-%d characters, no comma or space", l, maxLabelLen))
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return oneLine(errs)
 }
 
 // ParseBootstrap parses bootstrap multiaddrs, each ending in /p2p/<peer
@@ -180,3 +183,18 @@ func ParseBootstrap(addrs []string) ([]peer.AddrInfo, error) {
 	}
 	return infos, nil
 }
+
+// oneLine joins errors with "; ", so a CLI prints them on one line.
+func oneLine(errs []error) error { return joined(errs) }
+
+type joined []error
+
+func (j joined) Error() string {
+	msgs := make([]string, len(j))
+	for i, err := range j {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }

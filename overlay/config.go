@@ -3,6 +3,7 @@ package overlay
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -187,7 +188,7 @@ func (c Config) validate() error {
 	round := c.ExchangeInterval * time.Duration(c.K+c.Random)
 	check(c.InboundLease > round, "InboundLease %v must exceed ExchangeInterval*(K+Random) = %v", c.InboundLease, round)
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, oneLine(errs))
 	}
 	return nil
 }
@@ -196,3 +197,18 @@ func (c Config) validate() error {
 // ErrInvalidConfig. Callers that assemble a Config from user input check it
 // before building anything.
 func (c Config) Validate() error { return c.validate() }
+
+// oneLine joins errors with "; ", so a CLI prints them on one line.
+func oneLine(errs []error) error { return joined(errs) }
+
+type joined []error
+
+func (j joined) Error() string {
+	msgs := make([]string, len(j))
+	for i, err := range j {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,8 +18,19 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
+			agentCommand(), idCommand(), peersCommand(),
 			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(),
 			testnetCommand(),
+		},
+		// A bad global flag or an unknown command is a usage error, exit 2.
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usageErrorf("%v (see zorilla --help)", err)
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageErrorf("unknown command %q (see zorilla --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
 		},
 		// Errors are printed once, by run, with the exit code they carry.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -29,7 +41,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 // success, 2 for a usage error, or the code an error carries (a job's exit
 // status for submit).
 func run(args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).Run(args)
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext is run with a context that long commands (agent) end on, so
+// tests run them in-process and stop them without a signal.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := newApp(stdout, stderr).RunContext(ctx, args)
 	if err == nil {
 		return 0
 	}

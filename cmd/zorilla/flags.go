@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/zorilla-p2p/zorilla/node"
+)
+
+// agentFlags are the agent's settings. Each can also come from a ZORILLA_*
+// environment variable; a repeatable flag's variable holds a
+// comma-separated list.
+func agentFlags() []cli.Flag {
+	def := node.DefaultConfig()
+	return []cli.Flag{
+		jobClientFlags()[0], // --data-dir, the same flag the client commands take
+		&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"ZORILLA_LISTEN"},
+			Value: cli.NewStringSlice(def.Listen...), Usage: "multiaddr to listen on (repeatable)"},
+		&cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"ZORILLA_BOOTSTRAP"},
+			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable)"},
+		&cli.IntFlag{Name: "cores", EnvVars: []string{"ZORILLA_CORES"}, Value: def.Cores,
+			Usage: "cores this machine offers"},
+		&cli.IntFlag{Name: "max-jobs", EnvVars: []string{"ZORILLA_MAX_JOBS"}, Value: def.MaxJobs,
+			Usage: "J: applications running or reserved at once"},
+		&cli.IntFlag{Name: "max-procs", EnvVars: []string{"ZORILLA_MAX_PROCS"},
+			Usage: "P: processes of one application on this machine (default: --cores)"},
+		&cli.StringFlag{Name: "memory", EnvVars: []string{"ZORILLA_MEMORY"}, Value: formatSize(def.Memory),
+			Usage: "memory offered, e.g. 2G or 512M (default: all of it)"},
+		&cli.StringSliceFlag{Name: "label", EnvVars: []string{"ZORILLA_LABEL", "ZORILLA_LABELS"},
+			Usage: "label jobs may require, e.g. gpu or site=nancy (repeatable)"},
+		&cli.StringFlag{Name: "allow", EnvVars: []string{"ZORILLA_ALLOW"}, TakesFile: true,
+			Usage: "file of submitter peer IDs allowed to run jobs here, one per line"},
+		&cli.StringFlag{Name: "deny", EnvVars: []string{"ZORILLA_DENY"}, TakesFile: true,
+			Usage: "file of submitter peer IDs never allowed"},
+		&cli.BoolFlag{Name: "open", EnvVars: []string{"ZORILLA_OPEN"},
+			Usage: "accept jobs from any submitter (testnets)"},
+		&cli.StringFlag{Name: "log-level", EnvVars: []string{"ZORILLA_LOG_LEVEL"}, Value: "error",
+			Usage: "debug, info, warn or error"},
+	}
+}
+
+// agentConfig builds the agent's config from its flags. Bad values are
+// usage errors (exit 2); node.New checks the rest.
+func agentConfig(c *cli.Context) (node.Config, error) {
+	cfg := node.DefaultConfig()
+	cfg.DataDir = expandHome(c.String("data-dir"))
+	if cfg.DataDir == "" {
+		return cfg, usageErrorf("--data-dir is empty")
+	}
+	cfg.Listen = c.StringSlice("listen")
+	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))
+	cfg.Cores = c.Int("cores")
+	cfg.MaxJobs = c.Int("max-jobs")
+	cfg.MaxProcs = c.Int("max-procs")
+	if !c.IsSet("max-procs") {
+		cfg.MaxProcs = cfg.Cores
+	}
+	mem, err := parseSize(c.String("memory"))
+	if err != nil {
+		return cfg, usageErrorf("--memory: %v", err)
+	}
+	cfg.Memory = mem
+	cfg.Labels = trimAll(c.StringSlice("label"))
+	cfg.AllowFile, cfg.DenyFile = expandHome(c.String("allow")), expandHome(c.String("deny"))
+	cfg.Open = c.Bool("open")
+	return cfg, nil
+}
+
+// trimAll drops spaces around each item (from "a, b" in an env var) and
+// empty items.
+func trimAll(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// parseSize reads a byte count: a number with an optional binary unit,
+// K, M, G or T (KiB... and KB... mean the same), e.g. 2G, 1.5G, 512MiB.
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
+	mult := 1.0
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
+			mult = math.Pow(1024, float64(i+1))
+			t = t[:n-1]
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+	if err != nil || math.IsNaN(v) || v <= 0 || v*mult >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is not a size such as 2G or 512M", s)
+	}
+	return int64(v * mult), nil
+}
+
+// formatSize writes a byte count in the largest unit that divides it.
+func formatSize(n int64) string {
+	for i, u := range []string{"T", "G", "M", "K"} {
+		if d := int64(1) << (10 * (4 - i)); n >= d && n%d == 0 {
+			return strconv.FormatInt(n/d, 10) + u
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
