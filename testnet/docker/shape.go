@@ -1,0 +1,199 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// NetemAvailable tells whether the kernel has the netem qdisc: it adds one
+// to the loopback of a scratch network namespace (which vanishes with the
+// command) and reports whether tc succeeded.
+func NetemAvailable(ctx context.Context) (bool, error) {
+	if _, err := exec.LookPath("tc"); err != nil {
+		return false, fmt.Errorf("%w: tc is missing on this host (apt-get install iproute2)", ErrNoDocker)
+	}
+	_, err := runTool(ctx, "unshare", "--net", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
+	if err == nil {
+		return true, nil
+	}
+	if strings.Contains(err.Error(), "qdisc kind is unknown") {
+		return false, nil
+	}
+	return false, fmt.Errorf("docker: probe netem: %w", err)
+}
+
+// chooseShaper resolves the configured shaper: auto is netem where the
+// kernel has it, else the NFQUEUE delay line; a layout with no latency to
+// add needs none. The host tools the choice needs must be there.
+func chooseShaper(ctx context.Context, want string, l Layout, local time.Duration) (string, error) {
+	if want == ShaperNone || (len(l.Sites) == 1 && local == 0) {
+		return ShaperNone, nil
+	}
+	if want == ShaperAuto || want == ShaperNetem {
+		ok, err := NetemAvailable(ctx)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return ShaperNetem, nil
+		}
+		if want == ShaperNetem {
+			return "", fmt.Errorf("%w: the kernel has no netem qdisc; use the nfqueue shaper", ErrNoDocker)
+		}
+	}
+	if _, err := exec.LookPath("iptables"); err != nil {
+		return "", fmt.Errorf("%w: iptables is missing on this host (apt-get install iptables)", ErrNoDocker)
+	}
+	return ShaperNFQueue, nil
+}
+
+// shape puts the latency of c's site on the traffic c sends, from the
+// host, inside the container's network namespace. It is idempotent: it
+// replaces what an earlier call set.
+func (t *Testnet) shape(ctx context.Context, c Container, pid int) error {
+	rules := delayRules(t.st.Layout, t.st.Addrs, c.Site, t.st.LocalRTT)
+	var cmds [][]string
+	switch t.st.Shaper {
+	case ShaperNFQueue:
+		cmds = append([][]string{{"iptables", "-w", "5", "-F", "OUTPUT"}, loopbackExempt}, iptablesCommands(rules)...)
+	case ShaperNetem:
+		devs, err := interfaces(ctx, pid)
+		if err != nil {
+			return err
+		}
+		for _, dev := range devs {
+			_, _ = nsenterRun(ctx, pid, "tc", "qdisc", "del", "dev", dev, "root") // none yet is fine
+			cmds = append(cmds, netemCommands(dev, rules)...)
+		}
+	default:
+		return nil
+	}
+	for _, cmd := range cmds {
+		if _, err := nsenterRun(ctx, pid, cmd...); err != nil {
+			return fmt.Errorf("docker: shape %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// interfaces lists the non-loopback interfaces with an IPv4 address in
+// the namespace of pid.
+func interfaces(ctx context.Context, pid int) ([]string, error) {
+	out, err := nsenterRun(ctx, pid, "ip", "-o", "-4", "addr", "show")
+	if err != nil {
+		return nil, err
+	}
+	return parseIPAddr(out), nil
+}
+
+// parseIPAddr reads the device names of `ip -o -4 addr show`, lo left out.
+func parseIPAddr(out string) []string {
+	var devs []string
+	for line := range strings.SplitSeq(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || f[2] != "inet" || f[1] == "lo" {
+			continue
+		}
+		if _, err := netip.ParsePrefix(f[3]); err == nil {
+			devs = append(devs, strings.TrimSuffix(f[1], ":"))
+		}
+	}
+	return devs
+}
+
+// DelayTarget is one container whose namespace the delayer serves.
+type DelayTarget struct {
+	Name   string       `json:"name"`
+	Pid    int          `json:"pid"` // host PID of its first process
+	Queues []QueueDelay `json:"queues"`
+}
+
+// Delays is the delayer's work, in Dir/delays.json.
+type Delays struct {
+	Targets []DelayTarget `json:"targets"`
+}
+
+// writeDelays rewrites the delayer's targets for the running containers
+// of pids (name to host PID).
+func (t *Testnet) writeDelays(pids map[string]int) error {
+	if t.st.Shaper != ShaperNFQueue {
+		return nil
+	}
+	var d Delays
+	for _, c := range t.st.Containers {
+		if pid, ok := pids[c.Name]; ok {
+			rules := delayRules(t.st.Layout, t.st.Addrs, c.Site, t.st.LocalRTT)
+			d.Targets = append(d.Targets, DelayTarget{Name: c.Name, Pid: pid, Queues: queueDelays(rules)})
+		}
+	}
+	sort.Slice(d.Targets, func(i, j int) bool { return d.Targets[i].Name < d.Targets[j].Name })
+	return writeJSONFile(filepath.Join(t.cfg.Dir, delaysFile), d)
+}
+
+// refreshDelays rewrites the delayer's targets from docker's view of
+// which containers run, with which PIDs.
+func (t *Testnet) refreshDelays(ctx context.Context) error {
+	if t.st.Shaper != ShaperNFQueue {
+		return nil
+	}
+	states, err := t.inspect(ctx)
+	if err != nil {
+		return err
+	}
+	pids := map[string]int{}
+	for name, s := range states {
+		if s.Pid > 0 {
+			pids[name] = s.Pid
+		}
+	}
+	return t.writeDelays(pids)
+}
+
+// startDelayer runs the delay lines in a helper container of the same
+// image, with the capabilities to enter the agents' network namespaces
+// and bind queues there (not --privileged: that asks for every capability,
+// which a docker engine that itself runs confined cannot grant), in the
+// host's PID namespace (it finds them as /proc/<pid>/ns/net), with Dir
+// mounted read-only to read its targets. Docker restarts it if it dies; down
+// removes it with the rest.
+func (t *Testnet) startDelayer(ctx context.Context) error {
+	if err := t.writeDelays(nil); err != nil {
+		return err
+	}
+	_, err := t.docker.run(ctx, "run", "-d", "--name", t.delayerName(),
+		"--label", LabelTestnet+"="+t.cfg.Name, "--label", LabelRole+"=delayer",
+		"--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_PTRACE", "--pid", "host", "--network", "none", "--restart", "unless-stopped",
+		"--log-opt", "max-size=1m", "--log-opt", "max-file=1",
+		"-v", t.cfg.Dir+":/state:ro", t.st.Image, "testnet", "delayer", "--targets", "/state/"+delaysFile)
+	if err != nil {
+		return fmt.Errorf("docker: start the delayer: %w", err)
+	}
+	return nil
+}
+
+// queuesBound counts the NFQUEUE queues a process bound in the network
+// namespace of pid, from the kernel's table.
+func queuesBound(pid int) (int, error) {
+	b, err := readFileLimited(fmt.Sprintf("/proc/%d/net/netfilter/nfnetlink_queue", pid), 1<<20)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// errNotShaped is returned by checks when a container's latency is not in
+// place.
+var errNotShaped = errors.New("docker: latency not in place")
