@@ -248,3 +248,14 @@ func waitExit(cmd *exec.Cmd, limit time.Duration) error {
 		return errors.New("did not exit in time")
 	}
 }
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"2G", "512MiB", "1.5g", "4096", "", "-1", "1e400T"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := parseSize(s); err == nil && n <= 0 {
+			t.Fatalf("%q gave %d bytes", s, n)
+		}
+	})
+}

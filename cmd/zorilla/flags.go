@@ -95,7 +95,7 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
-	if err != nil || math.IsNaN(v) || v <= 0 || v*mult >= math.MaxInt64 {
+	if err != nil || math.IsNaN(v) || v*mult < 1 || v*mult >= math.MaxInt64 {
 		return 0, fmt.Errorf("%q is not a size such as 2G or 512M", s)
 	}
 	return int64(v * mult), nil
