@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDemoEndToEnd builds the zorilla binary and runs `zorilla demo` as a
+// user does: 8 agent processes on loopback, examples/pi built and run on 8
+// ranks, one per agent, tagged output, a summary, and nothing left behind.
+// Then Ctrl-C during a demo job cancels it and still stops every agent.
+func TestDemoEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts agent processes")
+	}
+	bin := filepath.Join(t.TempDir(), "zorilla")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	t.Run("pi on 8 agents", func(t *testing.T) {
+		start := time.Now()
+		r, dir := demoBinary(t, bin, nil, "demo")
+		if r.code != 0 {
+			t.Fatalf("demo: %v", r)
+		}
+		agentOf := map[string]string{}
+		for _, m := range regexp.MustCompile(`(?m)^\[(\d)\] rank (\d) of 8 on \S+ \(agent (\S+)\): partial sum`).FindAllStringSubmatch(r.stdout, -1) {
+			if m[1] != m[2] {
+				t.Errorf("line tagged [%s] printed by rank %s", m[1], m[2])
+			}
+			agentOf[m[1]] = m[3]
+		}
+		if len(agentOf) != 8 || len(distinct(agentOf)) != 8 {
+			t.Errorf("want 8 ranks on 8 distinct agents, got %v:\n%v", agentOf, r)
+		}
+		for _, want := range []string{"[0] pi is approximately 3.14159265358", " done in ", "8 ranks on 8 agents:"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("stdout lacks %q:\n%v", want, r)
+			}
+		}
+		t.Logf("demo took %v", time.Since(start))
+		assertGone(t, dir)
+	})
+	t.Run("ctrl-c", func(t *testing.T) {
+		prog := script(t, `echo "rank $ZORILLA_RANK waits"; exec sleep 60`)
+		interrupt := func(stdout *syncBuffer, p *os.Process) {
+			waitFor(t, 30*time.Second, "every rank runs", func() bool { return strings.Count(stdout.String(), " waits") == 3 })
+			_ = p.Signal(syscall.SIGINT)
+		}
+		r, dir := demoBinary(t, bin, interrupt, "demo", "--agents", "3", "--program", prog)
+		if r.code != exitInterrupted || !strings.Contains(r.stderr, "cancelling job") || !strings.Contains(r.stdout, " cancelled in ") {
+			t.Fatalf("demo after Ctrl-C: %v", r)
+		}
+		assertGone(t, dir)
+	})
+}
+
+// demoBinary runs the binary, calling during (if any) while it runs, and
+// returns its result and the folder it said it kept its agents in.
+func demoBinary(t *testing.T, bin string, during func(*syncBuffer, *os.Process), args ...string) (result, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var out, errw syncBuffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		during(&out, cmd.Process)
+	}
+	err := cmd.Wait()
+	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errw.String()}
+	if err != nil && r.code <= 0 {
+		t.Fatalf("demo: %v\n%v", err, r)
+	}
+	m := regexp.MustCompile(`data dirs in (\S+)\)`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("the demo did not say where its agents live:\n%v", r)
+	}
+	return r, m[1]
+}
+
+// assertGone checks that the demo removed its folder and that no process
+// still runs with it on its command line (the agents were started with
+// their data dirs under it).
+func assertGone(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("demo folder %s still there (%v)", dir, err)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(dir)) {
+			t.Errorf("a process still runs from the demo folder: %s: %q", p, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+}
+
+func distinct(m map[string]string) map[string]bool {
+	s := map[string]bool{}
+	for _, v := range m {
+		s[v] = true
+	}
+	return s
+}
