@@ -126,8 +126,20 @@ func (ss *session) reserve() (Plan, error) {
 			grace = time.After(ss.s.cfg.OfferGrace)
 		}
 	}
+	// A spread job wants a host per process; when the network has fewer, a
+	// radius that brings no new offer means the reachable hosts are all in.
+	radii := newRadiusClock(ss.s.cfg.Schedule, ss.s.cfg.OfferGrace, time.Now())
+	check := time.NewTimer(radii.next(time.Now()))
+	defer check.Stop()
+	offered := 0
 	for {
 		select {
+		case <-check.C:
+			if len(ss.rlist) == offered && ss.feasible() {
+				startGrace()
+			}
+			offered = len(ss.rlist)
+			check.Reset(radii.next(time.Now()))
 		case o := <-ss.offers:
 			ss.takeOffer(o)
 			if enough != nil && Enough(d.Strategy, ss.rlist, d.Nodes, d.Replicas) {
