@@ -40,8 +40,8 @@ func (fr *frame) unref() {
 	}
 }
 
-// read reads one frame with a body of at most max bytes into a pooled
-// buffer when it fits one. The caller holds the only reference.
+// read reads one frame with a body of at most max bytes, into a pooled
+// buffer when it is a large one. The caller holds the only reference.
 func (fp *framePool) read(r io.Reader, max int) (*frame, error) {
 	var hdr [proto.HeaderLen]byte
 	typ, n, err := proto.ReadHeader(r, &hdr, max)
@@ -49,7 +49,9 @@ func (fp *framePool) read(r io.Reader, max int) (*frame, error) {
 		return nil, err
 	}
 	var b []byte
-	if proto.HeaderLen+n <= fp.size {
+	if l := proto.HeaderLen + n; l <= fp.size && l >= fp.size/4 {
+		// only large frames: pooling a big buffer for a small frame would
+		// allocate big buffers whenever a collection empties the pool
 		if p, ok := fp.p.Get().(*[]byte); ok {
 			b = (*p)[:proto.HeaderLen+n]
 		} else {
