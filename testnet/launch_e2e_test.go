@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -23,15 +24,18 @@ func TestLaunch16(t *testing.T) {
 		t.Skip("16 agents and real processes")
 	}
 	ln := startLaunchNet(t, 16, 4, func(i int, cfg *node.Config) {
-		if i == silentVictim {
+		switch i {
+		case silentVictim:
 			cfg.Cores, cfg.MaxProcs = 8, 8
+		case patientSubmitter:
+			cfg.Services.Submitter.OfferGrace = time.Second
 		}
 	})
 	t.Run("placement", func(t *testing.T) { testPlacement(t, ln) })
 	t.Run("failing-rank", func(t *testing.T) { testFailingRank(t, ln) })
 	t.Run("cancel", func(t *testing.T) { testCancel(t, ln) })
 	t.Run("timeout", func(t *testing.T) { testTimeout(t, ln) })
-	t.Run("hash-mismatch", func(t *testing.T) { testHashMismatch(t, ln) })         // replaces a handler of agent 0
+	t.Run("hash-mismatch", func(t *testing.T) { testHashMismatch(t, ln) })         // breaks agent 1 as a submitter
 	t.Run("submitter-restart", func(t *testing.T) { testSubmitterRestart(t, ln) }) // restarts agent 0
 	t.Run("silent-host", func(t *testing.T) { testSilentHost(t, ln) })             // stops an agent
 }
@@ -40,7 +44,7 @@ func TestLaunch16(t *testing.T) {
 var atLine = regexp.MustCompile(`^at (\d+) (\d+) (\S+)$`)
 
 // testPlacement runs 32 processes with each strategy, once per rank
-// (r = 1) and twice (r = 2, n = 16), and checks the plan against the
+// (r = 1) and twice (r = 2: 64 processes), and checks the plan against the
 // strategy and every process against the plan.
 func testPlacement(t *testing.T, ln *launchNet) {
 	prog := uploadScript(t, ln.Nodes[0], `echo "at $ZORILLA_RANK $ZORILLA_REPLICA $ZORILLA_AGENT"`)
@@ -49,7 +53,7 @@ func testPlacement(t *testing.T, ln *launchNet) {
 		n, r int
 	}{
 		{job.Concentrate, 32, 1}, {job.Spread, 32, 1},
-		{job.Concentrate, 16, 2}, {job.Spread, 16, 2},
+		{job.Concentrate, 32, 2}, {job.Spread, 32, 2},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/n=%d/r=%d", c.s, c.n, c.r), func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// poolLabel marks the agents other than 0 and 1, so a job submitted
+// poolLabel marks the agents other than 0, 1 and 2, so a job submitted
 // through those can require to run only on agents that must fetch its
 // program.
 const poolLabel = "pool"
@@ -49,7 +49,7 @@ func startLaunchNet(t testing.TB, n, procs int, configure func(i int, cfg *node.
 		cfg.Services.Submitter = launchSubmitter()
 		cfg.Services.Flood.Rate, cfg.Services.Flood.Burst = 1000, 1000
 		cfg.Services.Proc.KillGrace = time.Second
-		if i > 1 {
+		if i > 2 {
 			cfg.Labels = []string{poolLabel}
 		}
 		if configure != nil {
