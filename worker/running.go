@@ -273,13 +273,17 @@ func (r *running) mpiSpec() router.JobSpec {
 // followMPI reports phase two (every local copy in mpi.Init) and a local
 // rank's Abort to the submitter.
 func (r *running) followMPI(k *sink, m *router.Job) {
-	ready := m.InitReady()
-	for {
+	ready, events := m.InitReady(), m.Events()
+	for ready != nil || events != nil {
 		select {
 		case <-ready:
 			ready = nil
 			k.send(r.ctx, job.Report{Kind: job.RepReady})
-		case e := <-m.Events():
+		case e, ok := <-events:
+			if !ok {
+				events = nil // the router removed the job
+				continue
+			}
 			if e.Kind == router.EventAbort && e.Peer == "" {
 				k.send(r.ctx, job.Report{Kind: job.RepAbort, Rank: e.Rank, Code: e.Code})
 			}
