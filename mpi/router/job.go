@@ -122,6 +122,13 @@ func (j *Job) Err() error {
 	return j.err
 }
 
+// failure is why the job failed here, or nil.
+func (j *Job) failure() *Failure {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
 // Release is phase 2: the submitter saw every agent ready, so Init returns
 // in every local copy (copies that connect later are released at once).
 // The router also opens its links to every other agent of the job, so that

@@ -148,20 +148,24 @@ func (r *Router) Job(id string) *Job {
 func (r *Router) RemoveJob(id string) {
 	r.mu.Lock()
 	j := r.jobs[id]
-	if j != nil {
-		delete(r.jobs, id)
-	}
 	r.mu.Unlock()
 	if j == nil {
 		return
 	}
-	j.shutdown()
-	j.mu.Lock()
-	failure := j.err
-	j.mu.Unlock()
+	// The job counts as ended from the moment it leaves the table: a link
+	// opened by an agent released later must hear "ended here", never "no
+	// such job", or it would take this agent for lost.
 	r.mu.Lock()
-	if r.jobs[id] == nil {
-		r.remember(id, failure)
+	if r.jobs[id] == j {
+		delete(r.jobs, id)
+		r.remember(id, j.failure())
+	}
+	r.mu.Unlock()
+	j.shutdown()
+	failure := j.failure()
+	r.mu.Lock()
+	if _, ended := r.ended[id]; ended && r.jobs[id] == nil {
+		r.ended[id] = failure // shutting down may have recorded why it failed
 	}
 	r.mu.Unlock()
 }
