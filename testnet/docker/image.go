@@ -29,6 +29,10 @@ type ImageSpec struct {
 	Source string
 	// Examples are the example programs (folders of examples/) to add.
 	Examples []string
+	// BinDir, if set, is where the binaries are built and kept (zorilla,
+	// examples/NAME), for the host to use too; the image is built from it.
+	// Otherwise a temporary folder is used and removed.
+	BinDir string
 	// Log receives the build's progress; nil discards it.
 	Log io.Writer
 }
@@ -48,11 +52,13 @@ func BuildImage(ctx context.Context, spec ImageSpec) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp("", "zorilla-image-")
-	if err != nil {
-		return fmt.Errorf("docker: image context: %w", err)
+	tmp := spec.BinDir
+	if tmp == "" {
+		if tmp, err = os.MkdirTemp("", "zorilla-image-"); err != nil {
+			return fmt.Errorf("docker: image context: %w", err)
+		}
+		defer os.RemoveAll(tmp)
 	}
-	defer os.RemoveAll(tmp)
 	builds := map[string]string{filepath.Join(tmp, "zorilla"): "./cmd/zorilla"}
 	for _, e := range spec.Examples {
 		builds[filepath.Join(tmp, "examples", e)] = "./examples/" + e
