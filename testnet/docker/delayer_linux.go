@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -17,12 +16,16 @@ const delayerPoll = 200 * time.Millisecond
 // maxDelaysFile bounds the targets file the delayer reads.
 const maxDelaysFile = 4 << 20
 
+// retryOpen is how long the delayer waits before trying again to open a
+// line that failed: the container may be starting or gone.
+const retryOpen = 2 * time.Second
+
 // RunDelayer serves the delay lines of the targets file at path until ctx
 // ends: one line per running container, started when a target appears or
 // its process changes (a restarted container has a new namespace), closed
 // when its target goes or its process ends. One goroutine owns the lines.
 func RunDelayer(ctx context.Context, path string) error {
-	d := &delayer{path: path, lines: map[string]*servedLine{}}
+	d := &delayer{path: path, lines: map[string]*servedLine{}, failed: map[string]time.Time{}}
 	defer d.closeAll()
 	tick := time.NewTicker(delayerPoll)
 	defer tick.Stop()
@@ -42,6 +45,7 @@ type delayer struct {
 	size    int64
 	targets []DelayTarget
 	lines   map[string]*servedLine // by container name
+	failed  map[string]time.Time   // container name -> when opening its line last failed
 }
 
 type servedLine struct {
@@ -84,11 +88,16 @@ func (d *delayer) open(t DelayTarget) {
 	if err != nil || len(t.Queues) == 0 {
 		return // not running (yet, or any more)
 	}
+	if at, ok := d.failed[t.Name]; ok && time.Since(at) < retryOpen {
+		return
+	}
 	line, err := startDelayLine(fmt.Sprintf("/proc/%d/ns/net", t.Pid), t.Queues)
 	if err != nil {
+		d.failed[t.Name] = time.Now()
 		log.Warnw("delayer: cannot open a delay line", "container", t.Name, "err", err)
 		return
 	}
+	delete(d.failed, t.Name)
 	log.Infow("delayer: delaying", "container", t.Name, "pid", t.Pid, "queues", len(t.Queues))
 	d.lines[t.Name] = &servedLine{target: t, netns: ino, line: line}
 }
@@ -112,16 +121,11 @@ func readTargets(path string) ([]DelayTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ds Delays
-	if err := json.Unmarshal(b, &ds); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
+	ts, err := decodeTargets(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for _, t := range ds.Targets {
-		if t.Pid <= 0 || t.Name == "" {
-			return nil, fmt.Errorf("target %q with pid %d", t.Name, t.Pid)
-		}
-	}
-	return ds.Targets, nil
+	return ts, nil
 }
 
 // netnsInode identifies the network namespace of process pid.

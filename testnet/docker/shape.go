@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
 // NetemAvailable tells whether the kernel has the netem qdisc: it adds one
@@ -118,6 +120,26 @@ type DelayTarget struct {
 // Delays is the delayer's work, in Dir/delays.json.
 type Delays struct {
 	Targets []DelayTarget `json:"targets"`
+}
+
+// decodeTargets reads a delays file strictly: unknown fields, a target
+// without a name or PID, or a queue without a delay are refused.
+func decodeTargets(b []byte) ([]DelayTarget, error) {
+	var ds Delays
+	if err := wire.DecodeJSON(b, &ds); err != nil {
+		return nil, fmt.Errorf("decode delays: %w", err)
+	}
+	for _, t := range ds.Targets {
+		if t.Pid <= 0 || t.Name == "" {
+			return nil, fmt.Errorf("delays: target %q with pid %d", t.Name, t.Pid)
+		}
+		for _, q := range t.Queues {
+			if q.Delay <= 0 || q.Delay > maxRTT {
+				return nil, fmt.Errorf("delays: target %s queue %d: delay %v", t.Name, q.Num, q.Delay)
+			}
+		}
+	}
+	return ds.Targets, nil
 }
 
 // writeDelays rewrites the delayer's targets for the running containers

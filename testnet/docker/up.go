@@ -228,15 +228,15 @@ func (t *Testnet) startAgent(ctx context.Context, c Container, pids *pidTable) e
 func (t *Testnet) awaitAPI(ctx context.Context, c Container) error {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.ReadyTimeout)
 	defer cancel()
-	var last error
-	for tick := time.NewTicker(100 * time.Millisecond); ; {
-		if last = probeAPI(ctx, c); last == nil {
-			tick.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		last := probeAPI(ctx, c)
+		if last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			tick.Stop()
 			return fmt.Errorf("docker: agent %s did not answer in %v (docker logs %s): %w", c.Name, t.cfg.ReadyTimeout, c.Name, last)
 		case <-tick.C:
 		}
