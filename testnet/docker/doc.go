@@ -16,12 +16,12 @@
 // x 2 at 10.5 ms". Up gives each site its own bridge network, and connects
 // every container to a shared "wan" network as well:
 //
-//	  site nancy 10.B.0.0/24       site lyon 10.B.1.0/24
-//	 ┌────────────────────────┐   ┌──────────────────────┐
-//	 │ zt-nancy-0  zt-nancy-1 │   │ zt-lyon-0  zt-lyon-1 │
-//	 └─────┬───────────┬──────┘   └─────┬──────────┬─────┘
-//	   ────┴───────────┴─── wan 10.B+1.0.0/16 ─────┴─────
-//	       10.B+1.0.2  10.B+1.0.3       10.B+1.1.2 10.B+1.1.3
+//	 site nancy 10.B.0.0/24       site lyon 10.B.1.0/24
+//	┌────────────────────────┐   ┌──────────────────────┐
+//	│ zt-nancy-0  zt-nancy-1 │   │ zt-lyon-0  zt-lyon-1 │
+//	└─────┬───────────┬──────┘   └─────┬──────────┬─────┘
+//	  ────┴───────────┴─── wan 10.B+1.0.0/16 ─────┴─────
+//	      10.B+1.0.2  10.B+1.0.3       10.B+1.1.2 10.B+1.1.3
 //
 // Sites reach each other only over the wan: docker keeps bridge networks
 // apart, and these are --internal (no route out, no NAT), so agents talk
