@@ -17,9 +17,6 @@ import (
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
-// ErrStopped is returned for an agent that Stop has stopped.
-var ErrStopped = errors.New("testnet: agent stopped")
-
 // Options tune the agents of a Net.
 type Options struct {
 	// Overlay is every agent's overlay config; the zero value means
