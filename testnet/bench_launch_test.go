@@ -38,7 +38,7 @@ func BenchmarkLaunchSubmitToRunning(b *testing.B) {
 	cases := []struct {
 		s job.Strategy
 		n int
-	}{{job.Concentrate, 16}, {job.Spread, 16}, {job.Concentrate, 64}}
+	}{{job.Concentrate, 16}, {job.Spread, 16}, {job.Concentrate, 64}, {job.Spread, 64}}
 	for _, p := range profiles {
 		b.Run(p.name, func(b *testing.B) {
 			ln := startLaunchNet(b, 16, 4, func(_ int, cfg *node.Config) { cfg.Services.Submitter = p.cfg })
