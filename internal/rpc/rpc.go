@@ -130,6 +130,10 @@ func (e *Endpoint) Call(ctx context.Context, to peer.ID, p protocol.ID, req, res
 	}
 	dl, _ := ctx.Deadline()
 	_ = s.SetDeadline(dl)
+	// Not every transport honours deadlines (mocknet ignores them): the
+	// context's end resets the stream, so a silent peer never holds a call.
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
 	if err := wire.WriteJSON(s, req); err != nil {
 		_ = s.Reset()
 		return fmt.Errorf("%s to %s: %w", p, to.ShortString(), err)

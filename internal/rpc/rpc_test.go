@@ -107,3 +107,32 @@ func TestCloseEndsBlockedHandlers(t *testing.T) {
 		t.Fatalf("open after close: %v, want ErrClosed", err)
 	}
 }
+
+// A peer that never answers must not hold a call past its context, even on
+// a transport that ignores deadlines (mocknet).
+func TestCallEndsWithContext(t *testing.T) {
+	mn, err := mocknet.FullMeshConnected(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mn.Close()
+	a, b := New(mn.Hosts()[0]), New(mn.Hosts()[1])
+	defer a.Close()
+	defer b.Close()
+	b.Handle(echoProto, func(ctx context.Context, _ peer.ID, s Stream) {
+		<-ctx.Done() // read nothing, answer nothing
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var got msg
+	done := make(chan error, 1)
+	go func() { done <- a.Call(ctx, b.Self(), echoProto, msg{Text: "hi"}, &got, 1024) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("call to a silent peer succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("call to a silent peer outlived its context")
+	}
+}
