@@ -38,8 +38,10 @@ type Config struct {
 	Labels   []string // e.g. "gpu", "site=nancy"; jobs may require them
 	// AllowFile and DenyFile list submitter peer IDs, one per line.
 	AllowFile, DenyFile string
-	// Open accepts jobs from any submitter (testnets); otherwise only
-	// submitters allowed by AllowFile, or the agent itself.
+	// With no AllowFile every submitter not in DenyFile is accepted (issue
+	// 3's default, until a later issue tightens it). With an AllowFile only
+	// the submitters it lists, and the agent itself, are accepted, unless
+	// Open, which ignores AllowFile (testnets). DenyFile always applies.
 	Open bool
 
 	// Overlay tunes membership and the neighbour set.

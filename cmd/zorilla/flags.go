@@ -37,7 +37,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringFlag{Name: "deny", EnvVars: []string{"ZORILLA_DENY"}, TakesFile: true,
 			Usage: "file of submitter peer IDs never allowed"},
 		&cli.BoolFlag{Name: "open", EnvVars: []string{"ZORILLA_OPEN"},
-			Usage: "accept jobs from any submitter (testnets)"},
+			Usage: "ignore --allow: accept jobs from any submitter not denied (testnets)"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"ZORILLA_LOG_LEVEL"}, Value: "error",
 			Usage: "debug, info, warn or error"},
 	}
