@@ -3,13 +3,8 @@ package testnet
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +20,7 @@ import (
 // offers are feasible) against Zorilla's fixed schedule (1 s, 2 s, 4 s...
 // waits, enough checked only at the end of each wait).
 //
-//	go test -run XXX -bench Issue3Flood -benchtime 1x -timeout 60m -v ./testnet -args -issue3.out=/tmp/issue3.md
+//	go test -run XXX -bench Issue3Flood -benchtime 1x -timeout 120m -v ./testnet -args -issue3.out=/tmp/issue3.md
 //	(smaller: ... -args -issue3.hosts=25 -issue3.n=20,50 -issue3.reps=1)
 //
 // A benchmark's log is printed when it ends, and cut to a few lines
@@ -329,37 +324,6 @@ func advertsSent(net *Net, p *probe) uint64 {
 	return total
 }
 
-// advertsLost counts, over every agent and the probe, the adverts dropped
-// on receipt (by reason) or not sent ("send-error").
-func advertsLost(net *Net, p *probe) map[string]uint64 {
-	out := map[string]uint64{}
-	add := func(st flood.Stats) {
-		out["send-error"] += st.SendErrors
-		for r, n := range st.Dropped {
-			out[string(r)] += n
-		}
-	}
-	add(p.fl.Stats())
-	for _, nd := range net.Nodes {
-		add(nd.Flooder().Stats())
-	}
-	return out
-}
-
-// lostSince is what was lost after before, with its total.
-func lostSince(before, after map[string]uint64) (uint64, string) {
-	var total uint64
-	var parts []string
-	for r, n := range after {
-		if d := n - before[r]; d > 0 {
-			total += d
-			parts = append(parts, fmt.Sprintf("%s %d", r, d))
-		}
-	}
-	slices.Sort(parts)
-	return total, strings.Join(parts, ", ")
-}
-
 // awaitQuiet waits until no advert has been sent for half a second and
 // every lease is gone, and returns the messages sent so far.
 func awaitQuiet(b *testing.B, net *Net, p *probe) uint64 {
@@ -374,70 +338,4 @@ func awaitQuiet(b *testing.B, net *Net, p *probe) uint64 {
 		return still >= 20 && len(leasesOf(net)) == 0 // Await polls every 25 ms
 	})
 	return last
-}
-
-// benchLog logs to the benchmark and, as it happens, to stderr.
-func benchLog(b *testing.B, format string, args ...any) {
-	b.Helper()
-	b.Logf(format, args...)
-	fmt.Fprintf(os.Stderr, format+"\n", args...)
-}
-
-func memory() string {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return fmt.Sprintf("heap in use %d MiB, from the OS %d MiB, %d goroutines", ms.HeapInuse>>20, ms.Sys>>20, runtime.NumGoroutine())
-}
-
-func parseSizes(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("job size %q: want a positive number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// benchTable is the markdown table of the results: medians over the runs.
-func benchTable(rs []benchResult, agents int) string {
-	var b strings.Builder
-	b.WriteString("| n slots | loop | submit to enough (median, min-max) | radius | advert msgs per agent per job | offers | runs ok |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
-	var sizes []int
-	for _, r := range rs {
-		if !slices.Contains(sizes, r.n) {
-			sizes = append(sizes, r.n)
-		}
-	}
-	for _, n := range sizes {
-		for _, mode := range benchModes {
-			var took []time.Duration
-			var radius []int
-			var msgs, offers uint64
-			ok, runs := 0, 0
-			for _, r := range rs {
-				if r.n != n || r.mode != mode {
-					continue
-				}
-				runs++
-				took, radius = append(took, r.took), append(radius, r.radius)
-				msgs, offers = msgs+r.msgs, offers+uint64(r.offers)
-				if r.ok {
-					ok++
-				}
-			}
-			if runs == 0 {
-				continue
-			}
-			slices.Sort(took)
-			slices.Sort(radius)
-			fmt.Fprintf(&b, "| %d | %s | %.3f s (%.3f-%.3f) | %d | %.1f | %d | %d/%d |\n", n, mode,
-				took[len(took)/2].Seconds(), took[0].Seconds(), took[len(took)-1].Seconds(), radius[len(radius)/2],
-				float64(msgs)/float64(runs)/float64(agents), offers/uint64(runs), ok, runs)
-		}
-	}
-	return b.String()
 }
