@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Removed is what Down removed.
@@ -33,18 +35,23 @@ func Down(ctx context.Context, cfg Config, keepData bool) (Removed, error) {
 	if err != nil {
 		return r, err
 	}
-	if len(ids) > 0 {
-		if _, err := t.docker.run(ctx, append([]string{"rm", "-f", "-v"}, ids...)...); err != nil {
-			return r, err
-		}
+	// A few at a time: docker's count of a network's endpoints has been
+	// seen to go wrong when fifty containers on it were removed at once,
+	// and then the network cannot be removed until dockerd restarts.
+	err = forEach(ctx, len(ids), cfg.Parallel, func(i int) error {
+		_, err := t.docker.run(ctx, "rm", "-f", "-v", ids[i])
+		return err
+	})
+	if err != nil {
+		return r, err
 	}
 	r.Containers = len(ids)
 	nets, err := t.docker.lines(ctx, "network", "ls", "-q", "--filter", t.labelFilter())
 	if err != nil {
 		return r, err
 	}
-	if len(nets) > 0 {
-		if _, err := t.docker.run(ctx, append([]string{"network", "rm"}, nets...)...); err != nil {
+	for _, n := range nets {
+		if err := t.removeNetwork(ctx, n); err != nil {
 			return r, err
 		}
 	}
@@ -56,6 +63,23 @@ func Down(ctx context.Context, cfg Config, keepData bool) (Removed, error) {
 		r.DataDirs, err = removeData(cfg)
 	}
 	return r, err
+}
+
+// removeNetwork removes a network, trying again for a few seconds while
+// docker still counts endpoints of containers just removed.
+func (t *Testnet) removeNetwork(ctx context.Context, id string) error {
+	var err error
+	for range 20 {
+		if _, err = t.docker.run(ctx, "network", "rm", id); err == nil || !strings.Contains(err.Error(), "active endpoints") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%w (docker's endpoint count for it is stale; restarting dockerd clears it)", err)
 }
 
 // checkGone fails if any container or network of the testnet is left.

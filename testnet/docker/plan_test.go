@@ -211,3 +211,17 @@ func TestParseStats(t *testing.T) {
 		t.Fatalf("footprint %+v", f)
 	}
 }
+
+func TestNeighThresholds(t *testing.T) {
+	tests := []struct{ n, cur2, cur3, want2, want3 int }{
+		{12, 512, 1024, 656, 1312},           // the kernel's defaults are already short for 12
+		{100, 512, 1024, 10512, 21024},       // a hundred containers
+		{12, 100000, 200000, 100000, 200000}, // never lowered
+		{50, 512, 100000, 3012, 100000},      // each raised on its own
+	}
+	for _, tt := range tests {
+		if t2, t3 := neighThresholds(tt.n, tt.cur2, tt.cur3); t2 != tt.want2 || t3 != tt.want3 {
+			t.Errorf("%d containers from %d/%d: %d/%d, want %d/%d", tt.n, tt.cur2, tt.cur3, t2, t3, tt.want2, tt.want3)
+		}
+	}
+}

@@ -39,6 +39,9 @@ func Up(ctx context.Context, cfg Config, l Layout) (*Testnet, error) {
 	if err := t.preflight(ctx); err != nil {
 		return nil, err
 	}
+	if err := ensureNeighbourRoom(l.Size(), t.cfg.logf); err != nil {
+		return nil, err
+	}
 	if err := t.plan(ctx, l); err != nil {
 		return nil, err
 	}
