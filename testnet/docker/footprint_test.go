@@ -46,7 +46,7 @@ func TestDockerFootprint(t *testing.T) {
 		}
 		rows = append(rows, footprint(t, ctx, tag, n, idle))
 	}
-	t.Logf("\n| agents | start (s) | converged (s) | agent memory mean / max (MiB) | agent CPU mean / max (%%) | all agents CPU (%% of one core) | machine memory used (MiB, MemAvailable drop) | delayer CPU (%%) / memory (MiB) |\n|---|---|---|---|---|---|---|---|\n%s",
+	t.Logf("\n| agents | start (s) | converged (s) | container memory mean / max (MiB) | agent VmRSS / RssAnon mean (MiB) | shim RSS mean (MiB) | agent CPU mean / max (%%) | all agents CPU (%% of one core) | MemAvailable drop (MiB) | delayer CPU (%%) / memory (MiB) |\n|---|---|---|---|---|---|---|---|---|---|\n%s",
 		strings.Join(rows, "\n"))
 }
 
@@ -94,16 +94,78 @@ func footprint(t *testing.T, ctx context.Context, tag string, n int, idle time.D
 		}
 	}
 	used := before - memAvailable(t)
+	agentRSS, agentAnon, shimRSS := processMemory(t, ctx, tn)
 	var all []ContainerStats
 	for _, s := range sum {
 		all = append(all, s)
 	}
 	f := Summarize(all, tn.DelayerName())
 	d := sum[tn.DelayerName()]
-	row := fmt.Sprintf("| %d | %.1f | %.1f | %.1f / %.1f | %.2f / %.2f | %.1f | %d | %.2f / %.1f |",
-		f.Agents, started.Seconds(), converged.Seconds(), mib(f.MeanMemory), mib(f.MaxMem), f.MeanCPU, f.MaxCPU, f.TotalCPU, used>>20, d.CPU, mib(d.Memory))
+	row := fmt.Sprintf("| %d | %.1f | %.1f | %.1f / %.1f | %.1f / %.1f | %.1f | %.2f / %.2f | %.1f | %d | %.2f / %.1f |",
+		f.Agents, started.Seconds(), converged.Seconds(), mib(f.MeanMemory), mib(f.MaxMem), mib(agentRSS), mib(agentAnon), mib(shimRSS),
+		f.MeanCPU, f.MaxCPU, f.TotalCPU, used>>20, d.CPU, mib(d.Memory))
 	t.Log(row)
 	return row
+}
+
+// processMemory reads, from the host's /proc, the mean VmRSS and RssAnon
+// of the agents (each container's first process) and the mean RSS of the
+// containerd shim that docker keeps beside each container.
+func processMemory(t *testing.T, ctx context.Context, tn *Testnet) (rss, anon, shim int64) {
+	states, err := tn.inspect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tn.docker.lines(ctx, "ps", "-q", "--no-trunc", "--filter", tn.labelFilter())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(0)
+	for _, c := range tn.Containers() {
+		if s := states[c.Name]; s.Pid > 0 {
+			rss += statusField(t, s.Pid, "VmRSS:")
+			anon += statusField(t, s.Pid, "RssAnon:")
+			n++
+		}
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	shims := int64(0)
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), "containerd-shim") {
+			continue
+		}
+		for _, id := range ids {
+			if strings.Contains(string(b), id) {
+				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+				shim += statusField(t, pid, "VmRSS:")
+				shims++
+			}
+		}
+	}
+	if n == 0 || shims == 0 {
+		t.Fatalf("%d agents and %d shims found", n, shims)
+	}
+	return rss / n, anon / n, shim / shims
+}
+
+// statusField reads a "kB" field of /proc/<pid>/status, in bytes.
+func statusField(t *testing.T, pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, field); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
 }
 
 // memAvailable reads MemAvailable from /proc/meminfo, in bytes.
