@@ -24,10 +24,9 @@ func TestNetlinkPacketParse(t *testing.T) {
 		if m.Header.Type != unix.NFNL_SUBSYS_QUEUE<<8|nfqnlMsgPacket {
 			t.Fatalf("message %d type %#x", i, m.Header.Type)
 		}
-		queue := binary.BigEndian.Uint16(m.Data[2:4])
-		id, ok := packetID(m.Data[nfgenHdrLen:])
-		if !ok || queue != uint16(101+i) || id != uint32(7+i) {
-			t.Fatalf("message %d: queue %d id %d %v", i, queue, id, ok)
+		p, ok := queuedPacket(m)
+		if !ok || p.queue != uint16(101+i) || p.id != uint32(7+i) {
+			t.Fatalf("message %d: %+v %v", i, p, ok)
 		}
 	}
 	if _, err := syscallParseNetlink(b[:len(b)-3]); err == nil {
@@ -44,9 +43,7 @@ func FuzzNetlink(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		msgs, _ := syscallParseNetlink(b)
 		for _, m := range msgs {
-			if len(m.Data) >= nfgenHdrLen {
-				packetID(m.Data[nfgenHdrLen:])
-			}
+			queuedPacket(m)
 		}
 	})
 }

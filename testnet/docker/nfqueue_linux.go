@@ -75,8 +75,7 @@ func openNFQueue(netnsPath string) (*nfQueueSocket, error) {
 		unix.Close(r.fd)
 		return nil, fmt.Errorf("nfqueue: nonblock: %w", err)
 	}
-	s := &nfQueueSocket{f: os.NewFile(uintptr(r.fd), "nfqueue:"+netnsPath)}
-	return s, nil
+	return &nfQueueSocket{f: os.NewFile(uintptr(r.fd), "nfqueue:"+netnsPath)}, nil
 }
 
 func socketInNetns(path string) (int, error) {
@@ -103,9 +102,9 @@ func setupNetlink(fd int) error {
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("nfqueue: bind netlink: %w", err)
 	}
-	// A large buffer, and no ENOBUFS error when it overflows anyway: a
-	// packet lost that way stays queued until the socket closes, which TCP
-	// recovers from by retransmitting.
+	// A large buffer, and no ENOBUFS error when it overflows anyway: the
+	// queues are fail-open, so a packet the kernel cannot hand over is
+	// accepted at once, undelayed, rather than lost.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20)
 	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_NO_ENOBUFS, 1)
 	return nil
@@ -135,15 +134,16 @@ func (s *nfQueueSocket) Bind(num uint16, maxLen uint32) error {
 	return nil
 }
 
-// request sends msg and waits for its acknowledgement. Only used before
-// packets flow, so the answer is the next message.
+// request sends msg and waits for its acknowledgement. It runs before the
+// line reads packets, but a queue bound earlier may already hand some
+// over: those are accepted at once, so none is left held.
 func (s *nfQueueSocket) request(msg []byte) error {
 	if _, err := s.f.Write(msg); err != nil {
 		return err
 	}
 	buf := make([]byte, 8192)
 	for range 16 {
-		n, err := s.readBlocking(buf)
+		n, err := s.f.Read(buf)
 		if err != nil {
 			return err
 		}
@@ -152,6 +152,10 @@ func (s *nfQueueSocket) request(msg []byte) error {
 			return err
 		}
 		for _, m := range msgs {
+			if p, ok := queuedPacket(m); ok {
+				_ = s.AcceptUpTo(p.queue, p.id)
+				continue
+			}
 			if m.Header.Type != unix.NLMSG_ERROR || len(m.Data) < 4 {
 				continue
 			}
@@ -164,10 +168,7 @@ func (s *nfQueueSocket) request(msg []byte) error {
 	return errors.New("no acknowledgement")
 }
 
-// readBlocking reads one datagram, waiting for it through the poller.
-func (s *nfQueueSocket) readBlocking(buf []byte) (int, error) { return s.f.Read(buf) }
-
-// Packet is one queued packet: its queue and its id in that queue.
+// packet is one queued packet: its queue and its id in that queue.
 type packet struct {
 	queue uint16
 	id    uint32
@@ -185,15 +186,20 @@ func (s *nfQueueSocket) ReadPackets(buf []byte, out []packet) ([]packet, error) 
 		return out, err
 	}
 	for _, m := range msgs {
-		if m.Header.Type != unix.NFNL_SUBSYS_QUEUE<<8|nfqnlMsgPacket || len(m.Data) < nfgenHdrLen {
-			continue
-		}
-		queue := binary.BigEndian.Uint16(m.Data[2:4])
-		if id, ok := packetID(m.Data[nfgenHdrLen:]); ok {
-			out = append(out, packet{queue: queue, id: id})
+		if p, ok := queuedPacket(m); ok {
+			out = append(out, p)
 		}
 	}
 	return out, nil
+}
+
+// queuedPacket reads a packet message: its queue and packet id.
+func queuedPacket(m netlinkMessage) (packet, bool) {
+	if m.Header.Type != unix.NFNL_SUBSYS_QUEUE<<8|nfqnlMsgPacket || len(m.Data) < nfgenHdrLen {
+		return packet{}, false
+	}
+	id, ok := packetID(m.Data[nfgenHdrLen:])
+	return packet{queue: binary.BigEndian.Uint16(m.Data[2:4]), id: id}, ok
 }
 
 // packetID finds NFQA_PACKET_HDR among a message's attributes.
