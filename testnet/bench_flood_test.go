@@ -324,8 +324,9 @@ func advertsSent(net *Net, p *probe) uint64 {
 	return total
 }
 
-// awaitQuiet waits until no advert has been sent for half a second and
-// every lease is gone, and returns the messages sent so far.
+// awaitQuiet waits until no advert has been sent for two seconds (a
+// loaded machine delays forwards by hundreds of milliseconds) and every
+// lease is gone, and returns the messages sent so far.
 func awaitQuiet(b *testing.B, net *Net, p *probe) uint64 {
 	last, still := advertsSent(net, p), 0
 	benchAwait(b, net, "no more adverts and no lease left", 2*time.Minute, func() bool {
@@ -335,7 +336,7 @@ func awaitQuiet(b *testing.B, net *Net, p *probe) uint64 {
 			return false
 		}
 		still++
-		return still >= 20 && len(leasesOf(net)) == 0 // Await polls every 25 ms
+		return still >= 80 && len(leasesOf(net)) == 0 // Await polls every 25 ms
 	})
 	return last
 }
