@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
@@ -160,17 +158,14 @@ func (n *Node) policy() (worker.Policy, error) {
 }
 
 // pinger measures a peer's RTT with libp2p's ping protocol, an
-// application-level round trip as P2P-MPI measures it (not ICMP).
+// application-level round trip as P2P-MPI measures it (not ICMP), through
+// the overlay: the smallest of a few pings on one stream, so that one
+// scheduling hiccup on a loaded host does not rank a near offerer behind
+// a far one. The sample also feeds the overlay's table.
 type pinger struct{ n *Node }
 
 func (p pinger) Ping(ctx context.Context, to peer.ID) (time.Duration, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	res, ok := <-ping.Ping(ctx, p.n.h, to)
-	if !ok {
-		return 0, errors.New("ping: no result")
-	}
-	return res.RTT, res.Error
+	return p.n.ov.Measure(ctx, to)
 }
 
 // Submitter is the agent's submitter side (nil before start).
