@@ -12,7 +12,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
-	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
@@ -25,8 +24,9 @@ import (
 // mocknet with its own overlay and Flooder, whose offer handler records
 // when each offer arrives. Both loops under comparison (ours, and
 // Zorilla's fixed schedule) flood from it and collect offers through it,
-// the same way: each offer is pinged first, as job.Submitter does, and
-// kept (its lease held) until the run ends and every lease is cancelled.
+// the same way: each offer is measured first (overlay.Measure), as the
+// agent's submitter does, and kept (its lease held) until the run ends and
+// every lease is cancelled.
 type probe struct {
 	h  host.Host
 	ov *overlay.Overlay
@@ -121,9 +121,9 @@ func (p *probe) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream) {
 		return
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	rtt := time.Hour
-	if res := <-ping.Ping(pctx, p.h, from); res.Error == nil {
-		rtt = res.RTT
+	rtt, err := p.ov.Measure(pctx, from) // as the agent's submitter does
+	if err != nil {
+		rtt = time.Hour // unmeasured: last in the rlist
 	}
 	cancel()
 	reply := p.take(from, msg, rtt)
