@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
@@ -207,15 +205,6 @@ func indexes(n int, except ...int) []int {
 		if !skip {
 			out = append(out, i)
 		}
-	}
-	return out
-}
-
-// ids maps agent indexes to peer IDs.
-func ids(net *Net, idx []int) []peer.ID {
-	out := make([]peer.ID, len(idx))
-	for k, i := range idx {
-		out[k] = net.Nodes[i].ID()
 	}
 	return out
 }

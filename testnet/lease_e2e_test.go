@@ -7,17 +7,16 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
-	"github.com/zorilla-p2p/zorilla/worker"
 )
 
 // Issue 3's leases end to end: a worker's offer holds its slots under a
 // lease, so two jobs never get the same slots; leases end by cancel,
 // commit, kill or expiry, and nothing is left behind.
 
-// Two jobs flood the same agents at the same time. Each agent lends 3
-// cores to at most J=2 jobs: without leases both jobs could be promised
-// all 3 cores of a host. Both run, and no host runs more processes than it
-// has cores; every lease ends with the jobs.
+// On six agents lending 3 cores each to at most J=2 jobs: two jobs flooded
+// at once never get the same slots; and after a cancelled dry run, a job
+// cancelled while starting and a finished dry run, no lease is left
+// anywhere.
 func TestLeasesNeverSharedNorLeftBehind(t *testing.T) {
 	const agents, cores = 6, 3
 	net := startLoopback(t, agents, func(_ int, cfg *node.Config) {
@@ -39,6 +38,9 @@ func TestLeasesNeverSharedNorLeftBehind(t *testing.T) {
 	})
 }
 
+// concurrentJobs floods two jobs at once over the same agents: without
+// leases both could be promised all 3 cores of a host. Both run, no host
+// runs more processes than it has cores, and every lease ends with them.
 func concurrentJobs(t *testing.T, net *Net, cores int) {
 	const n = 7 // two jobs of 7 on 18 slots: they must share hosts or wait for each other's spares
 	d := job.NewDescription("job.sh", nil, n)
@@ -68,7 +70,7 @@ func concurrentJobs(t *testing.T, net *Net, cores int) {
 		if p > cores {
 			t.Errorf("agent %d runs %d processes of the two jobs on %d cores", i, p, cores)
 		}
-		if p > 0 && leasedJobs(net.Nodes[i].Leases()) == 2 {
+		if p > 0 && net.Nodes[i].Leases().Usage().Jobs == 2 {
 			shared++
 		}
 	}
@@ -92,8 +94,6 @@ func concurrentJobs(t *testing.T, net *Net, cores int) {
 	}
 	awaitNoLeases(t, net, 10*time.Second, "after both jobs were cancelled")
 }
-
-func leasedJobs(l *worker.Leases) int { return l.Usage().Jobs }
 
 // cancelledDryRun holds leases on every agent with a dry run that cannot
 // be satisfied, cancels it, and finds every lease table empty: leases
