@@ -82,7 +82,7 @@ func gaussianPairs(x []float64, t *tally) {
 			continue
 		}
 		f := math.Sqrt(-2 * math.Log(r) / r)
-		g1, g2 := float64(x1*f), float64(x2*f) // rounded, never fused into the sums
+		g1, g2 := float64(x1*f), float64(x2*f)                    // rounded, never fused into the sums
 		l := min(int(math.Max(math.Abs(g1), math.Abs(g2))), nq-1) // NPB never sees >= nq
 		t.q[l]++
 		sx += g1

@@ -15,10 +15,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
-	"os/signal"
 
 	"github.com/zorilla-p2p/zorilla/examples/internal/npb"
 )
@@ -27,32 +25,8 @@ func main() { os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // realMain runs the program and returns its exit status.
 func realMain(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: ep CLASS   (CLASS is S, W, A or B)")
-		return 2
-	}
-	p, err := paramsFor(args[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "ep:", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	c, done, err := npb.Connect(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, "ep:", err)
-		return 1
-	}
-	res, err := run(ctx, c, p, stdout)
-	if derr := done(err); err == nil {
-		err = derr
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "ep:", err)
-		return 1
-	}
-	if !res.Verified {
-		return 1
-	}
-	return 0
+	return npb.Main("ep", args, stdout, stderr, paramsFor,
+		func(ctx context.Context, c npb.Comm, p params, out io.Writer) (npb.Results, error) {
+			return run(ctx, c, p, out)
+		})
 }
