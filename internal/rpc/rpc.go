@@ -142,7 +142,10 @@ func (e *Endpoint) Call(ctx context.Context, to peer.ID, p protocol.ID, req, res
 		_ = s.Reset()
 		return fmt.Errorf("%s to %s: %w", p, to.ShortString(), err)
 	}
-	return s.Close()
+	// The answer is in hand: the call succeeded whatever closing says. Over
+	// QUIC, Close after the peer's close reports a cancelled stream.
+	_ = s.Close()
+	return nil
 }
 
 // Close stops serving, cancels running handlers and waits for them.
