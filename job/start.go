@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -241,7 +242,58 @@ func (ss *session) cancelLeases(offers []Offer) {
 	for _, o := range offers {
 		reqs[o.Peer] = LeaseRequest{Op: OpCancel, Job: ss.id, Lease: o.Lease}
 	}
-	ss.sendAll(reqs)
+	if failed := ss.giveBack(reqs); len(failed) > 0 {
+		log.Infow("cancel not delivered", "job", ss.id, "hosts", len(failed))
+	}
+}
+
+// giveBackWaits are the pauses before a cancel or release is sent again.
+var giveBackWaits = []time.Duration{250 * time.Millisecond, time.Second}
+
+// giveBack sends cancels or releases in parallel and returns the hosts
+// that never answered. One that did not get through is sent again after
+// each of giveBackWaits: a lease left behind keeps the worker's slots from
+// every other job until it expires, minutes later. A refusal is final: the
+// worker answered, so the lease is gone already.
+func (ss *session) giveBack(reqs map[peer.ID]LeaseRequest) []peer.ID {
+	var (
+		mu     sync.Mutex
+		failed []peer.ID
+		wg     sync.WaitGroup
+	)
+	for p, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for try := 0; ; try++ {
+				rep, err := ss.s.lease(ss.s.ctx, p, req)
+				if err == nil || rep.Error != "" {
+					return
+				}
+				if try == len(giveBackWaits) || !pause(ss.s.ctx, giveBackWaits[try]) {
+					log.Infow("lease request failed", "job", ss.id, "op", req.Op, "host", p, "err", err)
+					mu.Lock()
+					failed = append(failed, p)
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return failed
+}
+
+// pause waits d, or less when ctx ends; it reports whether d passed.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (ss *session) all(f func(*hostRun) bool) bool {
@@ -269,7 +321,7 @@ func (ss *session) releaseAll() {
 	for p, h := range ss.hosts {
 		reqs[p] = LeaseRequest{Op: OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease}
 	}
-	if failed := ss.sendAll(reqs); len(failed) > 0 {
+	if failed := ss.giveBack(reqs); len(failed) > 0 {
 		log.Infow("release not delivered", "job", ss.id, "hosts", len(failed))
 	}
 }

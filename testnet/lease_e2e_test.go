@@ -1,10 +1,16 @@
 package testnet
 
 import (
+	"bufio"
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
 )
@@ -203,4 +209,55 @@ func TestLeasesExpireAndSlotsComeBack(t *testing.T) {
 		t.Fatalf("first job ended %s: %s", rec.State, rec.Reason)
 	}
 	awaitNoLeases(t, net, 5*time.Second, "at the end")
+}
+
+// A cancel that does not get through is sent again: a worker whose first
+// cancel is lost (its stream reset before an answer) would otherwise keep
+// its slots reserved for minutes, until the lease expires. The victim's
+// lease handler drops the first request it gets and answers the others
+// the way the worker does.
+func TestLostCancelIsSentAgain(t *testing.T) {
+	const agents, cores, victim = 3, 2, 1
+	net := startLoopback(t, agents, func(_ int, cfg *node.Config) { e2eConfig(cfg, cores) })
+	connected(t, net, 2)
+	v := net.Nodes[victim]
+	var mu sync.Mutex
+	var cancels int
+	v.Host().SetStreamHandler(job.LeaseProtocol, func(s network.Stream) {
+		var req job.LeaseRequest
+		if err := wire.ReadJSON(bufio.NewReader(s), job.MaxLeaseSize, &req); err != nil {
+			_ = s.Reset()
+			return
+		}
+		mu.Lock()
+		cancels++
+		first := cancels == 1
+		mu.Unlock()
+		if first || req.Op != job.OpCancel {
+			_ = s.Reset() // lost on the way
+			return
+		}
+		reply := job.LeaseReply{OK: true}
+		if _, err := v.Leases().Release(req.Lease); err != nil {
+			reply = job.LeaseReply{Error: err.Error()}
+		}
+		_ = wire.WriteJSON(s, reply)
+		_ = s.Close()
+	})
+	sub := net.Nodes[0]
+	d := job.NewDescription("job.sh", nil, agents*cores)
+	d.Strategy = job.Concentrate
+	rec := awaitEnd(t, sub, submit(t, sub, d, upload(t, sub, "exit 0"), true))
+	if rec.State != job.Done || !slices.ContainsFunc(rec.Offers, func(o job.Offer) bool { return o.Peer == v.ID() }) {
+		t.Fatalf("dry run ended %s with %d offers (%s), want done with one from agent %d", rec.State, len(rec.Offers), rec.Reason, victim)
+	}
+	if ttl := sub.Config().Services.Leases.DefaultTTL; ttl < time.Minute {
+		t.Fatalf("lease TTL %v: too short to tell a second cancel from an expiry", ttl)
+	}
+	awaitNoLeases(t, net, 5*time.Second, "after a dry run whose first cancel to one agent was lost")
+	mu.Lock()
+	defer mu.Unlock()
+	if cancels != 2 {
+		t.Fatalf("agent %d got %d cancels, want the lost one and its retry", victim, cancels)
+	}
 }
