@@ -162,10 +162,30 @@ func (n *Node) policy() (worker.Policy, error) {
 // the overlay: the smallest of a few pings on one stream, so that one
 // scheduling hiccup on a loaded host does not rank a near offerer behind
 // a far one. The sample also feeds the overlay's table.
+//
+// When the overlay already tracks the peer, the smaller of its smoothed
+// RTT and the new sample counts: a load spike only ever adds to a round
+// trip, and offers come in bursts (every agent that heard an advert
+// answers at once), so the samples taken during a burst are the ones most
+// inflated.
 type pinger struct{ n *Node }
 
 func (p pinger) Ping(ctx context.Context, to peer.ID) (time.Duration, error) {
-	return p.n.ov.Measure(ctx, to)
+	known, tracked := p.n.ov.RTT(to)
+	d, err := p.n.ov.Measure(ctx, to)
+	if err != nil {
+		return d, err
+	}
+	return offerRTT(d, known, tracked), nil
+}
+
+// offerRTT is the RTT an offerer is ranked by: the sample just taken, or
+// the overlay's smoothed RTT when it tracks the peer and it is smaller.
+func offerRTT(sample, known time.Duration, tracked bool) time.Duration {
+	if tracked && known > 0 && known < sample {
+		return known
+	}
+	return sample
 }
 
 // Submitter is the agent's submitter side (nil before start).
