@@ -62,6 +62,16 @@ type Config struct {
 	ConnGrace time.Duration
 	// ShutdownTimeout bounds how long Close waits for API requests.
 	ShutdownTimeout time.Duration
+
+	// TestnetDelay is for testnets whose kernel has no netem: items
+	// "SUBNET=DELAY" (e.g. "10.90.1.0/24=5ms") that delay what this agent
+	// sends over TCP to peers whose address is in SUBNET, by DELAY, in [0,
+	// 5s]; the longest matching subnet applies. Each agent delays only what
+	// it sends, so the RTT between two agents is the sum of their delays
+	// towards each other. With it the host runs TCP only (QUIC would pass
+	// undelayed): a QUIC listen address is an error. Ignored with WithHost.
+	// Empty, the default: nothing is delayed.
+	TestnetDelay []string
 }
 
 // DefaultConfig is an agent's configuration when the owner sets nothing.
@@ -122,6 +132,8 @@ func (c Config) validate() error {
 		add(fmt.Errorf("conn grace %v and shutdown timeout %v must be positive", c.ConnGrace, c.ShutdownTimeout))
 	}
 	add(c.Overlay.Validate())
+	_, err = testnetDelay(c)
+	add(err)
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, oneLine(errs))
 	}

@@ -12,19 +12,22 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
-	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/x/rate"
 )
 
 // userAgent names Zorilla agents in identify.
 const userAgent = "zorilla/0.1"
 
-// newHost builds the agent's libp2p host: TCP and QUIC, the connection
-// manager that trims non-neighbours, and a resource manager that does not
-// choke testnets on private subnets. Metrics, relays and the other
-// transports are left out: an idle agent must stay small.
+// newHost builds the agent's libp2p host: TCP and QUIC (TCP alone,
+// delayed, with a testnet delay), the connection manager that trims
+// non-neighbours, and a resource manager that does not choke testnets on
+// private subnets. Metrics, relays and the other transports are left out:
+// an idle agent must stay small.
 func newHost(cfg Config, key crypto.PrivKey) (host.Host, error) {
+	tpts, err := transports(cfg)
+	if err != nil {
+		return nil, err
+	}
 	cm, err := connmgr.NewConnManager(cfg.ConnLow, cfg.ConnHigh, connmgr.WithGracePeriod(cfg.ConnGrace))
 	if err != nil {
 		return nil, fmt.Errorf("node: connection manager: %w", err)
@@ -34,18 +37,16 @@ func newHost(cfg Config, key crypto.PrivKey) (host.Host, error) {
 		_ = cm.Close()
 		return nil, err
 	}
-	h, err := libp2p.New(
+	h, err := libp2p.New(append(tpts,
 		libp2p.Identity(key),
 		libp2p.ListenAddrStrings(cfg.Listen...),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Transport(quic.NewTransport),
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
 		libp2p.UserAgent(userAgent),
 		libp2p.DisableMetrics(),
 		libp2p.DisableRelay(),
 		libp2p.Ping(true),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host on %v: %w", cfg.Listen, err)
 	}

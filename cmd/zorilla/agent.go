@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +53,9 @@ func runAgent(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "zorilla agent %s\ndata dir %s\n", n.ID(), cfg.DataDir)
 	for _, a := range n.Addrs() {
 		fmt.Fprintf(c.App.Writer, "listening on %s\n", a)
+	}
+	if len(cfg.TestnetDelay) > 0 {
+		fmt.Fprintf(c.App.Writer, "testnet delay on what is sent over TCP: %s\n", strings.Join(cfg.TestnetDelay, " "))
 	}
 	<-ctx.Done()
 	fmt.Fprintln(c.App.Writer, "stopping")

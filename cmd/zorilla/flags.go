@@ -40,6 +40,9 @@ func agentFlags() []cli.Flag {
 			Usage: "ignore --allow: accept jobs from any submitter not denied (testnets)"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"ZORILLA_LOG_LEVEL"}, Value: "error",
 			Usage: "debug, info, warn or error"},
+		// Set by `zorilla testnet up` when the kernel has no netem.
+		&cli.StringSliceFlag{Name: "testnet-delay", EnvVars: []string{"ZORILLA_TESTNET_DELAY"}, Hidden: true,
+			Usage: "testnets only: delay what is sent over TCP to SUBNET by DELAY, e.g. 10.90.1.0/24=5ms (repeatable; TCP only)"},
 	}
 }
 
@@ -67,6 +70,7 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	cfg.Labels = trimAll(c.StringSlice("label"))
 	cfg.AllowFile, cfg.DenyFile = expandHome(c.String("allow")), expandHome(c.String("deny"))
 	cfg.Open = c.Bool("open")
+	cfg.TestnetDelay = trimAll(c.StringSlice("testnet-delay"))
 	return cfg, nil
 }
 

@@ -21,9 +21,14 @@ func testnetCommand() *cli.Command {
 		Name:  "testnet",
 		Usage: "run many agents as containers on this machine (docker), with latency between sites",
 		Description: `Each site is a docker bridge network; every container is also on a shared "wan"
-network, so sites reach each other only there. Latency between sites is put on
-each container's traffic from the host (tc netem, or an NFQUEUE delay line
-where the kernel has no netem). Agents' data dirs are folders of --dir, so
+network, so sites reach each other only there. Each container delays what it
+sends to each site by half the RTT to it, by one of three shapers (up --shaper):
+  netem      tc netem in each container's namespace, from the host
+  transport  the agents delay their own TCP sends (hidden agent flag
+             --testnet-delay SUBNET=DELAY,...); TCP only, no helper, no host tools
+  nfqueue    iptables NFQUEUE rules and a delay line in a helper container
+auto takes netem where the kernel has it, else transport (nfqueue with --quic),
+and status says which one a testnet uses. Agents' data dirs are folders of --dir, so
   zorilla submit --data-dir DIR/SITE-0 -n 8 ./prog
 submits through a container's agent from the host.`,
 		Subcommands: []*cli.Command{
@@ -72,7 +77,7 @@ func testnetUpCommand() *cli.Command {
 			&cli.DurationFlag{Name: "site-rtt", Value: 10 * time.Millisecond, Usage: "without --sites: site i is i times this from site 0"},
 			&cli.IntFlag{Name: "cores", Value: 2, Usage: "without --sites: cores (and P) of each agent"},
 			&cli.DurationFlag{Name: "local-rtt", Value: time.Millisecond, Usage: "RTT added inside a site"},
-			&cli.StringFlag{Name: "shaper", Value: docker.ShaperAuto, Usage: "latency by auto, netem, nfqueue or none"},
+			&cli.StringFlag{Name: "shaper", Value: docker.ShaperAuto, Usage: "latency by auto (netem, else transport; nfqueue with --quic), netem, transport, nfqueue or none"},
 			&cli.StringFlag{Name: "image", Value: docker.DefaultImage, Usage: "the agent image's tag"},
 			&cli.BoolFlag{Name: "no-build", Usage: "use the image as it is"},
 			&cli.StringFlag{Name: "src", Usage: "zorilla source `FOLDER` to build the image from (default: found from the working directory)"},

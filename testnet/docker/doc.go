@@ -42,17 +42,34 @@
 // # Latency
 //
 // Each container delays what it sends to site t by half the RTT between
-// its site and t (the other side delays the way back), from the host,
-// inside the container's network namespace (nsenter), so the image needs
-// no tools. Where the kernel has netem (NetemAvailable), that is tc: an
-// htb root, one netem class per site, u32 filters on the destination. This
-// machine's kernel has no netem (nor fq, so no BPF departure times either),
-// so the other shaper is a delay line: iptables NFQUEUE rules send the
-// traffic for site t to queue 100+t, and a helper container (the delayer,
-// RunDelayer, `zorilla testnet delayer`) holds each packet for the delay
-// before accepting it; the rules pass packets undelayed while no delayer
-// is bound (--queue-bypass). Either way the agents' own transports are
-// untouched.
+// its site and t (the other side delays the way back), so the RTT between
+// two agents is the layout's (delayRules). Three shapers can do it;
+// Config.Shaper picks one, and auto (pickShaper) takes the first that
+// works here:
+//
+//   - netem, where the kernel has the netem qdisc (NetemAvailable): from
+//     the host, inside the container's network namespace (nsenter), so the
+//     image needs no tools, tc puts an htb root, one netem class per site
+//     and u32 filters on the destination. The agents run untouched.
+//   - transport, else: the agents delay their own sends. Up starts each
+//     agent with the hidden --testnet-delay flag listing the subnets of
+//     every site (its bridge /24 and its wan /24) with the one-way delay,
+//     and the agent's TCP transport puts every connection to those
+//     addresses through a delay line (internal/linkdelay), under the
+//     security handshake, so every stream and libp2p ping sees it. Nothing
+//     runs beside the agents and the host needs no iptables or tc. It
+//     delays TCP only: with Config.QUIC, auto takes nfqueue instead and
+//     transport is refused.
+//   - nfqueue, when asked for or with QUIC and no netem: iptables NFQUEUE
+//     rules in each namespace send the traffic for site t to queue 100+t,
+//     and a helper container (the delayer, RunDelayer, `zorilla testnet
+//     delayer`) holds each packet for the delay before accepting it; the
+//     rules pass packets undelayed while no delayer is bound
+//     (--queue-bypass).
+//
+// This machine's kernel has no netem (nor fq, so no BPF departure times
+// either): auto takes transport here. State.Shaper and `zorilla testnet
+// status` say which shaper a testnet uses.
 //
 // # Faults
 //
@@ -65,8 +82,8 @@
 //
 // Everything is labelled zorilla.testnet=<name>; Down removes every
 // container and network with the label, checks none is left, and removes
-// the data dirs. Shaping lives in the containers' namespaces and goes with
-// them.
+// the data dirs. Shaping lives in the containers (their namespaces, or
+// the agents' command lines) and goes with them.
 package docker
 
 import logging "github.com/ipfs/go-log/v2"

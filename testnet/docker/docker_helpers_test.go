@@ -33,9 +33,18 @@ func needDocker(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: the testnet enters containers' network namespaces, which needs root")
 	}
-	if _, err := chooseShaper(ctx, ShaperAuto, Layout{Sites: []Site{{}, {}}}, 0); err != nil {
+	if _, err := chooseShaper(ctx, shaperForTest(), Layout{Sites: []Site{{}, {}}}, 0, false); err != nil {
 		t.Skipf("skipped: no way to put latency between containers: %v", err)
 	}
+}
+
+// shaperForTest is the shaper the docker tests ask for: auto, or
+// ZORILLA_TESTNET_SHAPER (netem, transport, nfqueue) to try one.
+func shaperForTest() string {
+	if s := os.Getenv("ZORILLA_TESTNET_SHAPER"); s != "" {
+		return s
+	}
+	return ShaperAuto
 }
 
 // buildForTest builds the image from this module and keeps the binaries

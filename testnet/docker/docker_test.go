@@ -32,6 +32,7 @@ func TestDockerTestnet(t *testing.T) {
 	defer os.RemoveAll(dir)
 	cfg := DefaultConfig()
 	cfg.Name, cfg.Dir, cfg.Image = fmt.Sprintf("zt%d", os.Getpid()%100000), filepath.Join(dir, "t"), tag
+	cfg.Shaper = shaperForTest()
 	layout, err := ParseSitesString("a 4 x 2; b 4 x 2 at 10 ms; c 4 x 2 at 25 ms")
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,7 @@ func footprint(t *testing.T, ctx context.Context, tag string, n int, idle time.D
 	cfg := DefaultConfig()
 	cfg.Name, cfg.Dir, cfg.Image = fmt.Sprintf("zf%d", os.Getpid()%100000), filepath.Join(dir, "t"), tag
 	cfg.ReadyTimeout = 3 * time.Minute
+	cfg.Shaper = shaperForTest()
 	before := memAvailable(t)
 	start := time.Now()
 	tn, err := Up(ctx, cfg, EvenSites(n, 3, 2, 10*time.Millisecond))

@@ -31,34 +31,89 @@ func NetemAvailable(ctx context.Context) (bool, error) {
 	return false, fmt.Errorf("docker: probe netem: %w", err)
 }
 
-// chooseShaper resolves the configured shaper: auto is netem where the
-// kernel has it, else the NFQUEUE delay line; a layout with no latency to
-// add needs none. The host tools the choice needs must be there.
-func chooseShaper(ctx context.Context, want string, l Layout, local time.Duration) (string, error) {
+// chooseShaper resolves the configured shaper (pickShaper); a layout with
+// no latency to add needs none. The host tools the choice needs must be
+// there.
+func chooseShaper(ctx context.Context, want string, l Layout, local time.Duration, quic bool) (string, error) {
 	if want == ShaperNone || (len(l.Sites) == 1 && local == 0) {
 		return ShaperNone, nil
 	}
+	netem := false
 	if want == ShaperAuto || want == ShaperNetem {
 		ok, err := NetemAvailable(ctx)
-		if err != nil {
+		if err != nil && want == ShaperNetem {
 			return "", err
 		}
-		if ok {
-			return ShaperNetem, nil
+		if err != nil {
+			log.Infow("cannot probe netem; latency by another shaper", "err", err)
 		}
-		if want == ShaperNetem {
-			return "", fmt.Errorf("%w: the kernel has no netem qdisc; use the nfqueue shaper", ErrNoDocker)
+		netem = ok
+	}
+	switch shaper := pickShaper(want, netem, quic); shaper {
+	case "":
+		return "", fmt.Errorf("%w: the kernel has no netem qdisc; use the transport or nfqueue shaper", ErrNoDocker)
+	case ShaperNFQueue:
+		if _, err := exec.LookPath("iptables"); err != nil {
+			return "", fmt.Errorf("%w: iptables is missing on this host (apt-get install iptables)", ErrNoDocker)
+		}
+		return shaper, nil
+	default:
+		return shaper, nil
+	}
+}
+
+// pickShaper is the shaper for want, given whether the kernel has netem
+// and the agents run QUIC; "" when want cannot be had. Auto is netem
+// where the kernel has it (the kernel delays every packet and the agents
+// run as anywhere), else the agents' own transport delay (nothing runs
+// beside them, no host tools), else, when the agents run QUIC, which that
+// delay leaves alone, the NFQUEUE delay line.
+func pickShaper(want string, netem, quic bool) string {
+	switch {
+	case want == ShaperAuto && netem:
+		return ShaperNetem
+	case want == ShaperAuto && !quic:
+		return ShaperTransport
+	case want == ShaperAuto:
+		return ShaperNFQueue
+	case want == ShaperNetem && !netem:
+		return ""
+	}
+	return want
+}
+
+// transportDelay is the --testnet-delay of a container with the
+// transport shaper: each destination subnet of its rules with the
+// rule's one-way delay, half the RTT, so that two agents' delays add up
+// to the RTT between their sites.
+func transportDelay(rules []Rule) string {
+	var items []string
+	for _, r := range rules {
+		for _, p := range r.Dst {
+			items = append(items, p.String()+"="+r.Delay.String())
 		}
 	}
-	if _, err := exec.LookPath("iptables"); err != nil {
-		return "", fmt.Errorf("%w: iptables is missing on this host (apt-get install iptables)", ErrNoDocker)
+	return strings.Join(items, ",")
+}
+
+// agentArgs is c's agent command line, with its delays when the agents
+// put the latency on their own sends.
+func (t *Testnet) agentArgs(c Container) []string {
+	args := c.AgentArgs(t.st.QUIC, t.cfg.AgentArgs)
+	if t.st.Shaper != ShaperTransport {
+		return args
 	}
-	return ShaperNFQueue, nil
+	rules := delayRules(t.st.Layout, t.st.Addrs, c.Site, t.st.LocalRTT)
+	if len(rules) == 0 {
+		return args
+	}
+	return append(args, "--testnet-delay", transportDelay(rules))
 }
 
 // shape puts the latency of c's site on the traffic c sends, from the
 // host, inside the container's network namespace. It is idempotent: it
-// replaces what an earlier call set.
+// replaces what an earlier call set. The transport shaper has nothing to
+// do here: the agent's command line carries its delays (agentArgs).
 func (t *Testnet) shape(ctx context.Context, c Container, pid int) error {
 	rules := delayRules(t.st.Layout, t.st.Addrs, c.Site, t.st.LocalRTT)
 	var cmds [][]string

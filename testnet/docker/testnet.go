@@ -22,10 +22,14 @@ var (
 
 // Shapers: how latency is put between containers.
 const (
-	ShaperAuto    = "auto"    // netem when the kernel has it, else nfqueue
-	ShaperNetem   = "netem"   // tc netem on each container's interfaces
-	ShaperNFQueue = "nfqueue" // iptables NFQUEUE + a delay line in a helper container
-	ShaperNone    = "none"    // no added latency
+	// ShaperAuto is netem when the kernel has it, else transport; nfqueue
+	// instead of transport when the agents run QUIC, which the transport
+	// shaper does not delay.
+	ShaperAuto      = "auto"
+	ShaperNetem     = "netem"     // tc netem on each container's interfaces
+	ShaperTransport = "transport" // each agent delays its own TCP sends (--testnet-delay)
+	ShaperNFQueue   = "nfqueue"   // iptables NFQUEUE + a delay line in a helper container
+	ShaperNone      = "none"      // no added latency
 )
 
 // File names in Config.Dir.
@@ -46,7 +50,8 @@ type Config struct {
 	Image string
 	// LocalRTT is the RTT added between two agents of one site.
 	LocalRTT time.Duration
-	// Shaper is ShaperAuto, ShaperNetem, ShaperNFQueue or ShaperNone.
+	// Shaper is ShaperAuto, ShaperNetem, ShaperTransport, ShaperNFQueue
+	// or ShaperNone.
 	Shaper string
 	// Seed draws which earlier container each one bootstraps from.
 	Seed uint64
@@ -117,9 +122,12 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("local RTT %v out of [0, %v]", c.LocalRTT, maxRTT))
 	}
 	switch c.Shaper {
-	case ShaperAuto, ShaperNetem, ShaperNFQueue, ShaperNone:
+	case ShaperAuto, ShaperNetem, ShaperTransport, ShaperNFQueue, ShaperNone:
 	default:
-		errs = append(errs, fmt.Errorf("shaper %q: want auto, netem, nfqueue or none", c.Shaper))
+		errs = append(errs, fmt.Errorf("shaper %q: want auto, netem, transport, nfqueue or none", c.Shaper))
+	}
+	if c.Shaper == ShaperTransport && c.QUIC {
+		errs = append(errs, errors.New("the transport shaper delays TCP only: leave QUIC off or use the nfqueue shaper"))
 	}
 	if c.Parallel < 1 || c.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("parallel %d and ready timeout %v must be positive", c.Parallel, c.ReadyTimeout))
@@ -143,7 +151,7 @@ type State struct {
 	Layout     Layout        `json:"layout"`
 	Addrs      AddrPlan      `json:"addrs"`
 	LocalRTT   time.Duration `json:"local_rtt"`
-	Shaper     string        `json:"shaper"` // netem, nfqueue or none: what was used
+	Shaper     string        `json:"shaper"` // netem, transport, nfqueue or none: what was used
 	QUIC       bool          `json:"quic"`
 	Containers []Container   `json:"containers"`
 }

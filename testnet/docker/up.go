@@ -78,7 +78,7 @@ func (t *Testnet) plan(ctx context.Context, l Layout) error {
 	if err != nil {
 		return err
 	}
-	shaper, err := chooseShaper(ctx, t.cfg.Shaper, l, t.cfg.LocalRTT)
+	shaper, err := chooseShaper(ctx, t.cfg.Shaper, l, t.cfg.LocalRTT, t.cfg.QUIC)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (t *Testnet) startAgent(ctx context.Context, c Container, pids *pidTable) e
 		"--network", t.netName(c.SiteName), "--ip", c.SiteIP.String(),
 		"-v", c.DataDir + ":" + containerDataDir, "--stop-timeout", "5",
 		"--log-opt", "max-size=1m", "--log-opt", "max-file=1", t.st.Image}
-	if _, err := t.docker.run(ctx, append(args, c.AgentArgs(t.st.QUIC, t.cfg.AgentArgs)...)...); err != nil {
+	if _, err := t.docker.run(ctx, append(args, t.agentArgs(c)...)...); err != nil {
 		return err
 	}
 	if _, err := t.docker.run(ctx, "network", "connect", "--ip", c.WANIP.String(), t.wanName(), c.Name); err != nil {
