@@ -19,7 +19,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			agentCommand(), idCommand(), peersCommand(),
-			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(),
+			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(), benchCommand(),
 			testnetCommand(),
 		},
 		// A bad global flag or an unknown command is a usage error, exit 2.

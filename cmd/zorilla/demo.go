@@ -101,19 +101,11 @@ func demoAction(c *cli.Context) error {
 	out, errw := c.App.Writer, c.App.ErrWriter
 	ctx, stop := notifyInterrupt(c.Context)
 	defer stop()
-	dir, err := os.MkdirTemp("", "zdemo") // short: agents' sockets live under it
+	net, err := newDemoNet("demo", errw)
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("demo: %v", err), 1)
+		return cli.Exit("demo: "+err.Error(), 1)
 	}
-	net := &demoNet{dir: dir, log: errw}
-	defer func() {
-		net.stop()
-		if cfg.keep {
-			fmt.Fprintf(errw, "zorilla demo: kept the agents' data dirs and logs in %s\n", dir)
-		} else {
-			os.RemoveAll(dir)
-		}
-	}()
+	defer net.close(cfg.keep)
 	rec, err := runDemo(ctx, cfg, net, out, errw)
 	if err != nil {
 		return err
@@ -124,21 +116,12 @@ func demoAction(c *cli.Context) error {
 // runDemo starts the network, gets the program, runs the job and prints
 // the summary.
 func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Writer) (job.Record, error) {
-	t0 := time.Now()
-	if err := net.start(ctx, cfg.agents, cfg.procs); err != nil {
-		return job.Record{}, demoError(ctx, err)
+	if err := net.up(ctx, cfg.agents, cfg.procs); err != nil {
+		return job.Record{}, stepError(ctx, "demo", err)
 	}
-	fmt.Fprintf(errw, "zorilla demo: %d agents up in %v (data dirs in %s)\n", cfg.agents, since(t0), net.dir)
-	if err := net.awaitNeighbours(ctx); err != nil {
-		return job.Record{}, demoError(ctx, err)
-	}
-	prog := cfg.program
-	if prog == "" {
-		fmt.Fprintf(errw, "zorilla demo: building examples/%s\n", demoExample)
-		var err error
-		if prog, err = buildExample(ctx, net.dir, demoExample); err != nil {
-			return job.Record{}, demoError(ctx, err)
-		}
+	prog, err := programOrExample(ctx, net, cfg.program, demoExample)
+	if err != nil {
+		return job.Record{}, stepError(ctx, "demo", err)
 	}
 	d := job.NewDescription(prog, cfg.args, cfg.n)
 	d.Strategy, d.Timeout, d.Deadline = cfg.strategy, cfg.timeout, 30*time.Second
@@ -172,16 +155,17 @@ func demoStrategy(n, agents int) job.Strategy {
 	return job.Concentrate
 }
 
-// demoError reports a failed step, or the interrupt that caused it.
-func demoError(ctx context.Context, err error) error {
+// stepError reports a failed step of the command who (demo, bench), or
+// the interrupt that caused it.
+func stepError(ctx context.Context, who string, err error) error {
 	if ctx.Err() != nil {
-		return cli.Exit("demo interrupted", exitInterrupted)
+		return cli.Exit(who+" interrupted", exitInterrupted)
 	}
 	var coder cli.ExitCoder
 	if errors.As(err, &coder) {
 		return err
 	}
-	return cli.Exit("demo: "+err.Error(), 1)
+	return cli.Exit(who+": "+err.Error(), 1)
 }
 
 // writeDemoSummary says how the job ended, how long it took, and which
@@ -212,6 +196,16 @@ func stateSteps(h []job.Event) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// programOrExample is program, or when it is empty examples/<name> built
+// into the network's folder.
+func programOrExample(ctx context.Context, net *demoNet, program, name string) (string, error) {
+	if program != "" {
+		return program, nil
+	}
+	fmt.Fprintf(net.log, "zorilla %s: building examples/%s\n", net.who, name)
+	return buildExample(ctx, net.dir, name)
 }
 
 // buildExample compiles examples/<name> into dir with the Go toolchain,

@@ -43,12 +43,45 @@ type demoAgent struct {
 	id      node.IDInfo
 }
 
-// demoNet is the demo's agents, each a child process of the demo, and the
-// folder holding their data dirs and logs.
+// demoNet is the agents of a local network (demo, bench), each a child
+// process of the command, and the folder holding their data dirs and logs.
 type demoNet struct {
+	who    string // the command, in its messages: "demo", "bench"
 	dir    string
 	log    io.Writer
 	agents []*demoAgent
+}
+
+// newDemoNet makes the folder of a local network for the command who,
+// whose messages go to log.
+func newDemoNet(who string, log io.Writer) (*demoNet, error) {
+	dir, err := os.MkdirTemp("", "z"+who) // short: agents' sockets live under it
+	if err != nil {
+		return nil, fmt.Errorf("folder of the agents: %w", err)
+	}
+	return &demoNet{who: who, dir: dir, log: log}, nil
+}
+
+// up starts count agents offering procs slots each and waits until every
+// one has neighbours to flood to.
+func (n *demoNet) up(ctx context.Context, count, procs int) error {
+	t0 := time.Now()
+	if err := n.start(ctx, count, procs); err != nil {
+		return err
+	}
+	fmt.Fprintf(n.log, "zorilla %s: %d agents up in %v (data dirs in %s)\n", n.who, count, since(t0), n.dir)
+	return n.awaitNeighbours(ctx)
+}
+
+// close stops the agents, then removes their folder, or keeps it and
+// says where it is.
+func (n *demoNet) close(keep bool) {
+	n.stop()
+	if keep {
+		fmt.Fprintf(n.log, "zorilla %s: kept the agents' data dirs and logs in %s\n", n.who, n.dir)
+		return
+	}
+	os.RemoveAll(n.dir)
 }
 
 // start runs count agents: the first, then the others bootstrapped from it,
@@ -211,7 +244,7 @@ func (n *demoNet) stop() {
 			continue
 		case <-grace.C:
 		}
-		fmt.Fprintf(n.log, "zorilla demo: agent %s did not stop within %v; killing it\n", a.name, agentStopGrace)
+		fmt.Fprintf(n.log, "zorilla %s: agent %s did not stop within %v; killing it\n", n.who, a.name, agentStopGrace)
 		_ = a.cmd.Process.Kill()
 		<-a.exited
 		grace.Reset(0) // the grace is over for the others too

@@ -52,7 +52,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	})
 	t.Run("ctrl-c", func(t *testing.T) {
 		prog := script(t, `echo "rank $ZORILLA_RANK waits"; exec sleep 60`)
-		interrupt := func(stdout *syncBuffer, p *os.Process) {
+		interrupt := func(stdout, _ *syncBuffer, p *os.Process) {
 			waitFor(t, 30*time.Second, "every rank runs", func() bool { return strings.Count(stdout.String(), " waits") == 3 })
 			_ = p.Signal(syscall.SIGINT)
 		}
@@ -64,9 +64,10 @@ func TestDemoEndToEnd(t *testing.T) {
 	})
 }
 
-// demoBinary runs the binary, calling during (if any) while it runs, and
-// returns its result and the folder it said it kept its agents in.
-func demoBinary(t *testing.T, bin string, during func(*syncBuffer, *os.Process), args ...string) (result, string) {
+// demoBinary runs the binary, calling during (if any) with its stdout and
+// stderr while it runs, and returns its result and the folder it said it
+// kept its agents in.
+func demoBinary(t *testing.T, bin string, during func(stdout, stderr *syncBuffer, p *os.Process), args ...string) (result, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -77,7 +78,7 @@ func demoBinary(t *testing.T, bin string, during func(*syncBuffer, *os.Process),
 		t.Fatal(err)
 	}
 	if during != nil {
-		during(&out, cmd.Process)
+		during(&out, &errw, cmd.Process)
 	}
 	err := cmd.Wait()
 	r := result{code: cmd.ProcessState.ExitCode(), stdout: out.String(), stderr: errw.String()}

@@ -22,16 +22,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/pingpong"
 	"github.com/zorilla-p2p/zorilla/mpi"
 )
 
 const (
 	defaultMax = 8 << 20
-	maxMax     = 1 << 30 // one message of 1 GiB is plenty
-	// perSize is how long each size is measured; the count of round trips
-	// for the next size is chosen from the last one's time.
-	perSize = 100 * time.Millisecond
-	tag     = 1
+	tag        = 1
 )
 
 func main() { os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -69,21 +66,12 @@ func parseArgs(args []string) (int, error) {
 		return defaultMax, nil
 	case 1:
 		n, err := strconv.Atoi(args[0])
-		if err != nil || n < 1 || n > maxMax {
-			return 0, fmt.Errorf("MAX must be a whole number of bytes in 1..%d, got %q", maxMax, args[0])
+		if err != nil || n < 1 || n > pingpong.MaxSize {
+			return 0, fmt.Errorf("MAX must be a whole number of bytes in 1..%d, got %q", pingpong.MaxSize, args[0])
 		}
 		return n, nil
 	}
 	return 0, fmt.Errorf("at most one argument, got %d", len(args))
-}
-
-// sizes are the message sizes measured: powers of two up to max, and max.
-func sizes(max int) []int {
-	var out []int
-	for s := 1; s < max; s *= 2 {
-		out = append(out, s)
-	}
-	return append(out, max)
 }
 
 // run is one rank's part: ranks 0 and 1 bounce messages, others wait.
@@ -92,11 +80,13 @@ func run(c *mpi.Comm, maxSize int, w io.Writer) error {
 		return fmt.Errorf("needs 2 ranks, got %d", c.Size())
 	}
 	if c.Rank() == 0 {
-		fmt.Fprintf(w, "%12s %10s %14s %12s\n", "bytes", "rounds", "latency_us", "MB/s")
+		if err := pingpong.WriteHeader(w); err != nil {
+			return err
+		}
 	}
 	buf := make([]byte, maxSize)
-	reps := []int64{16}
-	for _, size := range sizes(maxSize) {
+	reps := []int64{pingpong.FirstReps}
+	for _, size := range pingpong.Sizes(maxSize) {
 		if err := mpi.Bcast(c, reps, 0); err != nil { // both sides agree on the count
 			return err
 		}
@@ -108,10 +98,10 @@ func run(c *mpi.Comm, maxSize int, w io.Writer) error {
 			return fmt.Errorf("%d bytes: %w", size, err)
 		}
 		if c.Rank() == 0 {
-			oneWay := took / time.Duration(2*reps[0])
-			fmt.Fprintf(w, "%12d %10d %14.2f %12.2f\n", size, reps[0],
-				float64(oneWay.Nanoseconds())/1e3, float64(size)/oneWay.Seconds()/1e6)
-			reps[0] = nextReps(reps[0], took)
+			if err := pingpong.WriteRow(w, pingpong.Result{Size: size, Reps: reps[0], Took: took}.Row()); err != nil {
+				return err
+			}
+			reps[0] = pingpong.NextReps(reps[0], took)
 		}
 	}
 	return nil
@@ -137,15 +127,4 @@ func bounce(c *mpi.Comm, msg []byte, reps int) (time.Duration, error) {
 		}
 	}
 	return time.Since(start), nil
-}
-
-// nextReps picks the count of round trips for the next (twice larger) size
-// so that it lasts about perSize, at least 4.
-func nextReps(reps int64, took time.Duration) int64 {
-	if took <= 0 {
-		return reps * 2
-	}
-	per := took / time.Duration(reps)
-	n := int64(perSize / (2 * per)) // the next size takes up to twice as long
-	return max(4, min(n, 1<<20))
 }

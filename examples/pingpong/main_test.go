@@ -2,29 +2,12 @@ package main
 
 import (
 	"bytes"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
-func TestSizes(t *testing.T) {
-	if got := sizes(10); !slices.Equal(got, []int{1, 2, 4, 8, 10}) {
-		t.Fatalf("sizes(10) = %v", got)
-	}
-	if got := sizes(1); !slices.Equal(got, []int{1}) {
-		t.Fatalf("sizes(1) = %v", got)
-	}
-}
-
-func TestNextReps(t *testing.T) {
-	if n := nextReps(100, 10*time.Millisecond); n != 500 { // 100µs per round trip, twice that next
-		t.Fatalf("nextReps = %d", n)
-	}
-	if n := nextReps(4, 10*time.Second); n != 4 {
-		t.Fatalf("slow size: %d rounds, want the floor of 4", n)
-	}
-}
+// The sizes, the count of round trips and the table are internal/pingpong's
+// and tested there.
 
 func TestUsage(t *testing.T) {
 	var out, errs bytes.Buffer

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/urfave/cli/v2"
+
+	"github.com/zorilla-p2p/zorilla/internal/pingpong"
+)
+
+// echoProtocol is the raw stream's protocol. On it the dialer sends, for
+// each size, a header (size, round trips: two big-endian uint32) and then
+// the messages one by one; the echo reads each whole message and sends it
+// back, as rank 1 of the ping-pong does.
+const echoProtocol = protocol.ID("/zorilla/bench/echo/1.0.0")
+
+// echoHeaderLen is the length of the header of a size.
+const echoHeaderLen = 8
+
+// maxEchoReps bounds the round trips of one size (pingpong.NextReps gives
+// at most 2^20).
+const maxEchoReps = 1 << 24
+
+// benchHost is a libp2p host with what the agent's has on the path between
+// two agents (node/host.go): the TCP transport, libp2p's default security
+// (TLS, then Noise) and muxer (yamux), metrics and relays off. It listens
+// on listen, or nowhere when listen is empty.
+func benchHost(listen ...string) (host.Host, error) {
+	opts := []libp2p.Option{
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.UserAgent("zorilla-bench"),
+		libp2p.DisableMetrics(),
+		libp2p.DisableRelay(),
+	}
+	if len(listen) == 0 {
+		opts = append(opts, libp2p.NoListenAddrs)
+	} else {
+		opts = append(opts, libp2p.ListenAddrStrings(listen...))
+	}
+	h, err := libp2p.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("libp2p host: %w", err)
+	}
+	return h, nil
+}
+
+// benchEchoCommand is the far end of the raw stream, run by the bench as a
+// child process: it prints its address, echoes, and ends when its stdin
+// closes.
+func benchEchoCommand() *cli.Command {
+	return &cli.Command{
+		Name:         "echo",
+		Usage:        "the echo end of bench pingpong's raw libp2p stream (started by the bench)",
+		Hidden:       true,
+		OnUsageError: subUsageError,
+		Action:       benchEchoAction,
+	}
+}
+
+func benchEchoAction(c *cli.Context) error {
+	ctx, stop := notifyInterrupt(c.Context)
+	defer stop()
+	h, err := benchHost("/ip4/127.0.0.1/tcp/0")
+	if err != nil {
+		return cli.Exit("bench echo: "+err.Error(), 1)
+	}
+	defer h.Close()
+	h.SetStreamHandler(echoProtocol, serveEcho)
+	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
+	if err != nil || len(addrs) == 0 {
+		return cli.Exit(fmt.Sprintf("bench echo: no address to print (%v)", err), 1)
+	}
+	fmt.Fprintln(c.App.Writer, addrs[0])
+	stdinClosed := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, c.App.Reader)
+		close(stdinClosed)
+	}()
+	select {
+	case <-stdinClosed:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// serveEcho echoes one stream until the dialer closes it.
+func serveEcho(s network.Stream) {
+	if err := echoLoop(s); err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = s.Close()
+}
+
+// echoLoop reads a header and echoes its messages, until the dialer
+// closes its side between two sizes (nil) or breaks the protocol.
+func echoLoop(rw io.ReadWriter) error {
+	var hdr [echoHeaderLen]byte
+	var buf []byte
+	for {
+		if _, err := io.ReadFull(rw, hdr[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		size, reps := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
+		if size < 1 || size > pingpong.MaxSize || reps < 1 || reps > maxEchoReps {
+			return fmt.Errorf("bench echo: header asks for %d messages of %d bytes, want 1..%d of 1..%d",
+				reps, size, maxEchoReps, pingpong.MaxSize)
+		}
+		if len(buf) < int(size) {
+			buf = make([]byte, size)
+		}
+		if err := echo(rw, buf[:size], int(reps)); err != nil {
+			return err
+		}
+	}
+}
+
+// echo reads each of reps messages whole and sends it back.
+func echo(s io.ReadWriter, msg []byte, reps int) error {
+	for range reps {
+		if _, err := io.ReadFull(s, msg); err != nil {
+			return err
+		}
+		if _, err := s.Write(msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bounce sends reps messages one after the other, each once the last came
+// back, after the header that tells the echo their size and count.
+func bounce(s io.ReadWriter, msg []byte, reps int64) (time.Duration, error) {
+	var hdr [echoHeaderLen]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(len(msg)))
+	binary.BigEndian.PutUint32(hdr[4:], uint32(reps))
+	if _, err := s.Write(hdr[:]); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for range reps {
+		if _, err := s.Write(msg); err != nil {
+			return 0, err
+		}
+		if _, err := io.ReadFull(s, msg); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// sweep runs the ping-pong of examples/pingpong on stream s: every size up
+// to max, each with the round trips pingpong.NextReps gives.
+func sweep(s io.ReadWriter, max int) ([]pingpong.Result, error) {
+	buf := make([]byte, max)
+	reps := int64(pingpong.FirstReps)
+	var out []pingpong.Result
+	for _, size := range pingpong.Sizes(max) {
+		took, err := bounce(s, buf[:size], reps)
+		if err != nil {
+			return out, fmt.Errorf("%d bytes: %w", size, err)
+		}
+		out = append(out, pingpong.Result{Size: size, Reps: reps, Took: took})
+		reps = pingpong.NextReps(reps, took)
+	}
+	return out, nil
+}
+
+// rawTarget is the raw libp2p stream: this process's host dialing an echo
+// child process. Both stay up across rounds, as the agents do; each round
+// opens a new stream on the same connection.
+type rawTarget struct {
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	exited chan struct{}
+	err    error // why the child ended, once exited is closed
+	log    string
+	host   host.Host
+	peer   peer.ID
+}
+
+func (r *rawTarget) name() string { return "raw libp2p" }
+
+// startRaw starts the echo child (its log in dir) and connects to it.
+func startRaw(ctx context.Context, dir string) (*rawTarget, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the zorilla binary: %w", err)
+	}
+	r := &rawTarget{log: filepath.Join(dir, "echo.log"), exited: make(chan struct{})}
+	addr, err := r.spawn(exe)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.connect(ctx, addr); err != nil {
+		r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// spawn runs `zorilla bench echo` and returns the address it prints.
+func (r *rawTarget) spawn(exe string) (string, error) {
+	logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("echo log: %w", err)
+	}
+	defer logf.Close() // the child has its own copy
+	line := &firstLine{ch: make(chan string, 1)}
+	r.cmd = exec.Command(exe, "bench", "echo")
+	r.cmd.Stdout, r.cmd.Stderr = line, logf
+	r.cmd.Env = agentEnv(os.Environ())
+	r.cmd.SysProcAttr = demoProcAttr()
+	stdin, err := r.cmd.StdinPipe()
+	if err != nil {
+		return "", fmt.Errorf("echo stdin: %w", err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		return "", fmt.Errorf("start the echo process: %w", err)
+	}
+	r.stdin = stdin
+	go func() {
+		r.err = r.cmd.Wait()
+		close(r.exited)
+	}()
+	select {
+	case addr := <-line.ch:
+		return addr, nil
+	case <-r.exited:
+		r.close()
+		return "", fmt.Errorf("the echo process exited (%v); its log %s:\n%s", r.err, r.log, logTail(r.log))
+	case <-time.After(agentStartWait):
+		r.close()
+		return "", fmt.Errorf("the echo process printed no address within %v; its log %s:\n%s", agentStartWait, r.log, logTail(r.log))
+	}
+}
+
+// connect dials the echo child from a host of this process.
+func (r *rawTarget) connect(ctx context.Context, addr string) error {
+	info, err := peer.AddrInfoFromString(addr)
+	if err != nil {
+		return fmt.Errorf("the echo process printed %q, not a multiaddr with /p2p/: %w", addr, err)
+	}
+	if r.host, err = benchHost(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, agentStartWait)
+	defer cancel()
+	if err := r.host.Connect(ctx, *info); err != nil {
+		return fmt.Errorf("connect to the echo process at %s: %w", addr, err)
+	}
+	r.peer = info.ID
+	return nil
+}
+
+// describe says what the connection to the echo negotiated.
+func (r *rawTarget) describe() string {
+	conns := r.host.Network().ConnsToPeer(r.peer)
+	if len(conns) == 0 {
+		return "no connection"
+	}
+	st := conns[0].ConnState()
+	return fmt.Sprintf("%s, %s, %s", st.Transport, st.Security, st.StreamMultiplexer)
+}
+
+// measure opens a stream to the echo and sweeps sizes up to the largest.
+func (r *rawTarget) measure(ctx context.Context, sizes []int) (map[int]figure, error) {
+	s, err := r.host.NewStream(ctx, r.peer, echoProtocol)
+	if err != nil {
+		return nil, fmt.Errorf("open a stream to the echo process: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	results, err := sweep(s, sizes[len(sizes)-1])
+	if err != nil {
+		_ = s.Reset()
+		return nil, fmt.Errorf("raw stream: %w", err)
+	}
+	_ = s.Close()
+	figs := make(map[int]figure, len(results))
+	for _, res := range results {
+		row := res.Row()
+		figs[res.Size] = figure{latencyUS: row.LatencyUS, mbps: row.MBps}
+	}
+	return figs, nil
+}
+
+// close ends the connection and the child: its stdin closes, then after
+// agentStopGrace it is killed. It returns once the child has ended.
+func (r *rawTarget) close() {
+	if r.host != nil {
+		_ = r.host.Close()
+	}
+	if r.stdin != nil {
+		_ = r.stdin.Close()
+	}
+	select {
+	case <-r.exited:
+	case <-time.After(agentStopGrace):
+		_ = r.cmd.Process.Kill()
+		<-r.exited
+	}
+}
+
+// firstLine is a writer that hands the first line written to it to ch
+// and drops the rest.
+type firstLine struct {
+	mu   sync.Mutex
+	buf  []byte
+	ch   chan string // buffered, one line
+	done bool
+}
+
+func (f *firstLine) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done {
+		return len(p), nil
+	}
+	f.buf = append(f.buf, p...)
+	if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
+		f.ch <- string(bytes.TrimSpace(f.buf[:i]))
+		f.done, f.buf = true, nil
+	} else if len(f.buf) > 4096 {
+		f.done, f.buf = true, nil // not an address; spawn times out and shows the log
+	}
+	return len(p), nil
+}
