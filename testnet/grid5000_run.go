@@ -60,9 +60,17 @@ func DefaultGrid5000Config(scale int) Grid5000Config {
 	sub.Schedule.First = 200 * time.Millisecond
 	sub.Schedule.MaxRadius = 6
 	sub.Schedule.Extra = 1
-	// 300 ms: the farthest site answers an advert in ~40 ms; the grace is
-	// there for the offers of the extra radius.
+	// The grace is there for the offers of the extra radius. On real
+	// machines the farthest site answers an advert in ~40 ms; here every
+	// agent shares two cores, and the extra radius of a job that reached
+	// the whole net is some 8,000 advert copies to handle before the last
+	// offers leave: the full-size net needs a second (300 ms left a nancy
+	// host's offer out of every concentrate n=450 plan in a full-size
+	// test run), the miniature 300 ms.
 	sub.OfferGrace = 300 * time.Millisecond
+	if scale < 4 {
+		sub.OfferGrace = time.Second
+	}
 	// 30 s: more than the whole schedule; a job that is not placed by then
 	// is a bug of the simulation, not a slow network.
 	sub.Deadline = 30 * time.Second
@@ -79,12 +87,22 @@ func DefaultGrid5000Config(scale int) Grid5000Config {
 }
 
 // SimOverlay is the overlay config of the simulation: overlay.ScaledConfig
-// to converge, but peers that are measured are measured again only
-// rarely. Nothing moves in a simulated grid, and every probe an idle agent
-// sends competes for the same two cores as the pings a submitter times
-// when offers come in: a quiet overlay keeps those RTTs honest.
+// to converge, with three changes so that a converged net falls quiet.
+// Nothing moves in a simulated grid, and every probe an idle agent sends
+// competes for the same two cores as the pings a submitter times when
+// offers come in: a quiet overlay keeps those RTTs honest.
+//
+//   - MaxKnown holds every agent (n-1): a full table forgets its farthest
+//     peer for every new one the DHT lists, and measures the newcomer, so
+//     a table smaller than the net probes at full rate for ever;
+//   - one probe per tick: measuring 350 peers takes longer, but the start
+//     does not starve the machine;
+//   - neighbours are measured again every minute, other peers every half
+//     hour.
 func SimOverlay(n int) overlay.Config {
 	c := overlay.ScaledConfig(n)
+	c.MaxKnown = max(c.MaxKnown, n)
+	c.ProbesPerTick = 1
 	c.NeighbourRefresh = max(c.NeighbourRefresh, time.Minute)
 	c.Refresh = max(c.Refresh, 30*time.Minute)
 	return c
@@ -302,16 +320,18 @@ func (g *Grid5000) await(ctx context.Context, sub *job.Submitter, id job.ID) (jo
 func (g *Grid5000) quiesce(ctx context.Context, id job.ID) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	err := g.Net.Await(ctx, "every lease of "+string(id)+" released", func() bool {
-		for _, nd := range g.Net.Nodes {
+	holders := func() []int {
+		var out []int
+		for i, nd := range g.Net.Nodes {
 			if _, held := nd.Leases().ByJob(id); held {
-				return false
+				out = append(out, i)
 			}
 		}
-		return true
-	})
+		return out
+	}
+	err := g.Net.Await(ctx, "every lease of "+string(id)+" released", func() bool { return len(holders()) == 0 })
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: still held by agents %v", err, holders())
 	}
 	last, since := g.counters().sent, time.Now()
 	return g.Net.Await(ctx, "advert counters quiet", func() bool {

@@ -16,11 +16,11 @@ import (
 // submitter times one ping per offer, while every agent of the net answers
 // the same advert on the same two cores (shared with other test
 // binaries): measured on this machine, such a ping comes back 2 to 30 ms
-// late, more under load. 5 ms keeps nancy strictly first, 9.5 ms closer
-// than any other site; the order of the five other sites (10.5 to 17.1
-// ms, 0.6 to 3.9 ms apart) is left to the measurement, as the paper saw
-// for lyon, rennes and bordeaux. CheckMeasured holds the placement to
-// the measured order exactly.
+// late, more under load. 5 ms keeps nancy strictly first (9.5 ms closer
+// than any other site) and sophia after lyon and rennes (6.6 and 5.5 ms);
+// the order of lyon, rennes, bordeaux and grenoble (0.6 to 1.1 ms apart)
+// is left to the measurement, as the paper saw. CheckMeasured holds the
+// placement to the measured order exactly.
 const simTol = 5 * time.Millisecond
 
 // simSlack is how much shorter than its link an RTT may be measured: none,

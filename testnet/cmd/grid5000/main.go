@@ -137,6 +137,7 @@ func experiment(ctx context.Context, cfg testnet.Grid5000Config, out string, std
 		hosts += c.Hosts
 	}
 	fmt.Fprintf(stderr, "starting %d agents on mocknet and waiting for the overlay...\n", hosts)
+	cfg.Progress = func(msg string) { fmt.Fprintln(stderr, msg) }
 	t0 := time.Now()
 	g, err := testnet.StartGrid5000(ctx, cfg)
 	if err != nil {
@@ -149,13 +150,15 @@ func experiment(ctx context.Context, cfg testnet.Grid5000Config, out string, std
 		fmt.Fprintf(stderr, "%-11s n=%-3d %v, %d advert msgs, %d reservation msgs\n",
 			a.Strategy, a.N, a.Time.Round(time.Millisecond), a.Adverts, a.Reservations())
 	})
+	if len(allocs) > 0 { // what was measured before a failure is still worth having
+		if werr := testnet.WriteTable(stdout, g.Clusters, allocs); werr != nil {
+			return errors.Join(err, werr)
+		}
+		if werr := writeFiles(out, g.Clusters, cfg.Strategies, allocs); werr != nil {
+			return errors.Join(err, werr)
+		}
+	}
 	if err != nil {
-		return err
-	}
-	if err := testnet.WriteTable(stdout, g.Clusters, allocs); err != nil {
-		return err
-	}
-	if err := writeFiles(out, g.Clusters, cfg.Strategies, allocs); err != nil {
 		return err
 	}
 	report(stdout, g.Clusters, allocs)
