@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -38,10 +39,15 @@ type session struct {
 	sub Submission
 
 	offers chan offerIn
-	events chan reportIn
-	cancel chan string
-	ctx    context.Context
-	stop   context.CancelFunc
+	// pending counts offers that reached the submitter and are not in
+	// offers yet (their sender's RTT is being measured): a radius whose
+	// offers are still on their way has not brought "no new offer". The
+	// one shared counter of the session, hence atomic.
+	pending atomic.Int32
+	events  chan reportIn
+	cancel  chan string
+	ctx     context.Context
+	stop    context.CancelFunc
 
 	rec      Record
 	rlist    []Offer
@@ -135,7 +141,7 @@ func (ss *session) reserve() (Plan, error) {
 	for {
 		select {
 		case <-check.C:
-			if len(ss.rlist) == offered && ss.feasible() {
+			if len(ss.rlist) == offered && ss.pending.Load() == 0 && ss.feasible() {
 				startGrace()
 			}
 			offered = len(ss.rlist)

@@ -235,6 +235,7 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 	}
 	reply := OfferReply{Reason: "no such job is reserving here"}
 	if ss := s.session(msg.Job); ss != nil && msg.Slots > 0 && msg.Lease != "" {
+		ss.pending.Add(1)
 		rtt := time.Duration(0)
 		if from != s.h.ID() {
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -254,6 +255,7 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 		case <-time.After(2 * time.Second):
 			reply.Reason = "job no longer reserving"
 		}
+		ss.pending.Add(-1)
 	}
 	if err := wire.WriteJSON(st, reply); err != nil {
 		_ = st.Reset()
