@@ -164,28 +164,27 @@ func (n *Node) policy() (worker.Policy, error) {
 // a far one. The sample also feeds the overlay's table.
 //
 // When the overlay already tracks the peer, the smaller of its smoothed
-// RTT and the new sample counts: a load spike only ever adds to a round
-// trip, and offers come in bursts (every agent that heard an advert
-// answers at once), so the samples taken during a burst are the ones most
-// inflated.
+// RTT and the new sample counts, and a ping that fails does not lose what
+// the overlay knows: a load spike only ever adds to a round trip, and
+// offers come in bursts (every agent that heard an advert answers at
+// once), so the samples taken during a burst are the ones most inflated,
+// and some time out.
 type pinger struct{ n *Node }
 
 func (p pinger) Ping(ctx context.Context, to peer.ID) (time.Duration, error) {
 	known, tracked := p.n.ov.RTT(to)
 	d, err := p.n.ov.Measure(ctx, to)
-	if err != nil {
-		return d, err
-	}
-	return offerRTT(d, known, tracked), nil
+	return offerRTT(d, err, known, tracked)
 }
 
 // offerRTT is the RTT an offerer is ranked by: the sample just taken, or
-// the overlay's smoothed RTT when it tracks the peer and it is smaller.
-func offerRTT(sample, known time.Duration, tracked bool) time.Duration {
-	if tracked && known > 0 && known < sample {
-		return known
+// the overlay's smoothed RTT when it tracks the peer and the sample is
+// larger or failed.
+func offerRTT(sample time.Duration, err error, known time.Duration, tracked bool) (time.Duration, error) {
+	if tracked && known > 0 && (err != nil || known < sample) {
+		return known, nil
 	}
-	return sample
+	return sample, err
 }
 
 // Submitter is the agent's submitter side (nil before start).
