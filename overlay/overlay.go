@@ -52,7 +52,9 @@ type Overlay struct {
 	// run loop
 	tab        *table
 	rng        *rand.Rand
-	dirty      bool
+	dirty      bool      // the table changed since the last publish
+	urgent     bool      // ... in a way readers must see at once (a dead peer)
+	published  time.Time // when the last snapshot was published
 	inflight   int
 	walking    bool
 	exchanging bool
@@ -179,7 +181,7 @@ func (o *Overlay) DHT() *dht.IpfsDHT { return o.dht }
 func (o *Overlay) MarkDead(p peer.ID) {
 	o.do(func(now time.Time) {
 		o.tab.kill(p, now)
-		o.dirty = true
+		o.dirty, o.urgent = true, true
 	})
 }
 
