@@ -95,14 +95,17 @@ func DefaultGrid5000Config(scale int) Grid5000Config {
 //   - MaxKnown holds every agent (n-1): a full table forgets its farthest
 //     peer for every new one the DHT lists, and measures the newcomer, so
 //     a table smaller than the net probes at full rate for ever;
-//   - one probe per tick: measuring 350 peers takes longer, but the start
-//     does not starve the machine;
+//   - two probes per tick (FastConfig's, said again here): 350 agents
+//     measure all their peers in about three minutes and leave the
+//     machine some CPU (with three, RTTs measured on a starved machine,
+//     kept for half an hour, put nancy hosts behind lyon's; with one the
+//     start took six minutes);
 //   - neighbours are measured again every minute, other peers every half
 //     hour.
 func SimOverlay(n int) overlay.Config {
 	c := overlay.ScaledConfig(n)
 	c.MaxKnown = max(c.MaxKnown, n)
-	c.ProbesPerTick = 1
+	c.ProbesPerTick = 2
 	c.NeighbourRefresh = max(c.NeighbourRefresh, time.Minute)
 	c.Refresh = max(c.Refresh, 30*time.Minute)
 	return c
