@@ -60,7 +60,7 @@ func parse(args []string, stderr io.Writer) (testnet.Grid5000Config, string, err
 	strategies := fs.String("strategy", "concentrate,spread", "strategies, comma-separated")
 	out := fs.String("out", ".", "folder for grid5000.csv and the SVG figures")
 	first := fs.Duration("first", 0, "flood wait after radius 1, doubling after (default 200ms)")
-	grace := fs.Duration("grace", 0, "offer grace once the job is feasible (default 300ms)")
+	grace := fs.Duration("grace", 0, "offer grace once the job is feasible (default 1s at -scale 1 to 3, 300ms from 4)")
 	radius := fs.Int("max-radius", 0, "largest flood radius (default 6)")
 	if err := fs.Parse(args); err != nil {
 		return testnet.Grid5000Config{}, "", err
