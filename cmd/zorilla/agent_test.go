@@ -185,10 +185,7 @@ func TestAgentSignals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "zorilla")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := zorillaBinary(t)
 	dir := shortDataDir(t)
 	var first string
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,10 +20,7 @@ func TestBenchEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts agent processes")
 	}
-	bin := filepath.Join(t.TempDir(), "zorilla")
-	if b, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
+	bin := zorillaBinary(t)
 	num := `\d+\.\d\d`
 	t.Run("one round", func(t *testing.T) {
 		start := time.Now()

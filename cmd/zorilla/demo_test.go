@@ -21,11 +21,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts agent processes")
 	}
-	bin := filepath.Join(t.TempDir(), "zorilla")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
+	bin := zorillaBinary(t)
 	t.Run("pi on 8 agents", func(t *testing.T) {
 		start := time.Now()
 		r, dir := demoBinary(t, bin, nil, "demo")
