@@ -77,10 +77,18 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
+// socketBuffer is the send and receive buffer asked for the agent socket.
+const socketBuffer = 4 << 20
+
 // handshake sends Hello, reads Welcome and starts the reader.
 func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
 	hello := proto.Hello{Version: proto.Version, Rank: uint32(opt.Rank), Size: uint32(opt.Size),
 		Replica: uint32(opt.Replica), Job: opt.Job, Key: opt.Key}
+	// Large socket buffers let a large message flow without stalling at
+	// every 208 KiB (the kernel's default) for the agent to wake up; the
+	// kernel caps them at net.core.wmem_max and rmem_max.
+	_ = conn.SetWriteBuffer(socketBuffer)
+	_ = conn.SetReadBuffer(socketBuffer)
 	if _, err := conn.Write(hello.Encode()); err != nil {
 		return nil, fmt.Errorf("mpi: send hello: %w", err)
 	}

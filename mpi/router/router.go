@@ -254,6 +254,10 @@ func (r *Router) serveConn(c *net.UnixConn) {
 	defer r.wg.Done()
 	defer func() { <-r.pending }()
 	_ = c.SetDeadline(time.Now().Add(r.cfg.HelloTimeout))
+	if r.cfg.SocketBuffer > 0 { // best effort: the kernel's ceiling applies
+		_ = c.SetWriteBuffer(r.cfg.SocketBuffer)
+		_ = c.SetReadBuffer(r.cfg.SocketBuffer)
+	}
 	br := bufio.NewReaderSize(c, 64<<10)
 	f, err := proto.ReadFrame(br, proto.MaxControl)
 	if err != nil {

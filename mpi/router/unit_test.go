@@ -138,6 +138,7 @@ func TestConfigValidate(t *testing.T) {
 		"queue too small":   func(c *Config) { c.QueueBytes = 10 },
 		"heartbeat":         func(c *Config) { c.HeartbeatTimeout = c.HeartbeatInterval },
 		"no pending":        func(c *Config) { c.MaxPending = 0 },
+		"socket buffer":     func(c *Config) { c.SocketBuffer = -1 },
 	}
 	for name, mutate := range bad {
 		c := DefaultConfig()
