@@ -39,19 +39,27 @@ func (c *Comm) csend(b []byte, dst, tag int) error {
 
 // crecv receives exactly len(b) bytes from src in the collective context.
 func (c *Comm) crecv(b []byte, src, tag int) error {
-	st, err := c.irecv(c.coll, b, 1, src, tag).Wait()
-	if err == nil && st.Bytes != len(b) {
+	return c.cwait(c.irecv(c.coll, b, 1, src, tag), len(b), src)
+}
+
+// cwait waits for a collective's receive of exactly n bytes from src.
+func (c *Comm) cwait(r *Request, n, src int) error {
+	st, err := r.Wait()
+	if err == nil && st.Bytes != n {
 		err = fmt.Errorf("%w: collective got %d bytes from rank %d, expected %d (arguments differ between ranks?)",
-			ErrArg, st.Bytes, src, len(b))
+			ErrArg, st.Bytes, src, n)
 	}
 	return err
 }
 
 // exchange sends sb to dst while receiving exactly len(rb) bytes from src.
+// The receive is posted first, so that src's message goes straight into
+// rb however early it comes, rather than into a buffer of its own first.
 func (c *Comm) exchange(sb []byte, dst int, rb []byte, src, tag int) error {
-	r := c.isend(c.coll, sb, dst, tag, false)
-	err := c.crecv(rb, src, tag)
-	if _, serr := r.Wait(); err == nil {
+	rr := c.irecv(c.coll, rb, 1, src, tag)
+	sr := c.isend(c.coll, sb, dst, tag, false)
+	err := c.cwait(rr, len(rb), src)
+	if _, serr := sr.Wait(); err == nil {
 		err = serr
 	}
 	return err

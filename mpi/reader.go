@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
@@ -101,13 +100,17 @@ func (s *Session) readMsg(br *bufio.Reader, n int) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
-	in, err := s.fragment(&h, dataLen)
+	in, move, err := s.fragment(&h, dataLen)
 	if err != nil {
 		return err
 	}
+	if move { // a receive was posted meanwhile: the rest goes straight into its buffer
+		copy(in.recv.buf, in.buf[:h.Offset])
+		in.buf, in.direct = in.recv.buf, true
+	}
 	end := int(h.Offset) + dataLen
 	if !in.direct { // the message's own buffer grows with what really arrives
-		in.buf = slices.Grow(in.buf, dataLen)[:end]
+		in.buf = grow(in.buf, end, in.total)
 	}
 	if _, err := io.ReadFull(br, in.buf[h.Offset:end]); err != nil {
 		return s.lost(err)
@@ -118,27 +121,44 @@ func (s *Session) readMsg(br *bufio.Reader, n int) error {
 	return nil
 }
 
+// grow returns buf with length end, doubling its capacity (up to the
+// message's total) when it must move: an unexpected message of 32 MiB grew
+// by a quarter at a time, copied itself a dozen times and faulted in every
+// new page.
+func grow(buf []byte, end, total int) []byte {
+	if end > cap(buf) {
+		moved := make([]byte, len(buf), max(end, min(2*cap(buf), total)))
+		copy(moved, buf)
+		buf = moved
+	}
+	return buf[:end]
+}
+
 // fragment finds (or, for a first fragment, creates and matches) the message
 // a fragment belongs to, checking it continues where the last one ended.
-func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (*inMsg, error) {
+// move reports that a receive matched the message after it started
+// arriving into a buffer of its own: the reader then moves what came so far
+// into the receive's buffer, outside the lock (only the reader touches the
+// data of a message still arriving).
+func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (in *inMsg, move bool, err error) {
 	if int(h.Dst) != s.rank || int(h.Src) >= s.size {
-		return nil, fmt.Errorf("%w: msg %d->%d delivered to rank %d", ErrProtocol, h.Src, h.Dst, s.rank)
+		return nil, false, fmt.Errorf("%w: msg %d->%d delivered to rank %d", ErrProtocol, h.Src, h.Dst, s.rank)
 	}
 	if h.Total > uint64(maxMessage) {
-		return nil, fmt.Errorf("%w: message of %d bytes", ErrProtocol, h.Total)
+		return nil, false, fmt.Errorf("%w: message of %d bytes", ErrProtocol, h.Total)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := s.partial[h.Src]
+	in = s.partial[h.Src]
 	if h.Offset != 0 {
 		if in == nil || in.seq != h.Seq || uint64(in.got) != h.Offset {
-			return nil, fmt.Errorf("%w: fragment at %d of message %d from rank %d out of order", ErrProtocol, h.Offset, h.Seq, h.Src)
+			return nil, false, fmt.Errorf("%w: fragment at %d of message %d from rank %d out of order", ErrProtocol, h.Offset, h.Seq, h.Src)
 		}
 		in.got += dataLen
-		return in, nil
+		return in, in.recv != nil && !in.direct && len(in.recv.buf) >= in.total, nil
 	}
 	if in != nil {
-		return nil, fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
+		return nil, false, fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
 	}
 	in = &inMsg{src: int(h.Src), ctx: h.Ctx, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen}
 	if r := s.m.arrive(in); r != nil {
@@ -150,7 +170,7 @@ func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (*inMsg, error) {
 		in.buf = make([]byte, 0, min(in.total, 1<<20))
 	}
 	s.partial[h.Src] = in
-	return in, nil
+	return in, false, nil
 }
 
 // maxMessage bounds the size of one message (the receiver allocates it).
