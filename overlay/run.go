@@ -28,18 +28,19 @@ func (o *Overlay) run() {
 	tick := time.NewTicker(o.cfg.Tick)
 	defer tick.Stop()
 	for {
-		var now time.Time
+		var due bool // a change, if any, is to be published now
 		select {
 		case <-o.ctx.Done():
 			return
 		case f := <-o.inbox:
-			now = time.Now()
+			now := time.Now()
 			f(now)
-		case now = <-tick.C:
+			due = o.urgent || now.Sub(o.published) >= o.cfg.Tick
+		case now := <-tick.C:
 			o.onTick(now)
-			o.urgent = o.urgent || o.dirty
+			due = true
 		}
-		if o.dirty && (o.urgent || now.Sub(o.published) >= o.cfg.Tick) {
+		if o.dirty && due {
 			o.publish(time.Now())
 		}
 	}
