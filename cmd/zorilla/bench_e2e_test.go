@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -63,9 +62,8 @@ func TestBenchEndToEnd(t *testing.T) {
 // assertNoEcho checks that no `bench echo` child of bin still runs.
 func assertNoEcho(t *testing.T, bin string) {
 	t.Helper()
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.HasPrefix(b, []byte(bin+"\x00bench\x00echo")) {
+	for p, cmdline := range processes() {
+		if bytes.HasPrefix(cmdline, []byte(bin+"\x00bench\x00echo")) {
 			t.Errorf("the echo process still runs: %s", p)
 		}
 	}

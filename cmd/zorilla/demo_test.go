@@ -96,12 +96,24 @@ func assertGone(t *testing.T, dir string) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("demo folder %s still there (%v)", dir, err)
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(dir)) {
-			t.Errorf("a process still runs from the demo folder: %s: %q", p, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+	for p, cmdline := range processes() {
+		if bytes.Contains(cmdline, []byte(dir)) {
+			t.Errorf("a process still runs from the demo folder: %s: %q", p, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 		}
 	}
+}
+
+// processes maps each running process's /proc cmdline file to its
+// contents (arguments separated by NUL bytes).
+func processes() map[string][]byte {
+	out := map[string][]byte{}
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			out[f] = b
+		}
+	}
+	return out
 }
 
 func distinct(m map[string]string) map[string]bool {
