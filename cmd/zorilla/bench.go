@@ -29,7 +29,7 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "bench",
 		Usage:       "measure Zorilla against its baselines on this machine",
-		Subcommands: []*cli.Command{benchPingpongCommand(), benchEchoCommand()},
+		Subcommands: []*cli.Command{benchPingpongCommand(), benchEchoCommand(), benchRelayCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErrorf("bench: unknown command %q (see zorilla bench --help)", c.Args().First())
@@ -46,7 +46,9 @@ func benchPingpongCommand() *cli.Command {
 		Description: "Starts two agents as separate processes on 127.0.0.1, builds examples/" + benchExample + " (or runs\n" +
 			"--program FILE, which must print the same table on rank 0) and, in each of --rounds rounds,\n" +
 			"runs it on two ranks, one per agent, then the same ping-pong on a raw libp2p stream between\n" +
-			"this process and a child process with the agents' transport and security, then (--netpipe)\n" +
+			"this process and a child process with the agents' transport and security, then the relay\n" +
+			"chain (the same four processes and hops as two ranks on two agents, with relays that only\n" +
+			"copy bytes: the floor of any design where agents relay), then (--netpipe)\n" +
 			"NetPIPE over TCP (NPtcp) and over Open MPI's TCP transport (NPmpi), back to back. It prints,\n" +
 			"per size, the median one-way latency and bandwidth of each, and the median of the per-round\n" +
 			"ratios zorilla / that configuration. Sizes other than the largest must be powers of two:\n" +
@@ -58,6 +60,7 @@ func benchPingpongCommand() *cli.Command {
 			&cli.IntFlag{Name: "rounds", Value: benchRounds, Usage: "rounds, each running every configuration once"},
 			&cli.BoolFlag{Name: "raw", Value: true, Usage: "measure the raw libp2p stream too"},
 			&cli.BoolFlag{Name: "no-raw", Usage: "do not measure the raw libp2p stream"},
+			&cli.BoolFlag{Name: "no-relay", Usage: "do not measure the relay chain"},
 			&cli.BoolFlag{Name: "netpipe", Usage: "measure NetPIPE over TCP and over Open MPI too, where installed"},
 			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + benchExample},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
@@ -73,6 +76,7 @@ type benchConfig struct {
 	sizes   []int // reported, ascending; the sweep goes to the last
 	rounds  int
 	raw     bool
+	relay   bool
 	netpipe bool
 	program string
 	keep    bool
@@ -81,6 +85,7 @@ type benchConfig struct {
 
 func benchConfigFrom(c *cli.Context) (benchConfig, error) {
 	cfg := benchConfig{rounds: c.Int("rounds"), raw: c.Bool("raw") && !c.Bool("no-raw"),
+		relay:   !c.Bool("no-relay"),
 		netpipe: c.Bool("netpipe"), program: c.String("program"), keep: c.Bool("keep"), timeout: c.Duration("timeout")}
 	if c.NArg() > 0 {
 		return cfg, fmt.Errorf("bench pingpong takes no arguments, got %q", c.Args().First())

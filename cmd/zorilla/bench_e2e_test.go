@@ -12,7 +12,8 @@ import (
 
 // TestBenchEndToEnd builds the zorilla binary and runs `zorilla bench
 // pingpong` as a user does: two agent processes, examples/pingpong on a
-// rank on each, the raw libp2p stream to an echo process, a table with
+// rank on each, the raw libp2p stream to an echo process, the relay chain
+// (echo and two relay processes), a table with
 // figures; then Ctrl-C during the rounds, which prints the rounds done and
 // still stops every process.
 func TestBenchEndToEnd(t *testing.T) {
@@ -32,6 +33,8 @@ func TestBenchEndToEnd(t *testing.T) {
 			`(?m)^\s+8 B  raw libp2p\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
 			`(?m)^\s+64 KiB  zorilla\s+` + num + `\s+` + num + `\s+-\s+-$`,
 			`(?m)^\s+64 KiB  raw libp2p\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
+			`(?m)^\s+8 B  relay chain\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
+			`(?m)^\s+64 KiB  relay chain\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
 		} {
 			if !regexp.MustCompile(want).MatchString(r.stdout) {
 				t.Errorf("the table has no line matching %s:\n%v", want, r)
@@ -39,6 +42,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 		if !strings.Contains(r.stderr, "raw libp2p stream to an echo process over tcp, /tls/1.0.0, /yamux/1.0.0") {
 			t.Errorf("the raw stream is not the agents' kind (TCP, TLS, yamux):\n%v", r)
+		}
+		if !strings.Contains(r.stderr, "relay chain: this process -> unix socket -> relay -> tcp, /tls/1.0.0, /yamux/1.0.0 -> relay") {
+			t.Errorf("the relay chain's relays are not joined as the agents are (TCP, TLS, yamux):\n%v", r)
 		}
 		t.Logf("bench took %v", time.Since(start))
 		assertGone(t, dir)
@@ -59,12 +65,15 @@ func TestBenchEndToEnd(t *testing.T) {
 	})
 }
 
-// assertNoEcho checks that no `bench echo` child of bin still runs.
+// assertNoEcho checks that no `bench echo` or `bench relay` child of bin
+// still runs.
 func assertNoEcho(t *testing.T, bin string) {
 	t.Helper()
 	for p, cmdline := range processes() {
-		if bytes.HasPrefix(cmdline, []byte(bin+"\x00bench\x00echo")) {
-			t.Errorf("the echo process still runs: %s", p)
+		for _, child := range []string{"echo", "relay"} {
+			if bytes.HasPrefix(cmdline, []byte(bin+"\x00bench\x00"+child)) {
+				t.Errorf("a bench %s process still runs: %s", child, p)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,12 +63,16 @@ func benchHost(listen ...string) (host.Host, error) {
 
 // benchEchoCommand is the far end of the raw stream, run by the bench as a
 // child process: it prints its address, echoes, and ends when its stdin
-// closes.
+// closes. With --unix it echoes on a unix socket instead, at the end of the
+// relay chain.
 func benchEchoCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "echo",
-		Usage:        "the echo end of bench pingpong's raw libp2p stream (started by the bench)",
-		Hidden:       true,
+		Name:   "echo",
+		Usage:  "the echo end of bench pingpong's raw libp2p stream and relay chain (started by the bench)",
+		Hidden: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "unix", Usage: "echo on connections to the unix socket `PATH`, not on libp2p streams"},
+		},
 		OnUsageError: subUsageError,
 		Action:       benchEchoAction,
 	}
@@ -76,27 +81,53 @@ func benchEchoCommand() *cli.Command {
 func benchEchoAction(c *cli.Context) error {
 	ctx, stop := notifyInterrupt(c.Context)
 	defer stop()
+	if path := c.String("unix"); path != "" {
+		l, err := listenUnix(path)
+		if err != nil {
+			return cli.Exit("bench echo: "+err.Error(), 1)
+		}
+		defer l.Close()
+		go serveUnix(l, func(conn net.Conn) { _ = echoLoop(conn) })
+		fmt.Fprintln(c.App.Writer, path)
+		untilStdinCloses(ctx, c.App.Reader)
+		return nil
+	}
 	h, err := benchHost("/ip4/127.0.0.1/tcp/0")
 	if err != nil {
 		return cli.Exit("bench echo: "+err.Error(), 1)
 	}
 	defer h.Close()
 	h.SetStreamHandler(echoProtocol, serveEcho)
+	addr, err := hostAddr(h)
+	if err != nil {
+		return cli.Exit("bench echo: "+err.Error(), 1)
+	}
+	fmt.Fprintln(c.App.Writer, addr)
+	untilStdinCloses(ctx, c.App.Reader)
+	return nil
+}
+
+// hostAddr is h's first address with its peer ID, for a child to print.
+func hostAddr(h host.Host) (string, error) {
 	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
 	if err != nil || len(addrs) == 0 {
-		return cli.Exit(fmt.Sprintf("bench echo: no address to print (%v)", err), 1)
+		return "", fmt.Errorf("no address to print (%v)", err)
 	}
-	fmt.Fprintln(c.App.Writer, addrs[0])
-	stdinClosed := make(chan struct{})
+	return addrs[0].String(), nil
+}
+
+// untilStdinCloses returns when the bench closes the child's stdin (or
+// dies), or on Ctrl-C.
+func untilStdinCloses(ctx context.Context, stdin io.Reader) {
+	closed := make(chan struct{})
 	go func() {
-		_, _ = io.Copy(io.Discard, c.App.Reader)
-		close(stdinClosed)
+		_, _ = io.Copy(io.Discard, stdin)
+		close(closed)
 	}()
 	select {
-	case <-stdinClosed:
+	case <-closed:
 	case <-ctx.Done():
 	}
-	return nil
 }
 
 // serveEcho echoes one stream until the dialer closes it.
@@ -189,28 +220,20 @@ func sweep(s io.ReadWriter, max int) ([]pingpong.Result, error) {
 // child process. Both stay up across rounds, as the agents do; each round
 // opens a new stream on the same connection.
 type rawTarget struct {
-	cmd    *exec.Cmd
-	stdin  io.Closer
-	exited chan struct{}
-	err    error // why the child ended, once exited is closed
-	log    string
-	host   host.Host
-	peer   peer.ID
+	echo *benchChild
+	host host.Host
+	peer peer.ID
 }
 
 func (r *rawTarget) name() string { return "raw libp2p" }
 
 // startRaw starts the echo child (its log in dir) and connects to it.
 func startRaw(ctx context.Context, dir string) (*rawTarget, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the zorilla binary: %w", err)
-	}
-	r := &rawTarget{log: filepath.Join(dir, "echo.log"), exited: make(chan struct{})}
-	addr, err := r.spawn(exe)
+	echo, addr, err := startChild(filepath.Join(dir, "echo.log"), "echo process", "bench", "echo")
 	if err != nil {
 		return nil, err
 	}
+	r := &rawTarget{echo: echo}
 	if err := r.connect(ctx, addr); err != nil {
 		r.close()
 		return nil, err
@@ -218,39 +241,72 @@ func startRaw(ctx context.Context, dir string) (*rawTarget, error) {
 	return r, nil
 }
 
-// spawn runs `zorilla bench echo` and returns the address it prints.
-func (r *rawTarget) spawn(exe string) (string, error) {
-	logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+// benchChild is a helper process of the bench (`zorilla bench echo` or
+// `bench relay`). It prints one line when it is ready, and ends when its
+// stdin closes.
+type benchChild struct {
+	what   string // for errors: "echo process"
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	exited chan struct{}
+	err    error // why the child ended, once exited is closed
+	log    string
+}
+
+// startChild runs this binary with args, its stderr in log, and returns the
+// first line it prints (an address).
+func startChild(log, what string, args ...string) (*benchChild, string, error) {
+	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("echo log: %w", err)
+		return nil, "", fmt.Errorf("find the zorilla binary: %w", err)
+	}
+	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s log: %w", what, err)
 	}
 	defer logf.Close() // the child has its own copy
+	ch := &benchChild{what: what, log: log, exited: make(chan struct{})}
 	line := &firstLine{ch: make(chan string, 1)}
-	r.cmd = exec.Command(exe, "bench", "echo")
-	r.cmd.Stdout, r.cmd.Stderr = line, logf
-	r.cmd.Env = agentEnv(os.Environ())
-	r.cmd.SysProcAttr = demoProcAttr()
-	stdin, err := r.cmd.StdinPipe()
+	ch.cmd = exec.Command(exe, args...)
+	ch.cmd.Stdout, ch.cmd.Stderr = line, logf
+	ch.cmd.Env = agentEnv(os.Environ())
+	ch.cmd.SysProcAttr = demoProcAttr()
+	stdin, err := ch.cmd.StdinPipe()
 	if err != nil {
-		return "", fmt.Errorf("echo stdin: %w", err)
+		return nil, "", fmt.Errorf("%s stdin: %w", what, err)
 	}
-	if err := r.cmd.Start(); err != nil {
-		return "", fmt.Errorf("start the echo process: %w", err)
+	if err := ch.cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("start the %s: %w", what, err)
 	}
-	r.stdin = stdin
+	ch.stdin = stdin
 	go func() {
-		r.err = r.cmd.Wait()
-		close(r.exited)
+		ch.err = ch.cmd.Wait()
+		close(ch.exited)
 	}()
 	select {
 	case addr := <-line.ch:
-		return addr, nil
-	case <-r.exited:
-		r.close()
-		return "", fmt.Errorf("the echo process exited (%v); its log %s:\n%s", r.err, r.log, logTail(r.log))
+		return ch, addr, nil
+	case <-ch.exited:
+		ch.close()
+		return nil, "", fmt.Errorf("the %s exited (%v); its log %s:\n%s", what, ch.err, log, logTail(log))
 	case <-time.After(agentStartWait):
-		r.close()
-		return "", fmt.Errorf("the echo process printed no address within %v; its log %s:\n%s", agentStartWait, r.log, logTail(r.log))
+		ch.close()
+		return nil, "", fmt.Errorf("the %s printed no address within %v; its log %s:\n%s", what, agentStartWait, log, logTail(log))
+	}
+}
+
+// close ends the child: its stdin closes, then after agentStopGrace it is
+// killed. It returns once the child has ended.
+func (ch *benchChild) close() {
+	if ch == nil {
+		return
+	}
+	_ = ch.stdin.Close()
+	select {
+	case <-ch.exited:
+	case <-time.After(agentStopGrace):
+		_ = ch.cmd.Process.Kill()
+		<-ch.exited
 	}
 }
 
@@ -273,8 +329,12 @@ func (r *rawTarget) connect(ctx context.Context, addr string) error {
 }
 
 // describe says what the connection to the echo negotiated.
-func (r *rawTarget) describe() string {
-	conns := r.host.Network().ConnsToPeer(r.peer)
+func (r *rawTarget) describe() string { return describeConn(r.host, r.peer) }
+
+// describeConn says what h's connection to p negotiated: "tcp, /tls/1.0.0,
+// /yamux/1.0.0".
+func describeConn(h host.Host, p peer.ID) string {
+	conns := h.Network().ConnsToPeer(p)
 	if len(conns) == 0 {
 		return "no connection"
 	}
@@ -296,29 +356,25 @@ func (r *rawTarget) measure(ctx context.Context, sizes []int) (map[int]figure, e
 		return nil, fmt.Errorf("raw stream: %w", err)
 	}
 	_ = s.Close()
+	return figures(results), nil
+}
+
+// figures are a sweep's results by size.
+func figures(results []pingpong.Result) map[int]figure {
 	figs := make(map[int]figure, len(results))
 	for _, res := range results {
 		row := res.Row()
 		figs[res.Size] = figure{latencyUS: row.LatencyUS, mbps: row.MBps}
 	}
-	return figs, nil
+	return figs
 }
 
-// close ends the connection and the child: its stdin closes, then after
-// agentStopGrace it is killed. It returns once the child has ended.
+// close ends the connection and the echo child.
 func (r *rawTarget) close() {
 	if r.host != nil {
 		_ = r.host.Close()
 	}
-	if r.stdin != nil {
-		_ = r.stdin.Close()
-	}
-	select {
-	case <-r.exited:
-	case <-time.After(agentStopGrace):
-		_ = r.cmd.Process.Kill()
-		<-r.exited
-	}
+	r.echo.close()
 }
 
 // firstLine is a writer that hands the first line written to it to ch

@@ -69,6 +69,16 @@ func runBench(ctx context.Context, cfg benchConfig, net *demoNet) (*benchResults
 		fmt.Fprintf(net.log, "zorilla bench: raw libp2p stream to an echo process over %s\n", raw.describe())
 		runs = append(runs, &benchRun{target: raw})
 	}
+	if cfg.relay {
+		relay, err := startRelay(net.dir)
+		if err != nil {
+			return nil, err
+		}
+		defer relay.close()
+		fmt.Fprintf(net.log, "zorilla bench: relay chain: this process -> unix socket -> relay -> %s -> relay -> unix socket -> echo process\n",
+			relay.describe())
+		runs = append(runs, &benchRun{target: relay})
+	}
 	if cfg.netpipe {
 		targets, absent := netpipeTargets(net.dir, exec.LookPath)
 		for _, t := range targets {

@@ -65,6 +65,20 @@ func TestBenchUsageErrors(t *testing.T) {
 			t.Errorf("bench pingpong %v: want exit 2 and one line containing %q, got %v", tc.args, tc.want, r)
 		}
 	}
+	for _, args := range [][]string{
+		{},
+		{"--unix", "/tmp/x.sock"},
+		{"--to-unix", "/tmp/x.sock", "--unix", "/tmp/y.sock"},
+	} {
+		r := zorilla(append([]string{"bench", "relay"}, args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, "give --unix and --to (near relay), or --to-unix (far relay)") {
+			t.Errorf("bench relay %v: want exit 2 and what to give, got %v", args, r)
+		}
+	}
+	if r := zorilla("bench", "relay", "--unix", "/tmp/x.sock", "--to", "nowhere"); r.code != 2 ||
+		!strings.Contains(r.stderr, `--to "nowhere" is not a multiaddr with /p2p/`) {
+		t.Errorf("bench relay --to nowhere: want exit 2, got %v", r)
+	}
 	if r := zorilla("bench", "bogus"); r.code != 2 || !strings.Contains(r.stderr, `unknown command "bogus"`) {
 		t.Errorf("bench bogus: want exit 2, got %v", r)
 	}
