@@ -92,28 +92,26 @@ func benchEchoAction(c *cli.Context) error {
 		untilStdinCloses(ctx, c.App.Reader)
 		return nil
 	}
-	h, err := benchHost("/ip4/127.0.0.1/tcp/0")
-	if err != nil {
-		return cli.Exit("bench echo: "+err.Error(), 1)
-	}
-	defer h.Close()
-	h.SetStreamHandler(echoProtocol, serveEcho)
-	addr, err := hostAddr(h)
-	if err != nil {
-		return cli.Exit("bench echo: "+err.Error(), 1)
-	}
-	fmt.Fprintln(c.App.Writer, addr)
-	untilStdinCloses(ctx, c.App.Reader)
-	return nil
+	return serveStreams(ctx, c, "bench echo", echoProtocol, serveEcho)
 }
 
-// hostAddr is h's first address with its peer ID, for a child to print.
-func hostAddr(h host.Host) (string, error) {
+// serveStreams is a child's libp2p side: a host on 127.0.0.1 serving
+// protocol with handler; it prints the host's address and serves until its
+// stdin closes.
+func serveStreams(ctx context.Context, c *cli.Context, cmd string, proto protocol.ID, handler network.StreamHandler) error {
+	h, err := benchHost("/ip4/127.0.0.1/tcp/0")
+	if err != nil {
+		return cli.Exit(cmd+": "+err.Error(), 1)
+	}
+	defer h.Close()
+	h.SetStreamHandler(proto, handler)
 	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
 	if err != nil || len(addrs) == 0 {
-		return "", fmt.Errorf("no address to print (%v)", err)
+		return cli.Exit(fmt.Sprintf("%s: no address to print (%v)", cmd, err), 1)
 	}
-	return addrs[0].String(), nil
+	fmt.Fprintln(c.App.Writer, addrs[0])
+	untilStdinCloses(ctx, c.App.Reader)
+	return nil
 }
 
 // untilStdinCloses returns when the bench closes the child's stdin (or

@@ -107,12 +107,7 @@ func nearRelay(ctx context.Context, c *cli.Context, path, addr string) error {
 
 // farRelay relays streams to connections to the unix socket path.
 func farRelay(ctx context.Context, c *cli.Context, path string) error {
-	h, err := benchHost("/ip4/127.0.0.1/tcp/0")
-	if err != nil {
-		return cli.Exit("bench relay: "+err.Error(), 1)
-	}
-	defer h.Close()
-	h.SetStreamHandler(relayProtocol, func(s network.Stream) {
+	return serveStreams(ctx, c, "bench relay", relayProtocol, func(s network.Stream) {
 		conn, err := dialUnix(path)
 		if err != nil {
 			fmt.Fprintf(c.App.ErrWriter, "bench relay: %v\n", err)
@@ -121,13 +116,6 @@ func farRelay(ctx context.Context, c *cli.Context, path string) error {
 		}
 		splice(conn, s)
 	})
-	addr, err := hostAddr(h)
-	if err != nil {
-		return cli.Exit("bench relay: "+err.Error(), 1)
-	}
-	fmt.Fprintln(c.App.Writer, addr)
-	untilStdinCloses(ctx, c.App.Reader)
-	return nil
 }
 
 // splice copies both ways between a unix connection and a stream until
