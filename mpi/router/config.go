@@ -24,9 +24,15 @@ type Config struct {
 	MaxData int
 	// Window is the flow-control window of one (job, remote agent) stream in
 	// bytes: what a sender may have in flight towards the receiving agent.
-	// 4 MiB: 8 fragments, enough to fill a loopback or LAN path, while an
-	// agent holds at most Window bytes per remote agent per job.
+	// 4 MiB: 8 fragments, enough to fill a loopback or LAN path. A job with
+	// many agents gets smaller windows (see JobBuffer).
 	Window int
+	// JobBuffer bounds what the remote agents of one job together may have
+	// in flight towards this agent: each stream's window is JobBuffer
+	// divided among the job's remote agents, at most Window and at least
+	// two fragments. 64 MiB: jobs on up to 16 agents get the full Window,
+	// and a job on 600 agents cannot make an agent hold 2.4 GB for it.
+	JobBuffer int
 	// QueueBytes bounds what local senders queue towards one local rank
 	// before they are made to wait. 4 MiB for the same reason as Window.
 	QueueBytes int
@@ -60,6 +66,7 @@ func DefaultConfig() Config {
 		SocketMode:        0o600,
 		MaxData:           512 << 10,
 		Window:            4 << 20,
+		JobBuffer:         64 << 20,
 		QueueBytes:        4 << 20,
 		SocketBuffer:      4 << 20,
 		HelloTimeout:      10 * time.Second,
@@ -73,6 +80,17 @@ func DefaultConfig() Config {
 // frameMax is the largest frame (header included) a MSG can take.
 func (c Config) frameMax() int { return proto.HeaderLen + proto.MsgHeaderLen + c.MaxData }
 
+// linkWindow is the window this agent gives each stream of a job with
+// remotes remote agents: an equal share of JobBuffer, within [two
+// fragments, Window].
+func (c Config) linkWindow(remotes int) int {
+	w := c.Window
+	if remotes > 0 {
+		w = min(w, c.JobBuffer/remotes)
+	}
+	return max(w, 2*c.frameMax())
+}
+
 // bodyMax is the largest frame body a router reads from a rank or a link.
 func (c Config) bodyMax() int { return max(proto.MaxControl, proto.MsgHeaderLen+c.MaxData) }
 
@@ -84,6 +102,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("router config: MaxData %d outside 1..16 MiB", c.MaxData)
 	case c.Window < 2*c.frameMax():
 		return fmt.Errorf("router config: Window %d below two fragments (%d)", c.Window, 2*c.frameMax())
+	case c.JobBuffer < c.Window:
+		return fmt.Errorf("router config: JobBuffer %d below one Window (%d)", c.JobBuffer, c.Window)
 	case c.SocketBuffer < 0:
 		return fmt.Errorf("router config: SocketBuffer %d is negative", c.SocketBuffer)
 	case c.QueueBytes < c.frameMax():

@@ -14,7 +14,8 @@
 // Routing: a message from a local rank goes straight into the queue of a
 // local destination, or over one libp2p stream per (job, remote agent),
 // opened on first use. Links have credit-based flow control: a sender has at
-// most Config.Window bytes in flight per link, which the receiving agent
+// most a window of bytes in flight per link (Config.Window, or less when the
+// job's remote agents share Config.JobBuffer), which the receiving agent
 // gives back as it writes them to its ranks, and local senders are bounded by
 // Config.QueueBytes per destination; so a fast sender can never exhaust an
 // agent's memory. Links carry heartbeats: an agent silent for

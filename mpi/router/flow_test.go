@@ -17,16 +17,33 @@ import (
 // another agent whose process reads nothing. The receiving agent never
 // holds more than one window for it, the sender is held back (its sends
 // cannot complete), and once the process reads, everything arrives in
-// order and intact.
+// order and intact. The window is the full one when the job has one remote
+// agent, and a share of the job's buffer when it has more.
 func TestFlowControl(t *testing.T) {
-	const msgs, size = 48, 1 << 20
 	cfg := router.DefaultConfig()
 	// The kernel's default socket buffer: with 4 MiB asked (8 MiB given),
 	// the socket alone takes 8 MiB before the agent's queue starts to fill,
 	// which on a loaded machine took longer than the wait below.
 	cfg.SocketBuffer = 0
-	c := newCluster(t, 2, cfg)
-	j, err := c.AddJob(2, mpitest.RoundRobin(2))
+	shared := cfg
+	shared.JobBuffer = cfg.Window // two remote agents: half a window each
+	for _, tc := range []struct {
+		name   string
+		cfg    router.Config
+		agents int // the job has a rank on each; rank 0 sends to rank 1
+		window int // the receiving agent's window for the sender
+	}{
+		{"one remote agent", cfg, 2, cfg.Window},
+		{"two remote agents share the job's buffer", shared, 3, cfg.Window / 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) { flowControl(t, tc.cfg, tc.agents, tc.window) })
+	}
+}
+
+func flowControl(t *testing.T, cfg router.Config, agents, window int) {
+	const msgs, size = 48, 1 << 20
+	c := newCluster(t, agents, cfg)
+	j, err := c.AddJob(agents, mpitest.RoundRobin(agents))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,6 +53,21 @@ func TestFlowControl(t *testing.T) {
 	slow := dialRaw(t, j.Opts[1].Socket) // rank 1, on agent 1, by hand
 	if f := slow.hello(t, j.Opts[1]); f.Type() != proto.TypeWelcome {
 		t.Fatalf("welcome: frame type %d", f.Type())
+	}
+	finished := make(chan struct{})
+	defer close(finished)
+	for r := 2; r < agents; r++ {
+		go func() { // ranks 2.. only make the job span more agents
+			s, err := mpi.InitWith(ctx, j.Opts[r])
+			if err != nil {
+				return
+			}
+			select {
+			case <-finished:
+			case <-ctx.Done():
+			}
+			_ = s.Finalize()
+		}()
 	}
 	sent := make(chan *mpi.Request, msgs)
 	senderErr := make(chan error, 1)
@@ -58,7 +90,7 @@ func TestFlowControl(t *testing.T) {
 
 	in := j.Jobs[1]
 	waitFor(t, "the receiving agent's queue to fill", func() bool {
-		return in.Stats().Queued >= cfg.Window/2
+		return in.Stats().Queued >= window/2
 	})
 	var last *mpi.Request
 	for r := range sent {
@@ -77,8 +109,8 @@ func TestFlowControl(t *testing.T) {
 	if _, err := last.Wait(); err != nil {
 		t.Fatalf("sender: %v", err)
 	}
-	if peak := in.Stats().PeakQueued; peak > cfg.Window {
-		t.Fatalf("receiving agent held %d bytes for one rank, window %d", peak, cfg.Window)
+	if peak := in.Stats().PeakQueued; peak > window {
+		t.Fatalf("receiving agent held %d bytes for one rank, window %d", peak, window)
 	}
 	if _, err := slow.Write(proto.NewFrame(proto.TypeFinalize, 0)); err != nil {
 		t.Fatal(err)

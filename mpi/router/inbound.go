@@ -24,6 +24,8 @@ type inbound struct {
 	br   *bufio.Reader
 	done chan struct{} // closed when the reader ends
 
+	window int // what the sender may have in flight: Config.linkWindow
+
 	wmu sync.Mutex // serializes writes to s
 
 	cmu  sync.Mutex // guards owed
@@ -34,7 +36,7 @@ type inbound struct {
 // serveInbound registers an accepted stream and reads it until it ends.
 // It runs in the stream handler's goroutine.
 func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
-	in := &inbound{j: j, peer: s.Conn().RemotePeer(), s: s, br: br,
+	in := &inbound{j: j, peer: s.Conn().RemotePeer(), s: s, br: br, window: j.cfg.linkWindow(len(j.remote)),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
 	j.mu.Lock()
 	if j.removed || j.err != nil {
@@ -49,7 +51,7 @@ func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 	defer j.wg.Done()
 	defer close(in.done)
 	go in.creditLoop()
-	accept := proto.Accept{Window: uint32(j.cfg.Window), MaxData: uint32(j.cfg.MaxData)}
+	accept := proto.Accept{Window: uint32(in.window), MaxData: uint32(j.cfg.MaxData)}
 	if err := in.write(accept.Encode()); err != nil {
 		return
 	}
@@ -120,11 +122,13 @@ func (j *Job) fromLink(in *inbound, fr *frame) error {
 }
 
 // returned counts bytes handed to a rank; credit goes back in batches of a
-// quarter window, which Config.validate keeps above one fragment.
+// quarter window. That never leaves a sender waiting: it waits only with
+// more than a window less one fragment unreturned, and as a window is at
+// least two fragments, that is more than a quarter window.
 func (in *inbound) returned(n int) {
 	in.cmu.Lock()
 	in.owed += n
-	send := in.owed >= in.j.cfg.Window/4
+	send := in.owed >= in.window/4
 	in.cmu.Unlock()
 	if send {
 		select {

@@ -139,12 +139,35 @@ func TestConfigValidate(t *testing.T) {
 		"heartbeat":         func(c *Config) { c.HeartbeatTimeout = c.HeartbeatInterval },
 		"no pending":        func(c *Config) { c.MaxPending = 0 },
 		"socket buffer":     func(c *Config) { c.SocketBuffer = -1 },
+		"job buffer":        func(c *Config) { c.JobBuffer = c.Window - 1 },
 	}
 	for name, mutate := range bad {
 		c := DefaultConfig()
 		mutate(&c)
 		if err := c.validate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestLinkWindow: a job's remote agents share JobBuffer, each stream's
+// window staying within [two fragments, Window].
+func TestLinkWindow(t *testing.T) {
+	c := DefaultConfig() // Window 4 MiB, JobBuffer 64 MiB, fragments 512 KiB
+	floor := 2 * c.frameMax()
+	for _, tc := range []struct {
+		remotes, want int
+	}{
+		{0, c.Window}, // only local ranks: no stream is opened
+		{1, c.Window},
+		{16, c.Window},
+		{17, (64 << 20) / 17},
+		{63, (64 << 20) / 63},
+		{64, floor}, // 1 MiB a share is below two whole fragments
+		{600, floor},
+	} {
+		if got := c.linkWindow(tc.remotes); got != tc.want {
+			t.Errorf("%d remote agents: window %d, want %d", tc.remotes, got, tc.want)
 		}
 	}
 }
