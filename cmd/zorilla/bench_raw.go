@@ -87,7 +87,7 @@ func benchEchoAction(c *cli.Context) error {
 			return cli.Exit("bench echo: "+err.Error(), 1)
 		}
 		defer l.Close()
-		go serveUnix(l, func(conn net.Conn) { _ = echoLoop(conn) })
+		go serveUnix(l, func(conn *net.UnixConn) { _ = echoLoop(conn) })
 		fmt.Fprintln(c.App.Writer, path)
 		untilStdinCloses(ctx, c.App.Reader)
 		return nil

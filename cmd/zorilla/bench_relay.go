@@ -92,7 +92,7 @@ func nearRelay(ctx context.Context, c *cli.Context, path, addr string) error {
 		return cli.Exit("bench relay: "+err.Error(), 1)
 	}
 	defer l.Close()
-	go serveUnix(l, func(conn net.Conn) {
+	go serveUnix(l, func(conn *net.UnixConn) {
 		s, err := h.NewStream(ctx, info.ID, relayProtocol)
 		if err != nil {
 			fmt.Fprintf(c.App.ErrWriter, "bench relay: open a stream to %s: %v\n", addr, err)
@@ -120,7 +120,7 @@ func farRelay(ctx context.Context, c *cli.Context, path string) error {
 
 // splice copies both ways between a unix connection and a stream until
 // both directions end, then closes both.
-func splice(conn net.Conn, s network.Stream) {
+func splice(conn *net.UnixConn, s network.Stream) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -134,7 +134,7 @@ func splice(conn net.Conn, s network.Stream) {
 	go func() {
 		defer wg.Done()
 		if pump(conn, s) == nil {
-			_ = conn.(*net.UnixConn).CloseWrite()
+			_ = conn.CloseWrite()
 		} else {
 			_ = conn.Close()
 		}
@@ -174,7 +174,7 @@ func listenUnix(path string) (*net.UnixListener, error) {
 
 // serveUnix runs serve on each connection to l, with the chain's socket
 // buffers, until l is closed.
-func serveUnix(l *net.UnixListener, serve func(net.Conn)) {
+func serveUnix(l *net.UnixListener, serve func(*net.UnixConn)) {
 	for {
 		conn, err := l.AcceptUnix()
 		if err != nil {
