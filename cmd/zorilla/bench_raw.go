@@ -1,17 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -112,20 +108,6 @@ func serveStreams(ctx context.Context, c *cli.Context, cmd string, proto protoco
 	fmt.Fprintln(c.App.Writer, addrs[0])
 	untilStdinCloses(ctx, c.App.Reader)
 	return nil
-}
-
-// untilStdinCloses returns when the bench closes the child's stdin (or
-// dies), or on Ctrl-C.
-func untilStdinCloses(ctx context.Context, stdin io.Reader) {
-	closed := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-ctx.Done():
-	}
 }
 
 // serveEcho echoes one stream until the dialer closes it.
@@ -239,75 +221,6 @@ func startRaw(ctx context.Context, dir string) (*rawTarget, error) {
 	return r, nil
 }
 
-// benchChild is a helper process of the bench (`zorilla bench echo` or
-// `bench relay`). It prints one line when it is ready, and ends when its
-// stdin closes.
-type benchChild struct {
-	what   string // for errors: "echo process"
-	cmd    *exec.Cmd
-	stdin  io.Closer
-	exited chan struct{}
-	err    error // why the child ended, once exited is closed
-	log    string
-}
-
-// startChild runs this binary with args, its stderr in log, and returns the
-// first line it prints (an address).
-func startChild(log, what string, args ...string) (*benchChild, string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, "", fmt.Errorf("find the zorilla binary: %w", err)
-	}
-	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s log: %w", what, err)
-	}
-	defer logf.Close() // the child has its own copy
-	ch := &benchChild{what: what, log: log, exited: make(chan struct{})}
-	line := &firstLine{ch: make(chan string, 1)}
-	ch.cmd = exec.Command(exe, args...)
-	ch.cmd.Stdout, ch.cmd.Stderr = line, logf
-	ch.cmd.Env = agentEnv(os.Environ())
-	ch.cmd.SysProcAttr = demoProcAttr()
-	stdin, err := ch.cmd.StdinPipe()
-	if err != nil {
-		return nil, "", fmt.Errorf("%s stdin: %w", what, err)
-	}
-	if err := ch.cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start the %s: %w", what, err)
-	}
-	ch.stdin = stdin
-	go func() {
-		ch.err = ch.cmd.Wait()
-		close(ch.exited)
-	}()
-	select {
-	case addr := <-line.ch:
-		return ch, addr, nil
-	case <-ch.exited:
-		ch.close()
-		return nil, "", fmt.Errorf("the %s exited (%v); its log %s:\n%s", what, ch.err, log, logTail(log))
-	case <-time.After(agentStartWait):
-		ch.close()
-		return nil, "", fmt.Errorf("the %s printed no address within %v; its log %s:\n%s", what, agentStartWait, log, logTail(log))
-	}
-}
-
-// close ends the child: its stdin closes, then after agentStopGrace it is
-// killed. It returns once the child has ended.
-func (ch *benchChild) close() {
-	if ch == nil {
-		return
-	}
-	_ = ch.stdin.Close()
-	select {
-	case <-ch.exited:
-	case <-time.After(agentStopGrace):
-		_ = ch.cmd.Process.Kill()
-		<-ch.exited
-	}
-}
-
 // connect dials the echo child from a host of this process.
 func (r *rawTarget) connect(ctx context.Context, addr string) error {
 	info, err := peer.AddrInfoFromString(addr)
@@ -373,29 +286,4 @@ func (r *rawTarget) close() {
 		_ = r.host.Close()
 	}
 	r.echo.close()
-}
-
-// firstLine is a writer that hands the first line written to it to ch
-// and drops the rest.
-type firstLine struct {
-	mu   sync.Mutex
-	buf  []byte
-	ch   chan string // buffered, one line
-	done bool
-}
-
-func (f *firstLine) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.done {
-		return len(p), nil
-	}
-	f.buf = append(f.buf, p...)
-	if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
-		f.ch <- string(bytes.TrimSpace(f.buf[:i]))
-		f.done, f.buf = true, nil
-	} else if len(f.buf) > 4096 {
-		f.done, f.buf = true, nil // not an address; spawn times out and shows the log
-	}
-	return len(p), nil
 }
