@@ -69,11 +69,25 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 	req := newRequest(c.s)
 	r := &recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req}
 	s := c.s
+	if src == AnySource && s.rep != nil {
+		num, d, mine, err := s.choice(proto.DecideRecv)
+		switch {
+		case err != nil:
+			return failed(s, err)
+		case mine:
+			r.choose, r.num = true, num
+		default:
+			r.src = int(d.Src) // the message the lead took: the same here
+		}
+	}
 	s.mu.Lock()
 	in := s.m.post(r)
 	arrived := in != nil && in.done
 	if in != nil && !arrived {
 		in.recv = r // the reader finishes it when the last fragment is in
+	}
+	if in != nil && r.choose {
+		s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
 	}
 	s.mu.Unlock()
 	if arrived {
@@ -86,7 +100,25 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 // received, and returns its envelope without receiving it. Count and Bytes
 // are its length in bytes.
 func (c *Comm) Probe(src, tag int) (Status, error) {
-	ok, st, err := c.Iprobe(src, tag)
+	if src != AnySource || c.s.rep == nil {
+		return c.probe(src, tag)
+	}
+	num, d, mine, err := c.s.choice(proto.DecideProbe)
+	switch {
+	case err != nil:
+		return Status{}, err
+	case !mine:
+		return c.probe(int(d.Src), int(d.Tag))
+	}
+	st, err := c.probe(src, tag)
+	if err == nil {
+		c.s.tell(num, proto.DecideProbe, true, st.Source, st.Tag)
+	}
+	return st, err
+}
+
+func (c *Comm) probe(src, tag int) (Status, error) {
+	ok, st, err := c.iprobe(src, tag)
 	if ok || err != nil {
 		return st, err
 	}
@@ -111,8 +143,41 @@ func (c *Comm) Probe(src, tag int) (Status, error) {
 }
 
 // Iprobe reports whether a message from src with tag can be received now,
-// and its envelope if so.
+// and its envelope if so. In a replicated job the lead copy's answer is
+// every copy's.
 func (c *Comm) Iprobe(src, tag int) (bool, Status, error) {
+	if c.s.rep == nil {
+		return c.iprobe(src, tag)
+	}
+	if err := c.checkSource(src); err != nil {
+		return false, Status{}, err
+	}
+	num, d, mine, err := c.s.choice(proto.DecideProbe)
+	switch {
+	case err != nil:
+		return false, Status{}, err
+	case !mine && !d.Found:
+		return false, Status{}, nil
+	case !mine:
+		st, err := c.probe(int(d.Src), int(d.Tag))
+		return err == nil, st, err
+	}
+	ok, st, err := c.iprobe(src, tag)
+	if err == nil {
+		c.s.tell(num, proto.DecideProbe, ok, st.Source, st.Tag)
+	}
+	return ok, st, err
+}
+
+// checkSource checks a source and tag pattern.
+func (c *Comm) checkSource(src int) error {
+	if src != AnySource {
+		return c.checkRank(src, "source")
+	}
+	return nil
+}
+
+func (c *Comm) iprobe(src, tag int) (bool, Status, error) {
 	if src != AnySource {
 		if err := c.checkRank(src, "source"); err != nil {
 			return false, Status{}, err

@@ -37,6 +37,17 @@
 // The library never prints and never exits the process; Abort tells the job
 // to end and the program then exits.
 //
+// Replicated jobs (zorilla submit -r 2): every copy of a rank runs the
+// program, and the job survives the loss of any copy while one copy of each
+// rank lives; the program never notices. Copies must compute the same
+// thing, so where MPI lets the library choose (a receive from AnySource,
+// Iprobe, Probe from AnySource, Request.Test) the lead copy's choice is
+// taken by every copy (a backup waits at that call for its lead's). The
+// program must keep the rest deterministic: make those calls from one
+// goroutine, and let nothing it computes or sends depend on clocks,
+// unseeded random numbers, or files and environment that differ between
+// hosts.
+//
 // This package must not import libp2p, so that user binaries stay small and
 // the process-agent wire stays language-neutral: PROTOCOL.md describes it
 // completely, for bindings in other languages.

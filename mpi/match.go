@@ -30,6 +30,8 @@ type recvReq struct {
 	buf      []byte // the user's buffer, as bytes
 	elem     int    // element size, for Status.Count
 	req      *Request
+	choose   bool // a lead's receive from AnySource: its match is choice num, told to the backups
+	num      uint64
 }
 
 // probeReq is a blocked Probe waiting for a matching envelope.

@@ -80,6 +80,10 @@ func (s *Session) control(typ byte, body []byte) error {
 		return jobError(f)
 	case proto.TypeBye:
 		return ErrFinalized
+	case proto.TypeRole:
+		return s.role(body)
+	case proto.TypeDecide:
+		return s.decided(body)
 	}
 	return fmt.Errorf("%w: unexpected frame type %d", ErrProtocol, typ)
 }
@@ -163,6 +167,9 @@ func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (in *inMsg, move boo
 	in = &inMsg{src: int(h.Src), ctx: h.Ctx, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen}
 	if r := s.m.arrive(in); r != nil {
 		in.recv = r
+		if r.choose {
+			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
+		}
 	}
 	if in.recv != nil && len(in.recv.buf) >= in.total {
 		in.buf, in.direct = in.recv.buf, true // straight into the user's buffer

@@ -1,6 +1,10 @@
 package mpi
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
+)
 
 // Wildcards for Recv, Irecv and Probe.
 const (
@@ -63,11 +67,32 @@ func (r *Request) Wait() (Status, error) {
 }
 
 // Test reports whether the operation has completed, without blocking; when
-// it has, it also returns its status and error.
+// it has, it also returns its status and error. In a replicated job the
+// lead copy's answer is every copy's (a backup waits for the operation when
+// its lead found it complete).
 func (r *Request) Test() (bool, Status, error) {
 	if r == nil {
 		return true, Status{}, argErr("nil request")
 	}
+	if r.s.rep == nil {
+		return r.test()
+	}
+	num, d, mine, err := r.s.choice(proto.DecideTest)
+	switch {
+	case err != nil:
+		return true, Status{}, err
+	case !mine && !d.Found:
+		return false, Status{}, nil
+	case !mine:
+		st, err := r.Wait()
+		return true, st, err
+	}
+	done, st, err := r.test()
+	r.s.tell(num, proto.DecideTest, done, 0, 0)
+	return done, st, err
+}
+
+func (r *Request) test() (bool, Status, error) {
 	select {
 	case <-r.done:
 		st, err := r.result()

@@ -61,6 +61,19 @@ func (s *Session) postControl(f proto.Frame, shut error, first bool) *Request {
 	return sr.req
 }
 
+// postFrame queues a control frame that does not end sending (a lead's
+// choice), in order with the messages; it never blocks.
+func (s *Session) postFrame(f proto.Frame) {
+	sr := &sendReq{ctrl: f, req: newRequest(s)}
+	s.sendMu.Lock()
+	if s.shutLocked() != nil {
+		s.sendMu.Unlock()
+		return
+	}
+	s.sendq = append(s.sendq, sr)
+	s.kick(sr.req, false)
+}
+
 // shutLocked is the error a new send gets, or nil. sendMu is held.
 func (s *Session) shutLocked() error {
 	if s.sendShut != nil {

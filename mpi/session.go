@@ -33,6 +33,9 @@ type Session struct {
 	m       matcher
 	partial []*inMsg // message being received, per source rank
 
+	rep     *replication // set (before START) when the rank is replicated; nil otherwise
+	repOnce sync.Once
+
 	started chan struct{} // closed on START
 	dead    chan struct{} // closed when the reader ends
 	rerr    error         // why the reader ended; written before dead is closed

@@ -6,55 +6,78 @@ import "github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 type verdict int
 
 const (
-	accept    verdict = iota // deliver it
-	duplicate                // another copy of the sender already delivered (or is delivering) it: drop
-	violation                // out of sequence: the sender is broken
+	accept    verdict = iota // deliver it (from skip bytes into its data on)
+	duplicate                // already delivered, by this copy of the sender or another: drop
+	violation                // a gap in the sequence: the sender is broken
 )
 
-// seqState follows the messages of one sender to one rank copy.
-type seqState struct {
-	next  uint64 // sequence number of the next message to deliver
-	owner int    // replica of the sender whose copy of message next is being delivered, or -1
-	got   uint64 // bytes of message next delivered so far
+// position is how far delivery from one sender has come: every message
+// numbered below seq, and the first off bytes of message seq. It is what a
+// receiving agent acknowledges to the sender's copies.
+type position struct {
+	seq, off uint64
+}
+
+// covers reports whether a fragment [off, end) of message seq was
+// delivered by position p.
+func (p position) covers(seq, end uint64) bool {
+	return seq < p.seq || seq == p.seq && end <= p.off
+}
+
+// after reports whether p is further than q.
+func (p position) after(q position) bool {
+	return p.seq > q.seq || p.seq == q.seq && p.off > q.off
 }
 
 // sequencer decides, per peer rank, which fragments pass. Messages carry a
 // per-(source, destination) sequence number set by the sending library, so
-// the copies of a replicated sender send the same numbers: the first copy to
-// start message n delivers all of its fragments, the others' are dropped,
-// and anything below n is a duplicate. A sequencer is not safe for
-// concurrent use; its owner serializes calls.
-type sequencer map[uint32]*seqState
+// every copy of a replicated sender sends the same numbers and the same
+// bytes. A fragment passes when it extends delivery from where it stands,
+// whichever copy sent it: so when the copy that was sending a message dies
+// half-way, the next copy's resent fragments complete it, and what was
+// already delivered is dropped (or skipped, for a fragment that overlaps
+// it). A sequencer is not safe for concurrent use; its owner serializes
+// calls.
+type sequencer map[uint32]*position
 
 // check returns the verdict for a fragment about peer rank (the source at a
-// receiver, the destination at a sender's own agent) sent by replica from.
-func (s sequencer) check(peer uint32, h *proto.MsgHeader, dataLen, from int) verdict {
-	st := s[peer]
-	if st == nil {
-		st = &seqState{owner: -1}
-		s[peer] = st
-	}
+// receiver), and for accept how many of its data bytes were delivered
+// already.
+func (s sequencer) check(peer uint32, h *proto.MsgHeader, dataLen int) (v verdict, skip int) {
+	p := s.at(peer)
+	end := h.Offset + uint64(dataLen)
 	switch {
-	case h.Seq < st.next:
-		return duplicate
-	case h.Seq > st.next:
-		return violation
+	case h.Seq < p.seq:
+		return duplicate, 0
+	case h.Seq > p.seq || h.Offset > p.off:
+		return violation, 0
+	case dataLen > 0 && end <= p.off:
+		return duplicate, 0
 	}
-	if st.owner < 0 {
-		if h.Offset != 0 {
-			return violation
-		}
-		st.owner = from
+	skip = int(p.off - h.Offset)
+	p.off = end
+	if end == h.Total {
+		p.seq, p.off = p.seq+1, 0
 	}
-	if from != st.owner {
-		return duplicate
+	return accept, skip
+}
+
+// checkOwn checks a fragment in a copy's own stream towards rank peer: the
+// next one exactly, no repeats.
+func (s sequencer) checkOwn(peer uint32, h *proto.MsgHeader, dataLen int) bool {
+	p := s.at(peer)
+	if h.Seq != p.seq || h.Offset != p.off {
+		return false
 	}
-	if h.Offset != st.got {
-		return violation
+	_, _ = s.check(peer, h, dataLen)
+	return true
+}
+
+func (s sequencer) at(peer uint32) *position {
+	p := s[peer]
+	if p == nil {
+		p = &position{}
+		s[peer] = p
 	}
-	st.got += uint64(dataLen)
-	if h.Last(dataLen) {
-		st.next, st.owner, st.got = st.next+1, -1, 0
-	}
-	return accept
+	return p
 }

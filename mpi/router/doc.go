@@ -18,13 +18,26 @@
 // job's remote agents share Config.JobBuffer), which the receiving agent
 // gives back as it writes them to its ranks, and local senders are bounded by
 // Config.QueueBytes per destination; so a fast sender can never exhaust an
-// agent's memory. Links carry heartbeats: an agent silent for
-// Config.HeartbeatTimeout, or whose stream breaks, is lost, and the job fails
-// (unless every rank it ran has a live copy elsewhere) so that blocked calls
-// return errors within a bounded time. Every message carries its source rank
-// (stamped here, from the authenticated connection) and a per-pair sequence
-// number, and reaches a rank through one function that drops duplicates, so
-// replicated ranks need no change to the library.
+// agent's memory. Every message carries its source rank (stamped here, from
+// the authenticated connection) and a per-pair sequence number, and reaches
+// a rank through one filter that passes only what extends delivery from
+// where it stands, so a message arrives once, in order, whichever copy of
+// its sender sent it.
+//
+// Replication (P2P-MPI's protocol, replica.go): each local copy's messages
+// go into its log (sendlog.go) until every live copy of the destination has
+// acknowledged them; only the lead copy of a rank transmits. When a lead's
+// agent or process is lost, the next copy's agent resends from its log what
+// each destination copy lacks and leads from then on; the job fails only
+// when a rank has no copy left. Where MPI lets the library choose, the
+// lead's choice is forwarded to its backups, and nothing more the lead sends
+// leaves before they hold it (choice.go).
+//
+// Liveness: links carry heartbeats. A broken stream is not proof of a lost
+// agent: the link opens a new one and resends what the remote lacks. An
+// agent silent for Config.HeartbeatTimeout, unreachable for that long, or
+// breaking the protocol is lost, and an agent that was counted lost is
+// fenced: its links are refused and its copies end.
 //
 // Bad input — garbage or oversized frames, a wrong key, an unknown job, a
 // rank that does not run here — is refused on its own connection or stream

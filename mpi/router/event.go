@@ -55,6 +55,11 @@ type Failure struct {
 	Rank   int   // the rank concerned, or -1
 	Code   int   // Abort code
 	Reason string
+
+	// gone marks the failure of an agent that left the job because the
+	// others counted it lost (fenced): it is not told to them, who carry
+	// on, and a later link open hears that this agent is gone.
+	gone bool
 }
 
 func (f *Failure) Error() string {

@@ -19,17 +19,68 @@ func (j *Job) peerLost(p peer.ID, err error) {
 	}
 	j.lost[p] = true
 	j.emit(Event{Kind: EventPeerLost, Rank: -1, Replica: -1, Peer: p, Err: err})
+	// Its streams end here, so that if it lives it learns it was counted
+	// lost: its link opens again and is refused as fenced.
+	for in := range j.inbound {
+		if in.peer == p {
+			_ = in.s.Reset()
+		}
+	}
+	if l := j.links[p]; l != nil {
+		l.cut(fmt.Errorf("agent %s counted lost: %w", p.ShortString(), err))
+	}
+	j.tellLostLocked(p)
 	if !j.unfinishedLocked() {
 		j.mu.Unlock()
+		j.hostGone(p)
 		return
 	}
-	orphans := orphaned(j.spec.Hosts, j.lost, j.lostCopiesLocked())
+	orphans := orphaned(j.spec.Hosts, j.lost, j.lostCopy)
+	if len(orphans) == 0 {
+		j.takeoversLocked()
+	}
 	j.mu.Unlock()
+	j.hostGone(p)
 	log.Infof("job %s: agent %s lost: %v", j.spec.ID, p.ShortString(), err)
 	if len(orphans) > 0 {
 		j.fail(&Failure{Cause: proto.CauseAgentLost, Rank: orphans[0],
-			Reason: fmt.Sprintf("agent %s lost (%v): ranks %v have no copy left", p, err, orphans)})
+			Reason: fmt.Sprintf("agent %s unreachable (%v): ranks %v have no copy left", p.ShortString(), err, orphans)})
 	}
+}
+
+// tellLostLocked tells every other agent of the job that p is lost, so
+// that all count it lost even when only this one lost sight of it; j.mu is
+// held.
+func (j *Job) tellLostLocked(p peer.ID) {
+	if j.removed {
+		return
+	}
+	f := proto.EncodeAgentLost(string(p))
+	for _, h := range j.remote {
+		if h == p || j.lost[h] || j.ended[h] {
+			continue
+		}
+		l := j.linkLocked(h)
+		j.wg.Add(1)
+		go func() { defer j.wg.Done(); l.control(f) }()
+	}
+}
+
+// reportedLost handles another agent's word that agent id is lost: it is
+// lost here too, and if it is this agent, this agent has left the job.
+func (j *Job) reportedLost(from peer.ID, body []byte) error {
+	id, err := proto.DecodeAgentLost(body)
+	if err != nil {
+		return err
+	}
+	p := peer.ID(id)
+	switch {
+	case p == j.self:
+		j.fenced(from)
+	case replicaOnAny(j.spec.Hosts, p):
+		j.peerLost(p, fmt.Errorf("agent %s lost sight of it", from.ShortString()))
+	}
+	return nil
 }
 
 // remoteFail fails the job because another agent of it said so.
@@ -60,4 +111,5 @@ func (j *Job) remoteEnded(p peer.ID) {
 	if l != nil {
 		l.markGone()
 	}
+	j.hostGone(p) // its copies finalized: nothing more reaches them
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -49,6 +51,11 @@ func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 	j.wg.Add(2)
 	j.mu.Unlock()
 	defer j.wg.Done()
+	defer func() {
+		j.mu.Lock()
+		delete(j.inbound, in)
+		j.mu.Unlock()
+	}()
 	defer close(in.done)
 	go in.creditLoop()
 	accept := proto.Accept{Window: uint32(in.window), MaxData: uint32(j.cfg.MaxData)}
@@ -82,12 +89,33 @@ func (in *inbound) readLoop() {
 			}
 		case proto.TypeFail:
 			j.remoteFail(in.peer, f.Body())
+		case proto.TypeAck:
+			acks, err := proto.DecodeAck(f.Body())
+			if err != nil {
+				in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
+				return
+			}
+			j.acked(in.peer, acks)
+		case proto.TypeCopyLost:
+			c, err := proto.DecodeCopyLost(f.Body())
+			if err != nil {
+				in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
+				return
+			}
+			j.copyLost(in.peer, c)
+		case proto.TypeDecide, proto.TypeDecideAck, proto.TypeAgentLost:
+			handle := map[byte]func(peer.ID, []byte) error{proto.TypeDecide: j.choiceIn,
+				proto.TypeDecideAck: j.choiceHeld, proto.TypeAgentLost: j.reportedLost}[f.Type()]
+			if err := handle(in.peer, f.Body()); err != nil {
+				in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
+				return
+			}
 		case proto.TypeBye:
 			j.remoteEnded(in.peer)
 			_ = in.s.Close()
 			return
 		default:
-			in.broken(fmt.Errorf("link from %s: unexpected frame type %d", in.peer.ShortString(), f.Type()))
+			in.broken(fmt.Errorf("link from %s: %w: unexpected frame type %d", in.peer.ShortString(), errViolation, f.Type()))
 			return
 		}
 	}
@@ -99,7 +127,7 @@ func (j *Job) fromLink(in *inbound, fr *frame) error {
 	f := fr.f
 	body := f.Body()
 	if len(body) < proto.MsgHeaderLen {
-		return fmt.Errorf("message of %d bytes", len(body))
+		return fmt.Errorf("%w: message of %d bytes", errViolation, len(body))
 	}
 	n := len(body) - proto.MsgHeaderLen
 	h, err := proto.DecodeMsgHeader(body, n)
@@ -107,16 +135,15 @@ func (j *Job) fromLink(in *inbound, fr *frame) error {
 		return err
 	}
 	if int(h.Dst) >= j.spec.Size || int(h.Src) >= j.spec.Size || j.local[h.Dst] == nil {
-		return fmt.Errorf("message %d->%d has no destination here", h.Src, h.Dst)
+		return fmt.Errorf("%w: message %d->%d has no destination here", errViolation, h.Src, h.Dst)
 	}
-	from := replicaOn(j.spec.Hosts, int(h.Src), in.peer)
-	if from < 0 {
-		return fmt.Errorf("rank %d does not run on %s", h.Src, in.peer.ShortString())
+	if replicaOn(j.spec.Hosts, int(h.Src), in.peer) < 0 {
+		return fmt.Errorf("%w: rank %d does not run on %s", errViolation, h.Src, in.peer.ShortString())
 	}
 	size := len(f)
-	err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, from, func() { in.returned(size) })
+	err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, func() { in.returned(size) })
 	if err != nil && !errors.Is(err, errClosedQueue) && j.ctx.Err() == nil {
-		return err
+		return fmt.Errorf("%w: %w", errViolation, err)
 	}
 	return nil
 }
@@ -170,11 +197,32 @@ func (in *inbound) write(f proto.Frame) error {
 	return err
 }
 
+// broken ends a stream that failed. A stream that was reset or closed is
+// not proof that the remote is gone: it opens a new stream if it lives, and
+// this agent's own link to it decides. A remote silent for the heartbeat
+// timeout, or one that broke the protocol, is lost.
 func (in *inbound) broken(err error) {
 	_ = in.s.Reset()
-	if in.j.ctx.Err() == nil {
-		in.j.peerLost(in.peer, err)
+	if in.j.ctx.Err() != nil {
+		return
 	}
+	if provesLost(err) {
+		in.j.peerLost(in.peer, err)
+		return
+	}
+	log.Infof("job %s: %v", in.j.spec.ID, err)
+}
+
+// errViolation marks a frame that breaks the link protocol.
+var errViolation = errors.New("protocol violation")
+
+// provesLost reports whether a stream's error shows its remote gone or
+// broken: it fell silent past its deadline, or sent what the protocol
+// forbids.
+func provesLost(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, proto.ErrMalformed) || errors.Is(err, proto.ErrTooLarge) || errors.Is(err, errViolation)
 }
 
 // control writes a control frame (Fail).
@@ -184,7 +232,9 @@ func (in *inbound) control(f proto.Frame) { _ = in.write(f) }
 func (in *inbound) shutdown(last proto.Frame) {
 	in.wmu.Lock()
 	_ = in.s.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = in.s.Write(last)
+	if last != nil {
+		_, _ = in.s.Write(last)
+	}
 	in.wmu.Unlock()
 	_ = in.s.Close()
 }
@@ -193,6 +243,10 @@ func (in *inbound) shutdown(last proto.Frame) {
 // job accepts and sends its failure at once (so the opener learns the
 // cause), a job that ended well is refused as ended.
 func answerEnded(s network.Stream, cfg Config, failure *Failure) {
+	if failure != nil && failure.gone {
+		refuse(s, proto.Refused{Code: proto.RefuseGone, Reason: "this agent left the job"})
+		return
+	}
 	if failure == nil {
 		refuse(s, proto.Refused{Code: proto.RefuseEnded, Reason: "job has ended here"})
 		return

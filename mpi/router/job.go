@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -25,6 +27,14 @@ type proc struct {
 	Proc
 	q    *outq     // frames towards the process, from AddJob on
 	sent sequencer // checks the copy's own sequence numbers; used by its reader goroutine only
+	log  *sendLog  // what the copy sent, until every live destination copy has it
+
+	wdone chan struct{} // closed when the writer goroutine has written its last frame and closed the socket
+
+	sendMu   sync.Mutex  // held while the copy's frames are transmitted, so a takeover's resend is not overtaken
+	transmit atomic.Bool // the copy transmits (it leads its rank, or every copy sends)
+	leads    atomic.Bool // the copy leads its rank: its choices are its backups'
+	choices  *choices    // its choices not yet held by every live backup's agent
 
 	// guarded by Job.mu
 	conn  net.Conn
@@ -50,6 +60,8 @@ type Job struct {
 	wg      sync.WaitGroup // the job's goroutines
 	events  chan Event
 	ready   chan struct{}
+	ackNow  chan struct{} // capacity 1: acknowledge delivery positions now
+	ackSoon chan struct{} // capacity 1: acknowledge them after Config.AckDelay
 
 	mu       sync.Mutex // guards everything below, and procs' conn and state
 	attached int
@@ -59,6 +71,7 @@ type Job struct {
 	links    map[peer.ID]*link
 	inbound  map[*inbound]struct{}
 	lost     map[peer.ID]bool // remote agents lost
+	lostCopy map[Proc]bool    // copies, here or elsewhere, that ended without Finalize
 	ended    map[peer.ID]bool // remote agents that ended the job cleanly
 	dropped  int              // events dropped because the channel was full
 }
@@ -69,11 +82,17 @@ func newJob(r *Router, spec JobSpec) *Job {
 		r: r, spec: spec, self: r.h.ID(), cfg: r.cfg, local: make([]*proc, spec.Size),
 		remote: remotes(spec.Hosts, r.h.ID()), ctx: ctx, cancel: cancel,
 		ready: make(chan struct{}), links: map[peer.ID]*link{}, inbound: map[*inbound]struct{}{},
-		lost: map[peer.ID]bool{}, ended: map[peer.ID]bool{},
+		lost: map[peer.ID]bool{}, lostCopy: map[Proc]bool{}, ended: map[peer.ID]bool{},
+		ackNow: make(chan struct{}, 1), ackSoon: make(chan struct{}, 1),
 	}
 	j.welcome = proto.Welcome{Version: proto.Version, MaxData: uint32(r.cfg.MaxData), HostOf: hostLayout(spec.Hosts)}.Encode()
 	for _, p := range spec.Local {
-		pr := &proc{Proc: p, q: newOutq(r.cfg.QueueBytes), sent: sequencer{}}
+		pr := &proc{Proc: p, q: newOutq(r.cfg.QueueBytes), sent: sequencer{}, log: newSendLog(r.cfg.LogBytes, spec.Replicas),
+			wdone: make(chan struct{})}
+		pr.q.onAck = j.askAck
+		pr.transmit.Store(r.cfg.EveryCopySends || p.Replica == 0)
+		pr.leads.Store(p.Replica == 0)
+		pr.choices = newChoices()
 		j.local[p.Rank] = pr
 		j.procs = append(j.procs, pr)
 	}
@@ -81,6 +100,8 @@ func newJob(r *Router, spec JobSpec) *Job {
 	if len(j.procs) == 0 {
 		close(j.ready)
 	}
+	j.wg.Add(1)
+	go j.ackLoop()
 	return j
 }
 
@@ -195,6 +216,16 @@ func (j *Job) fail(f *Failure) {
 	for _, p := range j.procs {
 		p.q.close(frame)
 	}
+	if f.gone { // the others carry on without this agent: its streams just end
+		for _, l := range links {
+			l.shutdown(nil)
+		}
+		for _, in := range ins {
+			in.shutdown(nil)
+		}
+		j.cancel()
+		return
+	}
 	var wg sync.WaitGroup
 	for _, l := range links {
 		wg.Add(1)
@@ -213,6 +244,9 @@ func (j *Job) fail(f *Failure) {
 func (j *Job) farewell() proto.Frame {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.err != nil && j.err.gone {
+		return nil
+	}
 	if j.err != nil {
 		return j.err.frame()
 	}
@@ -242,17 +276,6 @@ func (j *Job) unfinishedLocked() bool {
 	return false
 }
 
-// lostCopiesLocked is the set of local copies that are gone; j.mu is held.
-func (j *Job) lostCopiesLocked() map[Proc]bool {
-	out := map[Proc]bool{}
-	for _, p := range j.procs {
-		if p.state == procGone {
-			out[p.Proc] = true
-		}
-	}
-	return out
-}
-
 // shutdown ends the job here: a job removed while local copies still run
 // fails first (so the other agents' ranks do not wait for them), then
 // connections and streams close and the job's goroutines end.
@@ -272,19 +295,27 @@ func (j *Job) shutdown() {
 	j.mu.Lock()
 	j.removed = true
 	links, ins := j.streamsLocked()
-	conns := make([]net.Conn, 0, len(j.procs))
+	var attached []*proc
 	for _, p := range j.procs {
 		if p.conn != nil {
-			conns = append(conns, p.conn)
+			attached = append(attached, p)
 		}
 	}
 	j.mu.Unlock()
 	j.cancel()
 	for _, p := range j.procs {
 		p.q.close(nil)
+		p.log.close()
 	}
-	for _, c := range conns {
-		_ = c.Close()
+	// Each writer writes its copy's last frame (the failure) and closes
+	// the socket, which ends the copy's reader; closing it here first
+	// could cut the failure off, and the rank would see only an EOF.
+	for _, p := range attached {
+		_ = p.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	}
+	for _, p := range attached {
+		<-p.wdone
+		_ = p.conn.Close()
 	}
 	for _, l := range links {
 		l.shutdown(bye)

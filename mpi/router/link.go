@@ -17,28 +17,36 @@ import (
 var (
 	errLinkDown    = errors.New("router: link down")
 	errRemoteEnded = errors.New("router: job ended at the remote agent")
+	errFenced      = errors.New("router: the job's other agents counted this agent lost")
+	errMismatch    = errors.New("router: link settings do not fit")
+	errGone        = errors.New("router: the remote agent left the job (the others counted it lost)")
 )
 
 // link is this agent's stream to one remote agent for one job. It carries
-// MSG frames one way, within a window of credit the remote gives back as it
-// hands frames to its ranks, and pings when idle; the remote answers with
-// Credit and Pong frames. Either side failing to hear the other within the
-// heartbeat timeout counts the other as lost.
+// MSG frames (and acknowledgements, copy losses and failures) one way,
+// within a window of credit the remote gives back as it hands frames to its
+// ranks, and pings when idle; the remote answers with Credit and Pong.
+//
+// A broken stream is not proof that the remote is gone: the link opens a
+// new one and resends from the local copies' logs what the remote has not
+// acknowledged (its sequencers drop the rest). The remote counts as lost
+// only when nothing was heard from it for Config.HeartbeatTimeout, or it
+// cannot be reached again within that time.
 type link struct {
-	j     *Job
-	peer  peer.ID
-	ready chan struct{} // closed when the open finished
-	err   error         // why the open failed; set before ready is closed
-	s     network.Stream
-	br    *bufio.Reader
-	done  chan struct{} // closed when the reader ends
+	j    *Job
+	peer peer.ID
+	done chan struct{} // closed when run ends: the link is over for good
 
-	wmu sync.Mutex // serializes writes to s
+	wmu sync.Mutex // serializes writes to the stream
 
-	cmu    sync.Mutex // guards credit, more, gone
+	cmu    sync.Mutex // guards everything below
+	s      network.Stream
+	up     bool // s is open and what was in flight is resent: sends may go
 	credit int
-	more   chan struct{} // closed (and replaced) when credit grows or the link ends
+	more   chan struct{} // closed (and replaced) when credit grows or the state changes
 	gone   bool          // the remote ended the job cleanly: sends are dropped
+	err    error         // set when the link is over for good
+	heard  time.Time     // when the remote was last heard from
 }
 
 // linkTo returns the link to h, opening it on first use.
@@ -52,11 +60,10 @@ func (j *Job) linkLocked(h peer.ID) *link {
 	if l := j.links[h]; l != nil {
 		return l
 	}
-	l := &link{j: j, peer: h, ready: make(chan struct{}), done: make(chan struct{}), more: make(chan struct{})}
+	l := &link{j: j, peer: h, done: make(chan struct{}), more: make(chan struct{}), heard: time.Now()}
 	j.links[h] = l
 	if j.removed {
 		l.err = errJobOver
-		close(l.ready)
 		close(l.done)
 		return l
 	}
@@ -65,54 +72,109 @@ func (j *Job) linkLocked(h peer.ID) *link {
 	return l
 }
 
+// run opens the stream, and opens it again each time it breaks while the
+// remote is still within its heartbeat timeout.
 func (l *link) run() {
 	defer l.j.wg.Done()
 	defer close(l.done)
-	if err := l.open(); err != nil {
-		l.err = err
-		close(l.ready)
-		switch {
-		case errors.Is(err, errRemoteEnded):
-			l.j.remoteEnded(l.peer)
-		case l.j.ctx.Err() == nil:
-			l.j.peerLost(l.peer, err)
-		}
-		return
-	}
-	close(l.ready)
-	if l.j.ctx.Err() != nil { // the job ended while opening; shutdown may have missed the stream
-		l.shutdown(l.j.farewell())
-		return
-	}
-	l.j.wg.Add(1) // safe: this goroutine's own count keeps the group above zero
+	l.j.wg.Add(1)
 	go l.pinger()
-	l.readLoop()
+	wait := 20 * time.Millisecond
+	for {
+		err := l.session()
+		switch {
+		case l.j.ctx.Err() != nil:
+			l.over(errJobOver)
+			return
+		case l.isOver(): // the remote was counted lost meanwhile
+			return
+		case err == nil: // the remote ended the job cleanly
+			l.over(errRemoteEnded)
+			l.j.remoteEnded(l.peer)
+			return
+		case errors.Is(err, errRemoteEnded):
+			l.over(err)
+			l.j.remoteEnded(l.peer)
+			return
+		case errors.Is(err, errFenced):
+			l.over(err)
+			l.j.fenced(l.peer)
+			return
+		case errors.Is(err, errMismatch) || errors.Is(err, errGone) || time.Until(l.lastHeard().Add(l.j.cfg.HeartbeatTimeout)) <= 0:
+			l.over(err)
+			l.j.peerLost(l.peer, err)
+			return
+		}
+		log.Infof("job %s: link to %s broke, opening it again: %v", l.j.spec.ID, l.peer.ShortString(), err)
+		if !pause(l.j.ctx, wait) {
+			l.over(errJobOver)
+			return
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
-// open opens the stream and exchanges Open and Accept.
-func (l *link) open() error {
+// session opens one stream, resends what the remote lacks, and reads the
+// remote's answers until the stream ends: nil when the remote ended the
+// job cleanly, else why it broke.
+func (l *link) session() error {
+	s, br, window, err := l.open()
+	if err != nil {
+		return err
+	}
+	l.heardNow()
+	l.cmu.Lock()
+	l.s, l.credit, l.up = s, window, false
+	l.cmu.Unlock()
+	if l.j.ctx.Err() != nil { // the job ended while opening; shutdown may have missed the stream
+		l.shutdown(l.j.farewell())
+		return errJobOver
+	}
+	read := make(chan error, 1)
+	go func() { read <- l.readLoop(s, br) }()
+	if err := l.j.resendTo(l, s); err == nil {
+		l.setUp(s)
+	} else {
+		_ = s.Reset()
+	}
+	err = <-read
+	l.cmu.Lock()
+	if l.s == s {
+		l.up = false
+		l.signal()
+	}
+	l.cmu.Unlock()
+	return err
+}
+
+// open opens a stream and exchanges Open and Accept, trying again until the
+// remote's heartbeat timeout runs out.
+func (l *link) open() (network.Stream, *bufio.Reader, int, error) {
 	cfg := l.j.cfg
-	ctx, cancel := context.WithTimeout(l.j.ctx, cfg.OpenTimeout)
+	deadline := l.lastHeard().Add(cfg.HeartbeatTimeout)
+	if d := time.Now().Add(cfg.OpenTimeout); d.Before(deadline) || !l.everUp() {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(l.j.ctx, deadline)
 	defer cancel()
 	s, err := l.dial(ctx)
 	if err != nil {
-		return fmt.Errorf("open link to %s: %w", l.peer.ShortString(), err)
+		return nil, nil, 0, fmt.Errorf("open link to %s: %w", l.peer.ShortString(), err)
 	}
-	_ = s.SetDeadline(time.Now().Add(cfg.OpenTimeout))
+	_ = s.SetDeadline(deadline)
 	br := bufio.NewReaderSize(s, 64<<10)
 	a, err := handshakeLink(s, br, l.j.spec)
 	if err != nil {
 		_ = s.Reset()
-		return fmt.Errorf("open link to %s: %w", l.peer.ShortString(), err)
+		return nil, nil, 0, fmt.Errorf("open link to %s: %w", l.peer.ShortString(), err)
 	}
 	if int(a.Window) < 2*cfg.frameMax() || int(a.MaxData) < cfg.MaxData {
 		_ = s.Reset()
-		return fmt.Errorf("open link to %s: its window %d and fragment size %d do not fit ours (%d)",
-			l.peer.ShortString(), a.Window, a.MaxData, cfg.MaxData)
+		return nil, nil, 0, fmt.Errorf("open link to %s: %w: its window %d and fragment size %d, our fragments %d",
+			l.peer.ShortString(), errMismatch, a.Window, a.MaxData, cfg.MaxData)
 	}
 	_ = s.SetDeadline(time.Time{})
-	l.s, l.br, l.credit = s, br, int(a.Window)
-	return nil
+	return s, br, int(a.Window), nil
 }
 
 // dial opens the stream, retrying until ctx ends: when two agents dial each
@@ -156,63 +218,89 @@ func handshakeLink(s network.Stream, br *bufio.Reader, spec JobSpec) (proto.Acce
 		if err != nil {
 			return proto.Accept{}, err
 		}
-		if r.Code == proto.RefuseEnded {
+		switch r.Code {
+		case proto.RefuseEnded:
 			return proto.Accept{}, errRemoteEnded
+		case proto.RefuseFenced:
+			return proto.Accept{}, errFenced
+		case proto.RefuseGone:
+			return proto.Accept{}, errGone
 		}
 		return proto.Accept{}, fmt.Errorf("refused: %s", r.Reason)
 	}
 	return proto.Accept{}, fmt.Errorf("%w: frame type %d instead of accept", proto.ErrMalformed, f.Type())
 }
 
-// send forwards one MSG frame, waiting for window credit.
+// send forwards one MSG frame once the link is up, within its window. A
+// frame written to a stream that then breaks is not lost: it is in its
+// sender's log, and the next stream starts with what the remote lacks.
 func (l *link) send(f proto.Frame) error {
-	select {
-	case <-l.ready:
-	case <-l.j.ctx.Done():
-		return errJobOver
-	}
-	if l.err != nil {
-		return l.err
-	}
 	l.cmu.Lock()
-	for !l.gone && l.credit < len(f) {
+	for {
+		switch {
+		case l.err != nil:
+			err := l.err
+			l.cmu.Unlock()
+			return err
+		case l.gone:
+			l.cmu.Unlock()
+			return nil
+		case l.up && l.credit >= len(f):
+			l.credit -= len(f)
+			s := l.s
+			l.cmu.Unlock()
+			l.j.r.countSent(f)
+			_ = l.write(s, f)
+			return nil
+		}
 		more := l.more
 		l.cmu.Unlock()
 		select {
 		case <-more:
-		case <-l.done:
-			return errLinkDown
 		case <-l.j.ctx.Done():
 			return errJobOver
 		}
 		l.cmu.Lock()
 	}
-	if l.gone {
+}
+
+// resend writes a frame on stream s during its start, within its window.
+func (l *link) resend(s network.Stream, f proto.Frame) error {
+	l.cmu.Lock()
+	for l.s == s && l.err == nil && !l.gone && l.credit < len(f) {
+		more := l.more
 		l.cmu.Unlock()
-		return nil
+		select {
+		case <-more:
+		case <-l.j.ctx.Done():
+			return errJobOver
+		}
+		l.cmu.Lock()
+	}
+	if l.s != s || l.err != nil || l.gone {
+		l.cmu.Unlock()
+		return errLinkDown
 	}
 	l.credit -= len(f)
 	l.cmu.Unlock()
-	return l.write(f)
+	l.j.r.countSent(f)
+	return l.write(s, f)
 }
 
-// write writes one frame within the heartbeat timeout. A failed write
-// breaks the link and counts the remote as lost.
-func (l *link) write(f proto.Frame) error {
+// write writes one frame on stream s within the heartbeat timeout. A failed
+// write resets the stream; its reader then sees it broken.
+func (l *link) write(s network.Stream, f proto.Frame) error {
 	l.wmu.Lock()
-	_ = l.s.SetWriteDeadline(time.Now().Add(l.j.cfg.HeartbeatTimeout))
-	_, err := l.s.Write(f)
+	_ = s.SetWriteDeadline(time.Now().Add(l.j.cfg.HeartbeatTimeout))
+	_, err := s.Write(f)
 	l.wmu.Unlock()
 	if err != nil {
-		_ = l.s.Reset()
-		if l.j.ctx.Err() == nil {
-			l.j.peerLost(l.peer, fmt.Errorf("write to %s: %w", l.peer.ShortString(), err))
-		}
+		_ = s.Reset()
 	}
 	return err
 }
 
-// pinger keeps the link from looking silent.
+// pinger keeps the link from looking silent while it is up.
 func (l *link) pinger() {
 	defer l.j.wg.Done()
 	t := time.NewTicker(l.j.cfg.HeartbeatInterval)
@@ -221,8 +309,8 @@ func (l *link) pinger() {
 	for {
 		select {
 		case <-t.C:
-			if l.write(ping) != nil {
-				return
+			if s := l.upStream(); s != nil {
+				_ = l.write(s, ping)
 			}
 		case <-l.done:
 			return
@@ -232,50 +320,117 @@ func (l *link) pinger() {
 	}
 }
 
-// readLoop reads what the remote sends back: credit, pongs, a failure, or
-// the end of the job there.
-func (l *link) readLoop() {
+// readLoop reads what the remote sends back on stream s: credit, pongs, a
+// failure, or the end of the job there (nil).
+func (l *link) readLoop(s network.Stream, br *bufio.Reader) error {
 	for {
-		_ = l.s.SetReadDeadline(time.Now().Add(l.j.cfg.HeartbeatTimeout))
-		f, err := proto.ReadFrame(l.br, proto.MaxControl)
+		_ = s.SetReadDeadline(time.Now().Add(l.j.cfg.HeartbeatTimeout))
+		f, err := proto.ReadFrame(br, proto.MaxControl)
 		if err != nil {
-			l.broken(fmt.Errorf("link to %s: %w", l.peer.ShortString(), err))
-			return
+			_ = s.Reset()
+			return fmt.Errorf("link to %s: %w", l.peer.ShortString(), err)
 		}
+		l.heardNow()
 		switch f.Type() {
 		case proto.TypeCredit:
 			n, err := proto.DecodeU32(f.Body())
 			if err != nil {
-				l.broken(err)
-				return
+				_ = s.Reset()
+				return err
 			}
-			l.addCredit(int(n))
+			l.addCredit(s, int(n))
 		case proto.TypePong:
 		case proto.TypeFail:
 			l.j.remoteFail(l.peer, f.Body())
 		case proto.TypeBye:
 			l.markGone()
-			l.j.remoteEnded(l.peer)
-			return
+			return nil
 		default:
-			l.broken(fmt.Errorf("link to %s: unexpected frame type %d", l.peer.ShortString(), f.Type()))
-			return
+			_ = s.Reset()
+			return fmt.Errorf("link to %s: unexpected frame type %d", l.peer.ShortString(), f.Type())
 		}
 	}
 }
 
-func (l *link) broken(err error) {
-	_ = l.s.Reset()
-	if l.j.ctx.Err() == nil {
-		l.j.peerLost(l.peer, err)
+func (l *link) addCredit(s network.Stream, n int) {
+	l.cmu.Lock()
+	if l.s == s {
+		l.credit += n
+		l.signal()
+	}
+	l.cmu.Unlock()
+}
+
+// signal wakes whoever waits on the link's state; l.cmu is held.
+func (l *link) signal() {
+	close(l.more)
+	l.more = make(chan struct{})
+}
+
+func (l *link) setUp(s network.Stream) {
+	l.cmu.Lock()
+	if l.s == s && l.err == nil {
+		l.up = true
+		l.signal()
+	}
+	l.cmu.Unlock()
+}
+
+// upStream returns the stream if the link is up, else nil.
+func (l *link) upStream() network.Stream {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	if !l.up || l.err != nil {
+		return nil
+	}
+	return l.s
+}
+
+// everUp reports whether a stream was ever opened.
+func (l *link) everUp() bool {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return l.s != nil
+}
+
+func (l *link) heardNow() {
+	l.cmu.Lock()
+	l.heard = time.Now()
+	l.cmu.Unlock()
+}
+
+func (l *link) lastHeard() time.Time {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return l.heard
+}
+
+func (l *link) isOver() bool {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return l.err != nil
+}
+
+// cut ends the link for good because its remote was counted lost: sends
+// fail, and the stream is reset so that the remote, if it lives, learns it.
+func (l *link) cut(err error) {
+	l.over(err)
+	l.cmu.Lock()
+	s := l.s
+	l.cmu.Unlock()
+	if s != nil {
+		_ = s.Reset()
 	}
 }
 
-func (l *link) addCredit(n int) {
+// over ends the link for good: sends fail with err.
+func (l *link) over(err error) {
 	l.cmu.Lock()
-	l.credit += n
-	close(l.more)
-	l.more = make(chan struct{})
+	if l.err == nil {
+		l.err = err
+		l.up = false
+		l.signal()
+	}
 	l.cmu.Unlock()
 }
 
@@ -284,40 +439,69 @@ func (l *link) markGone() {
 	l.cmu.Lock()
 	if !l.gone {
 		l.gone = true
-		close(l.more)
-		l.more = make(chan struct{})
+		l.signal()
 	}
 	l.cmu.Unlock()
 }
 
-// control writes a control frame (Fail) if the link is or gets open within
-// a heartbeat timeout (if it does not, the remote notices the silence).
+// control writes a control frame (Fail, Ack, CopyLost) if the link is up or
+// comes up within a heartbeat timeout; if it does not, the remote notices
+// the silence, and acknowledgements are sent whole again on the next stream.
 func (l *link) control(f proto.Frame) {
 	t := time.NewTimer(min(l.j.cfg.OpenTimeout, l.j.cfg.HeartbeatTimeout))
 	defer t.Stop()
-	select {
-	case <-l.ready:
-	case <-t.C:
-		return
+	l.cmu.Lock()
+	for !l.up && l.err == nil {
+		more := l.more
+		l.cmu.Unlock()
+		select {
+		case <-more:
+		case <-t.C:
+			return
+		case <-l.done:
+			return
+		}
+		l.cmu.Lock()
 	}
-	if l.err == nil {
-		_ = l.write(f)
+	s, ok := l.s, l.err == nil
+	l.cmu.Unlock()
+	if ok {
+		_ = l.write(s, f)
+	}
+}
+
+// controlNow writes a control frame if the link is up, and drops it if not.
+func (l *link) controlNow(f proto.Frame) {
+	if s := l.upStream(); s != nil {
+		_ = l.write(s, f)
+	}
+}
+
+// pause waits d, or less when ctx ends; it reports whether d passed.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
 // shutdown ends the link with a last frame (Bye, or the job's failure).
 func (l *link) shutdown(last proto.Frame) {
-	select {
-	case <-l.ready:
-	default:
+	l.cmu.Lock()
+	s := l.s
+	l.cmu.Unlock()
+	if s == nil {
 		return // still opening: run sees the job's cancelled context and ends it
 	}
-	if l.err != nil {
-		return
-	}
 	l.wmu.Lock()
-	_ = l.s.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = l.s.Write(last)
+	_ = s.SetWriteDeadline(time.Now().Add(time.Second))
+	if last != nil {
+		_, _ = s.Write(last)
+	}
 	l.wmu.Unlock()
-	_ = l.s.Close()
+	_ = s.Close()
 }

@@ -92,7 +92,7 @@ func TestSilentRemoteAcceptor(t *testing.T) {
 			_ = s.Reset()
 			return
 		}
-		_, _ = s.Write(proto.Accept{Window: 1 << 20, MaxData: 1 << 20}.Encode())
+		_, _ = s.Write(proto.Accept{Window: 4 << 20, MaxData: 1 << 20}.Encode())
 		close(opened)
 		for { // read everything, answer nothing
 			if _, err := proto.ReadFrame(br, 1<<21); err != nil {

@@ -54,18 +54,23 @@ type outq struct {
 	final  proto.Frame     // written after the last item, then the socket is closed
 	wake   chan struct{}   // capacity 1: something to write, or the socket became free
 	room   chan struct{}   // closed (and replaced) when local bytes are written
+
+	ackDirty map[uint32]bool // sources delivered from since the last takeAcks
+	ackBytes int             // data bytes delivered since then
+	onAck    func(now bool)  // asks for an acknowledgement (now: enough bytes to send it at once); never blocks
 }
 
 func newOutq(max int) *outq {
-	return &outq{max: max, seq: sequencer{}, wake: make(chan struct{}, 1), room: make(chan struct{})}
+	return &outq{max: max, seq: sequencer{}, wake: make(chan struct{}, 1), room: make(chan struct{}),
+		ackDirty: map[uint32]bool{}}
 }
 
-// deliver queues one MSG fragment from replica from of source h.Src; the
-// queue takes one reference on fr. A local sender (release == nil) waits
-// while the queue is over its bound. A duplicate is dropped (nil error); a
-// fragment out of sequence is refused. Whatever is not queued is released
-// at once.
-func (q *outq) deliver(ctx context.Context, fr *frame, h *proto.MsgHeader, dataLen, from int, release func()) error {
+// deliver queues one MSG fragment from source h.Src; the queue takes one
+// reference on fr. A local sender (release == nil) waits while the queue
+// is over its bound. A duplicate is dropped (nil error), a fragment that
+// overlaps what was delivered is cut to its new part, and a fragment out of
+// sequence is refused. Whatever is not queued is released at once.
+func (q *outq) deliver(ctx context.Context, fr *frame, h *proto.MsgHeader, dataLen int, release func()) error {
 	fr.ref()
 	it := item{f: fr.f, fr: fr, release: release, local: release == nil}
 	q.mu.Lock()
@@ -85,18 +90,91 @@ func (q *outq) deliver(ctx context.Context, fr *frame, h *proto.MsgHeader, dataL
 		it.done()
 		return errClosedQueue
 	}
-	switch q.seq.check(h.Src, h, dataLen, from) {
+	v, skip := q.seq.check(h.Src, h, dataLen)
+	switch v {
 	case duplicate:
 		q.mu.Unlock()
 		it.done()
 		return nil
 	case violation:
+		at := *q.seq.at(h.Src)
 		q.mu.Unlock()
 		it.done()
-		return fmt.Errorf("router: message %d from rank %d to rank %d out of sequence", h.Seq, h.Src, h.Dst)
+		return fmt.Errorf("router: message %d (bytes %d+%d) from rank %d to rank %d out of sequence: delivery is at message %d byte %d",
+			h.Seq, h.Offset, dataLen, h.Src, h.Dst, at.seq, at.off)
 	}
+	if skip > 0 {
+		it = cutFragment(it, h, skip)
+	}
+	q.delivered(h.Src, dataLen-skip)
 	q.enqueue(it)
 	return nil
+}
+
+// cutFragment replaces an item's fragment by its data from skip on: the
+// part not delivered yet by another copy of the sender.
+func cutFragment(it item, h *proto.MsgHeader, skip int) item {
+	old := it.fr
+	data := old.f[proto.HeaderLen+proto.MsgHeaderLen+skip:]
+	nh := *h
+	nh.Offset += uint64(skip)
+	b := make([]byte, proto.HeaderLen+proto.MsgHeaderLen+len(data))
+	proto.PutMsgFrame(b, &nh, len(data))
+	copy(b[proto.HeaderLen+proto.MsgHeaderLen:], data)
+	fr := &frame{f: b}
+	fr.refs.Store(1)
+	old.unref()
+	it.f, it.fr = b, fr
+	return it
+}
+
+// delivered notes progress from source src for the next acknowledgement;
+// q.mu is held.
+func (q *outq) delivered(src uint32, n int) {
+	q.ackDirty[src] = true
+	q.ackBytes += n
+	if q.ackBytes >= ackEvery && q.onAck != nil {
+		q.ackBytes = 0
+		q.onAck(true)
+	} else if q.onAck != nil {
+		q.onAck(false)
+	}
+}
+
+// takeAcks returns the positions reached since the last call.
+func (q *outq) takeAcks(out []ackPos) []ackPos {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for src := range q.ackDirty {
+		out = append(out, ackPos{src: src, pos: *q.seq.at(src)})
+	}
+	clear(q.ackDirty)
+	q.ackBytes = 0
+	return out
+}
+
+// position returns how far delivery from rank src has come.
+func (q *outq) position(src uint32) position {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if p := q.seq[src]; p != nil {
+		return *p
+	}
+	return position{}
+}
+
+// markAck marks src's position to be acknowledged again (its last
+// acknowledgement could not be sent).
+func (q *outq) markAck(src uint32) {
+	q.mu.Lock()
+	q.ackDirty[src] = true
+	q.mu.Unlock()
+}
+
+// ackPos is how far delivery from one source rank has come.
+type ackPos struct {
+	src uint32
+	pos position
 }
 
 // control queues a control frame (e.g. Start). It never waits.

@@ -40,8 +40,11 @@ func (j *Job) attach(p Proc, conn net.Conn, br *bufio.Reader) {
 		return
 	}
 	hello := j.welcome
+	if j.spec.Replicas > 1 {
+		hello = append(append(proto.Frame(nil), hello...), j.roleFrame(pr.leads.Load())...)
+	}
 	if released {
-		hello = append(append(proto.Frame(nil), j.welcome...), proto.NewFrame(proto.TypeStart, 0)...)
+		hello = append(append(proto.Frame(nil), hello...), proto.NewFrame(proto.TypeStart, 0)...)
 	}
 	if _, err := conn.Write(hello); err != nil {
 		pr.q.close(nil) // the reader sees the broken connection and reports the copy lost
@@ -72,6 +75,7 @@ func (j *Job) attachLocked(p Proc) *proto.Refused {
 
 func (j *Job) writeLoop(pr *proc, conn net.Conn) {
 	defer j.wg.Done()
+	defer close(pr.wdone)
 	if err := pr.q.writeLoop(conn); err != nil {
 		log.Debugf("job %s rank %d: write: %v", j.spec.ID, pr.Rank, err)
 	}
@@ -97,6 +101,13 @@ func (j *Job) readLoop(pr *proc, conn net.Conn, br *bufio.Reader) {
 					j.procGone(pr, err)
 					_ = conn.Close()
 				}
+				return
+			}
+		case proto.TypeDecide:
+			if err := j.choose(pr, f.Body()); err != nil {
+				fr.unref()
+				j.procGone(pr, err)
+				_ = conn.Close()
 				return
 			}
 		case proto.TypeFinalize:
@@ -140,12 +151,23 @@ func (j *Job) route(from *proc, fr *frame) error {
 	}
 	proto.PutSrc(body, uint32(from.Rank))
 	h.Src = uint32(from.Rank)
-	if from.sent.check(h.Dst, &h, n, 0) != accept {
+	if !from.sent.checkOwn(h.Dst, &h, n) {
 		return fmt.Errorf("message %d to rank %d out of sequence", h.Seq, h.Dst)
+	}
+	if err := from.choices.wait(j.ctx); err != nil {
+		return err // nothing leaves before the backups hold the choices it may depend on
+	}
+	if err := from.log.add(j.ctx, h.Dst, h.Seq, h.Offset+uint64(n), fr); err != nil {
+		return err
+	}
+	from.sendMu.Lock()
+	defer from.sendMu.Unlock()
+	if !from.transmit.Load() {
+		return nil // a backup: its lead transmits; the log keeps it until the receivers have it
 	}
 	for _, host := range j.spec.Hosts[h.Dst] {
 		if host == j.self {
-			err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, from.Replica, nil)
+			err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, nil)
 		} else {
 			err = j.linkTo(host).send(f)
 		}
@@ -156,8 +178,15 @@ func (j *Job) route(from *proc, fr *frame) error {
 	return nil
 }
 
-// finalize records that a copy finalized; it gets Bye and is closed.
+// finalize records that a copy finalized; it gets Bye and is closed. It
+// first waits until what the copy sent has reached every live copy of its
+// destinations: if the copy that transmitted it dies later, this log may be
+// all that is left of it.
 func (j *Job) finalize(pr *proc) {
+	if err := pr.log.waitEmpty(j.ctx); err != nil {
+		return // the job ended: the copy is told so by its queue
+	}
+	j.askAck(true)
 	j.mu.Lock()
 	if pr.state == procRunning {
 		pr.state = procFinalized
@@ -194,14 +223,10 @@ func (j *Job) procGone(pr *proc, err error) {
 	}
 	pr.state = procGone
 	j.emit(Event{Kind: EventRankLost, Rank: pr.Rank, Replica: pr.Replica, Err: err})
-	orphans := orphaned(j.spec.Hosts, j.lost, j.lostCopiesLocked())
 	j.mu.Unlock()
 	pr.q.close(nil)
-	log.Infof("job %s: rank %d replica %d lost: %v", j.spec.ID, pr.Rank, pr.Replica, err)
-	if len(orphans) > 0 {
-		j.fail(&Failure{Cause: proto.CauseRankLost, Rank: pr.Rank,
-			Reason: fmt.Sprintf("rank %d ended without Finalize: %v", pr.Rank, err)})
-	}
+	j.announceLost(pr.Proc)
+	j.copyDown(pr.Proc, fmt.Sprintf("ended without Finalize: %v", err))
 }
 
 // writeAndClose sends a last frame on a connection and closes it.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	logging "github.com/ipfs/go-log/v2"
@@ -21,7 +22,7 @@ import (
 var log = logging.Logger("zorilla/mpi/router")
 
 // ProtocolID is the link protocol between the agents of a job.
-const ProtocolID = "/zorilla/mpi/1.0.0"
+const ProtocolID = "/zorilla/mpi/2.0.0"
 
 // Errors of the router.
 var (
@@ -45,6 +46,7 @@ type Router struct {
 	pending chan struct{} // one token per connection still in its handshake
 	frames  *framePool
 	wg      sync.WaitGroup
+	sent    Traffic // MSG frames written to links, updated atomically
 
 	mu     sync.Mutex // guards jobs, ended, endedQ, closed
 	jobs   map[string]*Job
@@ -101,6 +103,22 @@ func removeStale(path string) error {
 		return fmt.Errorf("router: remove stale socket: %w", err)
 	}
 	return nil
+}
+
+// Traffic counts the MSG frames a router wrote to its links, and their
+// bytes (headers included): what replication costs on the wire.
+type Traffic struct {
+	Frames, Bytes int64
+}
+
+// Sent returns the MSG traffic this router has written to links so far.
+func (r *Router) Sent() Traffic {
+	return Traffic{Frames: atomic.LoadInt64(&r.sent.Frames), Bytes: atomic.LoadInt64(&r.sent.Bytes)}
+}
+
+func (r *Router) countSent(f proto.Frame) {
+	atomic.AddInt64(&r.sent.Frames, 1)
+	atomic.AddInt64(&r.sent.Bytes, int64(len(f)))
 }
 
 // Socket is the path of the MPI socket.
@@ -343,9 +361,19 @@ func (j *Job) checkOpen(o proto.Open, from peer.ID) *proto.Refused {
 	}
 	for _, copies := range j.spec.Hosts {
 		for _, h := range copies {
-			if h == from {
-				return nil
+			if h != from {
+				continue
 			}
+			j.mu.Lock()
+			lost, gone := j.lost[from], j.err != nil && j.err.gone
+			j.mu.Unlock()
+			switch {
+			case gone:
+				return &proto.Refused{Code: proto.RefuseGone, Reason: "this agent left the job"}
+			case lost:
+				return &proto.Refused{Code: proto.RefuseFenced, Reason: "agent was counted lost by the job"}
+			}
+			return nil
 		}
 	}
 	return &proto.Refused{Code: proto.RefuseMember, Reason: "peer runs no rank of the job"}

@@ -141,3 +141,15 @@ func replicaOn(hosts [][]peer.ID, rank int, host peer.ID) int {
 	}
 	return -1
 }
+
+// replicaOnAny reports whether host runs any copy of the job.
+func replicaOnAny(hosts [][]peer.ID, host peer.ID) bool {
+	for _, copies := range hosts {
+		for _, h := range copies {
+			if h == host {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -11,36 +11,46 @@ import (
 )
 
 // TestSequencer walks fragments through the duplicate filter: one sender,
-// then two copies of a replicated sender racing, then a broken sender.
+// then two copies of a replicated sender racing, a copy taking over a
+// message another copy left half-way (with fragments cut elsewhere), then a
+// broken sender.
 func TestSequencer(t *testing.T) {
-	frag := func(seq, off, n, total uint64) *proto.MsgHeader {
+	frag := func(seq, off, total uint64) *proto.MsgHeader {
 		return &proto.MsgHeader{Src: 4, Seq: seq, Offset: off, Total: total}
 	}
 	steps := []struct {
 		name string
 		h    *proto.MsgHeader
 		n    int
-		from int
 		want verdict
+		skip int
 	}{
-		{"msg 0 whole", frag(0, 0, 3, 3), 3, 0, accept},
-		{"msg 1 first half", frag(1, 0, 2, 4), 2, 0, accept},
-		{"copy 1 starts msg 1 too", frag(1, 0, 2, 4), 2, 1, duplicate},
-		{"msg 1 second half", frag(1, 2, 2, 4), 2, 0, accept},
-		{"copy 1 finishes its msg 1", frag(1, 2, 2, 4), 2, 1, duplicate},
-		{"copy 1 is first to msg 2", frag(2, 0, 0, 0), 0, 1, accept},
-		{"copy 0's msg 2 is late", frag(2, 0, 0, 0), 0, 0, duplicate},
-		{"copy 0's msg 0 replayed", frag(0, 0, 3, 3), 3, 0, duplicate},
-		{"msg 4 skips msg 3", frag(4, 0, 1, 1), 1, 0, violation},
-		{"msg 3 starts mid-way", frag(3, 1, 1, 2), 1, 0, violation},
-		{"msg 3 first part", frag(3, 0, 1, 3), 1, 0, accept},
-		{"msg 3 with a gap", frag(3, 2, 1, 3), 1, 0, violation},
+		{"msg 0 whole", frag(0, 0, 3), 3, accept, 0},
+		{"msg 1 first half", frag(1, 0, 4), 2, accept, 0},
+		{"copy 1 starts msg 1 too", frag(1, 0, 4), 2, duplicate, 0},
+		{"msg 1 second half", frag(1, 2, 4), 2, accept, 0},
+		{"copy 1 finishes its msg 1", frag(1, 2, 4), 2, duplicate, 0},
+		{"copy 1 is first to empty msg 2", frag(2, 0, 0), 0, accept, 0},
+		{"copy 0's msg 2 is late", frag(2, 0, 0), 0, duplicate, 0},
+		{"copy 0's msg 0 replayed", frag(0, 0, 3), 3, duplicate, 0},
+		{"copy 0 sends 3 of msg 3", frag(3, 0, 10), 3, accept, 0},
+		{"copy 0 dies; copy 1 resends from 0", frag(3, 0, 10), 2, duplicate, 0},
+		{"copy 1's fragment overlaps", frag(3, 2, 10), 4, accept, 1},
+		{"copy 1 goes on", frag(3, 6, 10), 4, accept, 0},
+		{"msg 5 skips msg 4", frag(5, 0, 1), 1, violation, 0},
+		{"msg 4 starts mid-way", frag(4, 1, 2), 1, violation, 0},
+		{"msg 4 first part", frag(4, 0, 3), 1, accept, 0},
+		{"msg 4 with a gap", frag(4, 2, 3), 1, violation, 0},
 	}
 	s := sequencer{}
 	for _, st := range steps {
-		if got := s.check(st.h.Src, st.h, st.n, st.from); got != st.want {
-			t.Fatalf("%s: verdict %d, want %d", st.name, got, st.want)
+		got, skip := s.check(st.h.Src, st.h, st.n)
+		if got != st.want || skip != st.skip {
+			t.Fatalf("%s: verdict %d skip %d, want %d skip %d", st.name, got, skip, st.want, st.skip)
 		}
+	}
+	if p := *s[4]; p != (position{seq: 4, off: 1}) {
+		t.Fatalf("position %+v, want msg 4 at byte 1", p)
 	}
 }
 

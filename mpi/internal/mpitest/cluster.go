@@ -32,6 +32,7 @@ type Cluster struct {
 	dir     string
 	seq     int
 	mu      sync.Mutex
+	gate    *gate
 }
 
 // FastConfig is a router configuration with short timeouts, so that failure
@@ -51,10 +52,15 @@ func NewCluster(n int, cfg router.Config) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{dir: dir}
+	c := &Cluster{dir: dir, gate: &gate{cut: map[peer.ID]bool{}, pairs: map[[2]peer.ID]bool{}}}
 	for i := 0; i < n; i++ {
+		v := gater{g: c.gate, self: new(peer.ID)}
 		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
-			libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()), libp2p.DisableRelay())
+			libp2p.Transport(tcp.NewTCPTransport, tcp.DisableReuseport()), libp2p.DisableRelay(),
+			libp2p.ConnectionGater(v))
+		if err == nil {
+			*v.self = h.ID()
+		}
 		if err != nil {
 			_ = c.Close()
 			return nil, fmt.Errorf("host %d: %w", i, err)

@@ -155,15 +155,17 @@ func DecodeAbort(b []byte) (Abort, error) {
 
 // Refusal codes carried by Refused.
 const (
-	RefuseMalformed uint8 = 1 // the hello/open frame could not be decoded
-	RefuseVersion   uint8 = 2 // unsupported protocol version
-	RefuseUnknown   uint8 = 3 // no such job here
-	RefuseKey       uint8 = 4 // wrong job key
-	RefuseMember    uint8 = 5 // rank/replica or peer not part of the job here
-	RefuseDuplicate uint8 = 6 // that copy of the rank is already connected
-	RefuseEnded     uint8 = 7 // the job has ended here
-	RefuseFailed    uint8 = 8 // the job has failed
-	RefuseBusy      uint8 = 9 // too many connections being set up
+	RefuseMalformed uint8 = 1  // the hello/open frame could not be decoded
+	RefuseVersion   uint8 = 2  // unsupported protocol version
+	RefuseUnknown   uint8 = 3  // no such job here
+	RefuseKey       uint8 = 4  // wrong job key
+	RefuseMember    uint8 = 5  // rank/replica or peer not part of the job here
+	RefuseDuplicate uint8 = 6  // that copy of the rank is already connected
+	RefuseEnded     uint8 = 7  // the job has ended here
+	RefuseFailed    uint8 = 8  // the job has failed
+	RefuseBusy      uint8 = 9  // too many connections being set up
+	RefuseFenced    uint8 = 10 // link: the job counted the opening agent lost; it must end the job there
+	RefuseGone      uint8 = 11 // link: the accepting agent left the job (it was fenced); count it lost
 )
 
 // Refused answers a Hello or Open that is not accepted.

@@ -13,7 +13,7 @@ import (
 )
 
 // Version is the protocol version carried by Hello and Welcome.
-const Version = 1
+const Version = 2
 
 // HeaderLen is the size of a frame's fixed prefix: length (4) and type (1).
 const HeaderLen = 5

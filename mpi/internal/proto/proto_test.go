@@ -125,6 +125,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(Fail{Cause: 1, Rank: -1, Reason: "r"}.Encode()))
 	f.Add([]byte(Open{Version: 1, Job: "j"}.Encode()))
 	f.Add(append(MsgFrame(&MsgHeader{Total: 3}, 3), 1, 2, 3))
+	f.Add([]byte(EncodeAcks([]AckEntry{{Src: 1, Dst: 2, Replica: 1, Seq: 7, Off: 9}})[0]))
+	f.Add([]byte(CopyLost{Rank: 3, Replica: 1}.Encode()))
+	f.Add([]byte(Role{Replicas: 2, Lead: true}.Encode()))
+	f.Add([]byte(EncodeAgentLost("12D3KooW")))
+	f.Add([]byte(Decide{Rank: 1, Num: 9, Kind: DecideProbe, Found: true, Src: 3, Tag: -1}.Encode()))
+	f.Add([]byte(DecideAck{Rank: 1, Replica: 1, Num: 4}.Encode()))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
@@ -158,6 +164,42 @@ func checkBody(t *testing.T, fr Frame) {
 			t.Fatalf("fail re-encode: %+v %v", g, err)
 		}
 	}
+	if a, err := DecodeAck(b); err == nil {
+		fs := EncodeAcks(a)
+		if len(a) == 0 && len(fs) != 0 || len(fs) > 1 {
+			t.Fatalf("ack of %d entries re-encoded to %d frames", len(a), len(fs))
+		}
+		if len(fs) == 1 {
+			if g, err := DecodeAck(fs[0].Body()); err != nil || !reflect.DeepEqual(g, a) {
+				t.Fatalf("ack re-encode: %+v %v", g, err)
+			}
+		}
+	}
+	if c, err := DecodeCopyLost(b); err == nil {
+		if g, err := DecodeCopyLost(c.Encode().Body()); err != nil || g != c {
+			t.Fatalf("copy lost re-encode: %+v %v", g, err)
+		}
+	}
+	if m, err := DecodeRole(b); err == nil {
+		if g, err := DecodeRole(m.Encode().Body()); err != nil || g != m {
+			t.Fatalf("role re-encode: %+v %v", g, err)
+		}
+	}
+	if m, err := DecodeDecide(b); err == nil {
+		if g, err := DecodeDecide(m.Encode().Body()); err != nil || g != m {
+			t.Fatalf("decide re-encode: %+v %v", g, err)
+		}
+	}
+	if m, err := DecodeDecideAck(b); err == nil {
+		if g, err := DecodeDecideAck(m.Encode().Body()); err != nil || g != m {
+			t.Fatalf("decide ack re-encode: %+v %v", g, err)
+		}
+	}
+	if p, err := DecodeAgentLost(b); err == nil {
+		if g, err := DecodeAgentLost(EncodeAgentLost(p).Body()); err != nil || g != p {
+			t.Fatalf("agent lost re-encode: %q %v", g, err)
+		}
+	}
 	_, _ = DecodeAbort(b)
 	_, _ = DecodeRefused(b)
 	_, _ = DecodeOpen(b)
@@ -169,5 +211,36 @@ func checkBody(t *testing.T, fr Frame) {
 				t.Fatalf("accepted fragment outside its message: %+v", h)
 			}
 		}
+	}
+}
+
+func TestAcks(t *testing.T) {
+	var entries []AckEntry
+	for i := range MaxAckEntries + 3 {
+		entries = append(entries, AckEntry{Src: uint32(i), Dst: 2, Replica: 1, Seq: uint64(i) << 33, Off: 1<<40 + uint64(i)})
+	}
+	frames := EncodeAcks(entries)
+	if len(frames) != 2 {
+		t.Fatalf("%d entries in %d frames, want 2", len(entries), len(frames))
+	}
+	var got []AckEntry
+	for _, f := range frames {
+		if f.Type() != TypeAck || len(f.Body()) > MaxControl {
+			t.Fatalf("frame type %d, body %d bytes", f.Type(), len(f.Body()))
+		}
+		a, err := DecodeAck(f.Body())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a...)
+	}
+	if !reflect.DeepEqual(got, entries) {
+		t.Fatal("acks do not round-trip")
+	}
+	if _, err := DecodeAck(frames[0].Body()[:30]); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("truncated ack: %v", err)
+	}
+	if _, err := DecodeCopyLost([]byte{1, 2, 3}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("short copy lost: %v", err)
 	}
 }
