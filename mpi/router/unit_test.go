@@ -2,8 +2,10 @@ package router
 
 import (
 	"bytes"
+	"context"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -235,4 +237,73 @@ func TestFramePoolClasses(t *testing.T) {
 	if len(fp.classes) != 10 {
 		t.Errorf("%d classes, want 10", len(fp.classes))
 	}
+}
+
+// TestSendLog walks a log through acknowledgements from two copies of the
+// destination, a copy's loss, a backup logging what was acknowledged
+// already, and the room a full log waits for.
+func TestSendLog(t *testing.T) {
+	frag := func(seq, off, n uint64) *frame {
+		h := proto.MsgHeader{Dst: 1, Seq: seq, Offset: off, Total: off + n}
+		fr := &frame{f: append(proto.MsgFrame(&h, int(n)), make([]byte, n)...)}
+		fr.refs.Store(1)
+		return fr
+	}
+	ctx := context.Background()
+	l := newSendLog(1<<20, 2)
+	frames := []*frame{frag(0, 0, 10), frag(1, 0, 10), frag(1, 10, 10), frag(2, 0, 10)}
+	for _, fr := range frames {
+		h, _ := proto.DecodeMsgHeader(fr.f.Body(), len(fr.f.Body())-proto.MsgHeaderLen)
+		if err := l.add(ctx, 1, h.Seq, h.Offset+10, fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := func(k int) int {
+		ps := l.pending(1, k)
+		for _, fr := range ps {
+			fr.unref()
+		}
+		return len(ps)
+	}
+	l.ack(1, 0, position{seq: 1, off: 10})
+	if got := pending(0); got != 2 {
+		t.Fatalf("copy 0 lacks %d fragments, want 2", got)
+	}
+	if got := pending(1); got != 4 {
+		t.Fatalf("copy 1 lacks %d fragments, want 4", got)
+	}
+	l.ack(1, 1, position{seq: 2})
+	if got := l.size(); got != 2*len(frames[0].f) {
+		t.Fatalf("log holds %d bytes, want the two fragments copy 0 lacks", got)
+	}
+	l.markDead(Proc{Rank: 1, Replica: 0})
+	if got := l.size(); got != len(frames[0].f) {
+		t.Fatalf("log holds %d bytes after copy 0's loss, want message 2 only", got)
+	}
+	behind := newSendLog(1<<20, 1) // a backup behind its lead logs what the receivers have
+	behind.ack(1, 0, position{seq: 5})
+	if err := behind.add(ctx, 1, 0, 10, frag(0, 0, 10)); err != nil || behind.size() != 0 {
+		t.Fatalf("an acknowledged fragment stayed in the log (%d bytes, %v)", behind.size(), err)
+	}
+	full := newSendLog(len(frames[0].f), 1)
+	if err := full.add(ctx, 1, 0, 10, frag(0, 0, 10)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- full.add(ctx, 1, 1, 10, frag(1, 0, 10)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("a full log took a fragment: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	full.ack(1, 0, position{seq: 1})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	full.ack(1, 0, position{seq: 2})
+	if err := full.waitEmpty(ctx); err != nil || full.size() != 0 {
+		t.Fatalf("log not empty: %d bytes, %v", full.size(), err)
+	}
+	l.close()
+	full.close()
 }
