@@ -27,6 +27,7 @@ import (
 type replication struct {
 	mu      sync.Mutex // guards everything below
 	lead    bool
+	own     bool                    // it has chosen on its own: a late choice of the old lead no longer counts
 	next    uint64                  // number of the next choice, in program order
 	floor   uint64                  // choices below it were all taken
 	got     map[uint64]proto.Decide // the lead's choices not taken yet
@@ -61,7 +62,7 @@ func (s *Session) decided(body []byte) error {
 	}
 	rep := s.rep
 	rep.mu.Lock()
-	if d.Num >= rep.floor { // a repeat of a choice taken is dropped
+	if d.Num >= rep.floor && !rep.own { // a repeat of a choice taken, or a late one from a lost lead, is dropped
 		rep.got[d.Num] = d
 		rep.signal()
 	}
@@ -86,7 +87,7 @@ func (s *Session) choice(kind uint8) (num uint64, d proto.Decide, mine bool, err
 	num = rep.next
 	rep.next++
 	for {
-		if got, ok := rep.got[num]; ok {
+		if got, ok := rep.got[num]; ok && !rep.own {
 			delete(rep.got, num)
 			rep.taken(num)
 			rep.mu.Unlock()
@@ -97,6 +98,11 @@ func (s *Session) choice(kind uint8) (num uint64, d proto.Decide, mine bool, err
 			return num, got, false, nil
 		}
 		if rep.lead {
+			// From the first choice it makes itself, a new lead's
+			// choices are its own: a late one of the lost lead could
+			// belong to another path through the program.
+			rep.own = true
+			clear(rep.got)
 			rep.taken(num)
 			rep.mu.Unlock()
 			return num, d, true, nil

@@ -69,7 +69,8 @@ func (r *Request) Wait() (Status, error) {
 // Test reports whether the operation has completed, without blocking; when
 // it has, it also returns its status and error. In a replicated job the
 // lead copy's answer is every copy's (a backup waits for the operation when
-// its lead found it complete).
+// its lead found it complete); each Test there is a choice sent to the
+// backups, so a loop that spins on Test costs traffic: prefer Wait.
 func (r *Request) Test() (bool, Status, error) {
 	if r == nil {
 		return true, Status{}, argErr("nil request")

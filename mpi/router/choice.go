@@ -143,8 +143,8 @@ func (j *Job) choiceIn(p peer.ID, body []byte) error {
 		return nil // an agent speaks only for copies it runs
 	}
 	pr := j.local[d.Rank]
-	if pr == nil {
-		return nil
+	if pr == nil || pr.leads.Load() {
+		return nil // a copy that leads makes its own choices
 	}
 	pr.q.control(proto.MakeFrame(proto.TypeDecide, body))
 	l := j.linkTo(p)

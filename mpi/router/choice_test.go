@@ -92,20 +92,23 @@ func raceProgram(cm *mpi.Comm) (string, error) {
 			}
 			fmt.Fprintf(&log, "q%d:%d ", st.Source, buf[0])
 			got++
-		case 2: // a non-blocking receive, tested until done
+		case 2: // a non-blocking receive, tested a few times, then waited for
 			req := mpi.Irecv(cm, buf, mpi.AnySource, 7)
-			tries := 0
-			for {
-				done, st, err := req.Test()
-				if err != nil {
+			tries, done := 0, false
+			var st mpi.Status
+			for ; tries < 3 && !done; tries++ {
+				var err error
+				if done, st, err = req.Test(); err != nil {
 					return "", err
 				}
-				tries++
-				if done {
-					fmt.Fprintf(&log, "t%d:%d/%d ", st.Source, buf[0], tries)
-					break
+			}
+			if !done {
+				var err error
+				if st, err = req.Wait(); err != nil {
+					return "", err
 				}
 			}
+			fmt.Fprintf(&log, "t%d:%d/%d ", st.Source, buf[0], tries)
 			got++
 		}
 	}

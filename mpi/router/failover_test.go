@@ -99,13 +99,14 @@ func failoverPlace(r, k int) int { return (r + k) % 4 }
 
 // TestFailover: a job of 4 ranks with 2 copies each on 4 agents loses one
 // agent, killed or cut off, at a seeded point: right after the start,
-// inside a collective (a multi-fragment Alltoall), mid-run, or near the
-// end. Every copy on the other agents completes with every message
-// checked, and their routers never fail the job.
+// inside a collective (a multi-fragment Alltoall), mid-run, near the end,
+// or in the middle of an Alltoall of 3 MiB blocks (96 fragments each).
+// Every copy on the other agents completes with every message checked, and
+// their routers never fail the job.
 func TestFailover(t *testing.T) {
 	trials := failoverTrials(t)
 	for _, f := range []fault{killHost, cutHost} {
-		for _, point := range []string{"start", "collective", "mid", "end"} {
+		for _, point := range []string{"start", "collective", "mid", "end", "big"} {
 			for trial := range trials {
 				seed := uint64(trial*31 + int(f)*7 + len(point))
 				name := fmt.Sprintf("%s/%s/%d", map[fault]string{killHost: "kill", cutHost: "cut"}[f], point, seed)
@@ -116,7 +117,10 @@ func TestFailover(t *testing.T) {
 }
 
 func failoverTrial(t *testing.T, seed uint64, f fault, point string) {
-	const iters, block = 24, 200 << 10
+	iters, block := 24, 200<<10
+	if point == "big" {
+		iters, block = 4, 3<<20
+	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	cfg := mpitest.FastConfig()
 	cfg.MaxData = 32 << 10 // a block is several fragments
@@ -126,8 +130,11 @@ func failoverTrial(t *testing.T, seed uint64, f fault, point string) {
 		t.Fatal(err)
 	}
 	victim := rng.IntN(4)
-	at := map[string]int{"start": 0, "collective": 1 + rng.IntN(iters-2), "mid": iters / 2, "end": iters - 1}[point]
+	at := map[string]int{"start": 0, "collective": 1 + rng.IntN(iters-2), "mid": iters / 2, "end": iters - 1, "big": 1}[point]
 	delay := time.Duration(rng.IntN(3000)) * time.Microsecond
+	if point == "big" {
+		delay = time.Duration(rng.IntN(40)) * time.Millisecond // while the blocks stream
+	}
 	var once sync.Once
 	fired := make(chan struct{})
 	hook := func(cm *mpi.Comm, it int) {
@@ -137,7 +144,7 @@ func failoverTrial(t *testing.T, seed uint64, f fault, point string) {
 		once.Do(func() {
 			go func() {
 				defer close(fired)
-				if point == "collective" {
+				if point == "collective" || point == "big" {
 					time.Sleep(delay) // lands inside the iteration's collectives
 				}
 				if f == killHost {

@@ -68,7 +68,7 @@ func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 func (in *inbound) readLoop() {
 	j := in.j
 	for {
-		_ = in.s.SetReadDeadline(time.Now().Add(j.cfg.HeartbeatTimeout))
+		_ = in.s.SetReadDeadline(time.Now().Add(j.silenceLimit(in.peer)))
 		fr, err := j.r.frames.read(in.br, j.cfg.bodyMax())
 		if err != nil {
 			in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
@@ -211,6 +211,18 @@ func (in *inbound) broken(err error) {
 		return
 	}
 	log.Infof("job %s: %v", in.j.spec.ID, err)
+}
+
+// silenceLimit is how long agent p may stay silent: what this agent's own
+// link to it measured, or the configured heartbeat timeout.
+func (j *Job) silenceLimit(p peer.ID) time.Duration {
+	j.mu.Lock()
+	l := j.links[p]
+	j.mu.Unlock()
+	if l == nil {
+		return j.cfg.HeartbeatTimeout
+	}
+	return l.timeout()
 }
 
 // errViolation marks a frame that breaks the link protocol.

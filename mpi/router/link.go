@@ -47,6 +47,8 @@ type link struct {
 	gone   bool          // the remote ended the job cleanly: sends are dropped
 	err    error         // set when the link is over for good
 	heard  time.Time     // when the remote was last heard from
+	rtt    rttEstimate   // of pings answered by pongs
+	pinged time.Time     // when the oldest unanswered ping left, or zero
 }
 
 // linkTo returns the link to h, opening it on first use.
@@ -100,7 +102,7 @@ func (l *link) run() {
 			l.over(err)
 			l.j.fenced(l.peer)
 			return
-		case errors.Is(err, errMismatch) || errors.Is(err, errGone) || time.Until(l.lastHeard().Add(l.j.cfg.HeartbeatTimeout)) <= 0:
+		case errors.Is(err, errMismatch) || errors.Is(err, errGone) || time.Until(l.lastHeard().Add(l.timeout())) <= 0:
 			l.over(err)
 			l.j.peerLost(l.peer, err)
 			return
@@ -151,7 +153,7 @@ func (l *link) session() error {
 // remote's heartbeat timeout runs out.
 func (l *link) open() (network.Stream, *bufio.Reader, int, error) {
 	cfg := l.j.cfg
-	deadline := l.lastHeard().Add(cfg.HeartbeatTimeout)
+	deadline := l.lastHeard().Add(l.timeout())
 	if d := time.Now().Add(cfg.OpenTimeout); d.Before(deadline) || !l.everUp() {
 		deadline = d
 	}
@@ -310,6 +312,11 @@ func (l *link) pinger() {
 		select {
 		case <-t.C:
 			if s := l.upStream(); s != nil {
+				l.cmu.Lock()
+				if l.pinged.IsZero() {
+					l.pinged = time.Now()
+				}
+				l.cmu.Unlock()
 				_ = l.write(s, ping)
 			}
 		case <-l.done:
@@ -324,7 +331,7 @@ func (l *link) pinger() {
 // failure, or the end of the job there (nil).
 func (l *link) readLoop(s network.Stream, br *bufio.Reader) error {
 	for {
-		_ = s.SetReadDeadline(time.Now().Add(l.j.cfg.HeartbeatTimeout))
+		_ = s.SetReadDeadline(time.Now().Add(l.timeout()))
 		f, err := proto.ReadFrame(br, proto.MaxControl)
 		if err != nil {
 			_ = s.Reset()
@@ -340,6 +347,12 @@ func (l *link) readLoop(s network.Stream, br *bufio.Reader) error {
 			}
 			l.addCredit(s, int(n))
 		case proto.TypePong:
+			l.cmu.Lock()
+			if !l.pinged.IsZero() {
+				l.rtt.add(time.Since(l.pinged))
+				l.pinged = time.Time{}
+			}
+			l.cmu.Unlock()
 		case proto.TypeFail:
 			l.j.remoteFail(l.peer, f.Body())
 		case proto.TypeBye:
@@ -403,6 +416,16 @@ func (l *link) lastHeard() time.Time {
 	l.cmu.Lock()
 	defer l.cmu.Unlock()
 	return l.heard
+}
+
+// timeout is how long the remote may stay silent before it counts as lost:
+// the configured heartbeat timeout, or more on a path whose measured
+// round-trip time and jitter make that too short (a slow or loaded host
+// is not a dead one).
+func (l *link) timeout() time.Duration {
+	l.cmu.Lock()
+	defer l.cmu.Unlock()
+	return max(l.j.cfg.HeartbeatTimeout, l.rtt.bound())
 }
 
 func (l *link) isOver() bool {

@@ -5,13 +5,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/mpi/internal/mpitest"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
@@ -166,3 +169,79 @@ func median(d []time.Duration) time.Duration {
 	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
 	return s[len(s)/2]
 }
+
+// TestFailoverFigures measures, over seeded trials with the default
+// heartbeats (1 s, lost after 5 s of silence), how long the agents of a
+// replicated job take to count a killed agent lost, and how long the job's
+// surviving copies take to make progress again (to finish the iteration
+// the kill interrupted). It runs by hand:
+// ZORILLA_FAILOVER_FIGURES=10 go test -run TestFailoverFigures -v ./mpi/router
+func TestFailoverFigures(t *testing.T) {
+	trials, _ := strconv.Atoi(os.Getenv("ZORILLA_FAILOVER_FIGURES"))
+	if trials < 1 {
+		t.Skip("set ZORILLA_FAILOVER_FIGURES to measure")
+	}
+	var detect, resume []time.Duration
+	for trial := range trials {
+		d, r := failoverTimes(t, uint64(trial+1))
+		detect, resume = append(detect, d), append(resume, r)
+	}
+	t.Logf("\n| trials | detection (median, min-max) | progress again (median, min-max) |\n| --- | --- | --- |\n| %d | %v (%v-%v) | %v (%v-%v) |",
+		trials, median(detect).Round(time.Millisecond), minOf(detect).Round(time.Millisecond), maxOf(detect).Round(time.Millisecond),
+		median(resume).Round(time.Millisecond), minOf(resume).Round(time.Millisecond), maxOf(resume).Round(time.Millisecond))
+}
+
+// failoverTimes runs one trial: the agent of rank 1's lead is killed at a
+// seeded iteration; it returns the time until a surviving agent counted it
+// lost, and until the survivors finished the interrupted iteration.
+func failoverTimes(t *testing.T, seed uint64) (detect, resume time.Duration) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	c := newCluster(t, 4, router.DefaultConfig())
+	j, err := c.AddReplicatedJob(4, 2, failoverPlace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const victim = 1
+	at := 3 + rng.IntN(10)
+	var mu sync.Mutex
+	var killed time.Time
+	finished := map[int]time.Time{} // iteration -> when a survivor finished it
+	hook := func(cm *mpi.Comm, it int) {
+		a := failoverPlace(cm.Rank(), cm.Session().Replica())
+		mu.Lock()
+		defer mu.Unlock()
+		if a != victim && it > 0 && finished[it-1].IsZero() {
+			finished[it-1] = time.Now()
+		}
+		if a == victim && it == at && killed.IsZero() {
+			killed = time.Now()
+			_ = c.Hosts[victim].Close()
+		}
+	}
+	lost := make(chan time.Time, 4)
+	for a, rj := range j.Jobs {
+		if a == victim {
+			continue
+		}
+		go func() {
+			for ev := range rj.Events() {
+				if ev.Kind == router.EventPeerLost {
+					lost <- time.Now()
+				}
+			}
+		}()
+	}
+	errs := j.Run(ctxFor(t, time.Minute), checkedProgram(at+5, 64<<10, hook))
+	for i, o := range j.Opts {
+		if failoverPlace(o.Rank, o.Replica) != victim && errs[i] != nil {
+			t.Fatalf("rank %d copy %d: %v", o.Rank, o.Replica, errs[i])
+		}
+	}
+	first := <-lost
+	mu.Lock()
+	defer mu.Unlock()
+	return first.Sub(killed), finished[at].Sub(killed)
+}
+
+func minOf(d []time.Duration) time.Duration { return slices.Min(d) }
+func maxOf(d []time.Duration) time.Duration { return slices.Max(d) }

@@ -307,3 +307,26 @@ func TestSendLog(t *testing.T) {
 	l.close()
 	full.close()
 }
+
+// TestRTTBound: a loopback path keeps the configured heartbeat timeout; a
+// slow, jittery one stretches the silence allowed.
+func TestRTTBound(t *testing.T) {
+	var fast rttEstimate
+	for range 10 {
+		fast.add(200 * time.Microsecond)
+	}
+	if b := fast.bound(); b > 10*time.Millisecond {
+		t.Fatalf("loopback bound %v", b)
+	}
+	var slow rttEstimate
+	for i := range 20 {
+		slow.add(time.Duration(300+400*(i%2)) * time.Millisecond)
+	}
+	if b := slow.bound(); b < 5*time.Second {
+		t.Fatalf("jittery 300-700 ms path allows only %v of silence", b)
+	}
+	var none rttEstimate
+	if none.bound() != 0 {
+		t.Fatal("no sample, yet a bound")
+	}
+}

@@ -41,8 +41,8 @@ func FastConfig() router.Config {
 	cfg := router.DefaultConfig()
 	cfg.HelloTimeout = 2 * time.Second
 	cfg.OpenTimeout = 2 * time.Second
-	cfg.HeartbeatInterval = 100 * time.Millisecond
-	cfg.HeartbeatTimeout = 600 * time.Millisecond
+	cfg.HeartbeatInterval = 250 * time.Millisecond
+	cfg.HeartbeatTimeout = 1500 * time.Millisecond // a loaded 2-core CI machine stalls a process for hundreds of ms
 	return cfg
 }
 
