@@ -55,7 +55,8 @@ type session struct {
 	kept     map[peer.ID]string   // after a failed start: the new lease key of each host that kept its slots
 	avoid    map[peer.ID]time.Time
 	exitCode int
-	note     string // why the next state change happens (a retry's reason)
+	note     string     // why the next state change happens (a retry's reason)
+	lost     []LostCopy // copies lost by the current start while it ran
 
 	feed    *feed
 	files   map[string]*os.File // the job folder's stdout and stderr

@@ -39,6 +39,7 @@ func (ss *session) startAndRun(plan Plan) error {
 		ss.hosts[hp.Offer.Peer] = &hostRun{plan: hp, lastSeen: time.Now()}
 	}
 	ss.kept = map[peer.ID]string{}
+	ss.lost = nil
 	if failed := ss.sendAll(ss.commits(plan)); len(failed) > 0 {
 		f := failure{kind: HostSilent, hosts: failed,
 			why: fmt.Sprintf("%d host(s) refused or did not answer the commit", len(failed))}

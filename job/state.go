@@ -96,6 +96,9 @@ type Record struct {
 	// Unavailable are the hosts marked unavailable for this job because
 	// they failed a start or were lost: its matches leave them out.
 	Unavailable []peer.ID `json:"unavailable,omitempty"`
+	// Lost are the copies of ranks a replicated job lost while it ran
+	// (at most MaxLost), with when and why.
+	Lost []LostCopy `json:"lost,omitempty"`
 }
 
 // NewRecord starts a job's record in Waiting.

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -105,7 +106,7 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 	case RepOutput, RepFile:
 		ss.output(in.from, e)
 	case RepExit:
-		return ss.exited(e)
+		return ss.exited(in.from, e)
 	case RepAbort:
 		ss.exitCode = e.Code
 		return failure{kind: RankFailed, rank: e.Rank, code: e.Code,
@@ -127,6 +128,9 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 			why: fmt.Sprintf("host %s lost during the start: %s", p.ShortString(), why)}
 	}
 	w.lost = append(w.lost, p)
+	if ss.sub.Desc.Replicas > 1 {
+		ss.loseCopies(p, ss.hosts[p].plan.Procs, hostLossWords(why))
+	}
 	rec := Recover(ss.rec, HostLost, w.lost, ss.s.cfg.Retry, 0, 0)
 	if rec.Action == Continue {
 		log.Infow("host lost, its ranks live on in their copies", "job", ss.id, "host", p)
@@ -138,7 +142,10 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 }
 
 // exited records a copy's end; the first non-zero status fails the job.
-func (ss *session) exited(e Report) error {
+// In a replicated job a copy killed by a signal is a lost copy: the job
+// fails only when its rank has no copy left. A non-zero status stays the
+// program's answer (every copy computes the same, so it would give it too).
+func (ss *session) exited(from peer.ID, e Report) error {
 	if e.Code == 0 && e.Signal == "" && !e.TimedOut {
 		return nil
 	}
@@ -149,8 +156,26 @@ func (ss *session) exited(e Report) error {
 	case e.Signal != "":
 		why = fmt.Sprintf("rank %d killed by signal %s", e.Rank, e.Signal)
 	}
+	if ss.sub.Desc.Replicas > 1 && e.Signal != "" && !e.TimedOut {
+		copyWhy := "its process was killed by signal " + e.Signal
+		if len(ss.loseCopies(from, []Proc{{Rank: e.Rank, Replica: e.Replica}}, copyWhy)) == 0 {
+			return nil // another copy of the rank carries on
+		}
+		why = fmt.Sprintf("rank %d has no copy left: the last %s", e.Rank, strings.TrimPrefix(why, fmt.Sprintf("rank %d ", e.Rank)))
+	}
 	if ss.exitCode == 0 {
 		ss.exitCode = max(e.Code, 1)
 	}
 	return failure{kind: RankFailed, rank: e.Rank, code: e.Code, why: why}
+}
+
+// hostLossWords says in words why a host counts as lost: its reports fell
+// silent, or their stream broke (the stream's error, with libp2p's words,
+// goes to the log, not to the user).
+func hostLossWords(why string) string {
+	if why == "silent" {
+		return "agent silent"
+	}
+	log.Debugw("host report stream ended", "why", why)
+	return "agent unreachable"
 }

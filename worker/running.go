@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -35,6 +36,7 @@ type running struct {
 	mpi      *router.Job
 	why      string
 	released sync.Once
+	running  atomic.Bool // phase two is done: the ranks were released
 }
 
 // start checks a commit against its lease and runs it in the background.
@@ -126,7 +128,10 @@ func (r *running) release() {
 	m := r.mpi
 	r.mu.Unlock()
 	if m != nil {
-		r.released.Do(m.Release)
+		r.released.Do(func() {
+			r.running.Store(true)
+			m.Release()
+		})
 	}
 }
 
@@ -310,8 +315,18 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 				_ = pr.Kill()
 			}
 			x := pr.Wait()
-			if x.Code != 0 || x.Signal != "" {
+			// A copy of a replicated rank killed by a signal is the
+			// router's to judge: the job fails only when the rank has no
+			// copy left. A non-zero status is the program's answer.
+			killedCopy := x.Signal != "" && r.c.R > 1 && !x.TimedOut
+			if (x.Code != 0 || x.Signal != "") && !killedCopy {
 				r.failMPI(fmt.Errorf("rank %d exited with %d", p.Rank, x.Code))
+			}
+			if (x.Code != 0 || x.Signal != "") && !r.running.Load() {
+				// Before the release this start cannot complete: say so now
+				// rather than let the submitter wait for its Init timeout.
+				k.send(r.ctx, job.Report{Kind: job.RepFailed,
+					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
 			}
 			k.send(r.ctx, job.Report{Kind: job.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut})
 		}()

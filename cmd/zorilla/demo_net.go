@@ -47,6 +47,7 @@ type demoAgent struct {
 // process of the command, and the folder holding their data dirs and logs.
 type demoNet struct {
 	who    string // the command, in its messages: "demo", "bench"
+	exe    string // the zorilla binary the agents run; this one when empty
 	dir    string
 	log    io.Writer
 	agents []*demoAgent
@@ -87,9 +88,12 @@ func (n *demoNet) close(keep bool) {
 // start runs count agents: the first, then the others bootstrapped from it,
 // and waits until each answers on its socket.
 func (n *demoNet) start(ctx context.Context, count, procs int) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the zorilla binary: %w", err)
+	exe := n.exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("find the zorilla binary: %w", err)
+		}
 	}
 	first, err := n.spawn(exe, procs, "")
 	if err != nil {

@@ -81,6 +81,7 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	if r.Plan != nil {
 		writePlan(w, *r.Plan)
 	}
+	writeLost(w, r.Lost)
 	if r.DryRun {
 		plan, _ := job.Place(d.Strategy, r.Offers, d.Nodes, d.Replicas)
 		writeOffers(w, r.Offers, plan)
@@ -109,6 +110,19 @@ func writePlan(w io.Writer, p job.Plan) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, h := range p.Hosts {
 		fmt.Fprintf(tw, "  %s\trtt %v\tranks %s\n", h.Offer.Peer, h.Offer.RTT.Round(time.Microsecond), procList(h.Procs))
+	}
+	tw.Flush()
+}
+
+// writeLost lists the copies a replicated job lost, with when and why.
+func writeLost(w io.Writer, lost []job.LostCopy) {
+	if len(lost) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "lost copies: %d\n", len(lost))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, l := range lost {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", procTag(l.Rank, l.Replica), l.At.Local().Format(timeLayout), l.Host, l.Why)
 	}
 	tw.Flush()
 }

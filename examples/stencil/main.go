@@ -79,6 +79,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "stencil:", err)
 		return 1
 	}
+	if mpi.World().Rank() == 0 {
+		fmt.Fprintf(stdout, "stencil: %d ranks started\n", mpi.World().Size())
+	}
 	sum, err := Run(mpi.World(), p)
 	if err != nil {
 		fmt.Fprintf(stderr, "stencil: rank %d: %v\n", mpi.World().Rank(), err)

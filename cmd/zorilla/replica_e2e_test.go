@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReplicatedJobSurvivesKills: on five agent processes, a job of 4
+// ranks with 2 copies each (examples/stencil, which checks every message
+// it receives) loses one copy's process (SIGKILL), then one whole agent
+// (SIGKILL). The submitter says so once per lost copy, the job ends done
+// with the verified result, status lists both lost copies, and no process
+// of the job is left.
+func TestReplicatedJobSurvivesKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts agent processes")
+	}
+	bin := zorillaBinary(t)
+	stencil := filepath.Join(t.TempDir(), "stencil")
+	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
+		t.Fatalf("go build stencil: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := newDemoNet("test", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.exe = bin
+	defer n.close(false)
+	if err := n.up(ctx, 5, 2); err != nil {
+		t.Fatal(err)
+	}
+	var out, errw syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir, "-n", "4", "-r", "2",
+			stencil, "-iters", "250", "-delay", "20ms", "-block", "100000"}, &out, &errw)
+	}()
+	waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
+	copies := stencilProcs(n.dir)
+	if err := syscall.Kill(copies[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the lost copy's notice", func() bool { return strings.Count(errw.String(), " lost on ") == 1 })
+	victim := n.agents[3]
+	if err := victim.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var c int
+	select {
+	case c = <-code:
+	case <-ctx.Done():
+		t.Fatalf("job still running:\n%s\n%s", out.String(), errw.String())
+	}
+	if c != 0 || !strings.Contains(out.String(), "verified") {
+		t.Fatalf("exit %d\n--- stdout\n%s--- stderr\n%s", c, out.String(), errw.String())
+	}
+	if lost := strings.Count(errw.String(), " lost on "); lost < 2 {
+		t.Errorf("%d lost-copy notices, want one per copy lost (at least 2):\n%s", lost, errw.String())
+	}
+	m := regexp.MustCompile(`job (\S+) done`).FindStringSubmatch(errw.String())
+	if m == nil {
+		t.Fatalf("no job ID in %q", errw.String())
+	}
+	st := zorilla("status", "--data-dir", n.agents[0].dir, m[1])
+	if !strings.Contains(st.stdout, "lost copies: ") || !strings.Contains(st.stdout, "killed by signal SIGKILL") {
+		t.Errorf("status does not list the lost copies:\n%v", st)
+	}
+	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+}
+
+// stencilProcs lists the pids of the running copies of a program named
+// stencil that the agents under dir staged and started.
+func stencilProcs(dir string) []int {
+	var pids []int
+	for f, cmdline := range processes() {
+		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if bytes.HasPrefix(argv0, []byte(dir)) && filepath.Base(string(argv0)) == "stencil" {
+			pid, err := strconv.Atoi(strings.Split(f, "/")[2])
+			if err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
