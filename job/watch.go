@@ -129,7 +129,11 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 	}
 	w.lost = append(w.lost, p)
 	if ss.sub.Desc.Replicas > 1 {
-		ss.loseCopies(p, ss.hosts[p].plan.Procs, hostLossWords(why))
+		words := hostLossWords(why)
+		if orphans := ss.loseCopies(p, ss.hosts[p].plan.Procs, words); len(orphans) > 0 {
+			return failure{kind: HostLost, hosts: w.lost,
+				why: fmt.Sprintf("rank %d has no copy left: its last copy was on %s (%s)", orphans[0], shortPeer(p), words)}
+		}
 	}
 	rec := Recover(ss.rec, HostLost, w.lost, ss.s.cfg.Retry, 0, 0)
 	if rec.Action == Continue {

@@ -322,9 +322,10 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 			if (x.Code != 0 || x.Signal != "") && !killedCopy {
 				r.failMPI(fmt.Errorf("rank %d exited with %d", p.Rank, x.Code))
 			}
-			if (x.Code != 0 || x.Signal != "") && !r.running.Load() {
-				// Before the release this start cannot complete: say so now
-				// rather than let the submitter wait for its Init timeout.
+			if killedCopy && !r.running.Load() {
+				// A replicated start cannot complete without this copy (its
+				// rank never reaches Init here): say so now rather than let
+				// the submitter wait for its Init timeout.
 				k.send(r.ctx, job.Report{Kind: job.RepFailed,
 					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
 			}

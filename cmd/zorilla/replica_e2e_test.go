@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -47,13 +49,29 @@ func TestReplicatedJobSurvivesKills(t *testing.T) {
 			stencil, "-iters", "250", "-delay", "20ms", "-block", "100000"}, &out, &errw)
 	}()
 	waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
-	copies := stencilProcs(n.dir)
-	if err := syscall.Kill(copies[0], syscall.SIGKILL); err != nil {
+	// Kill a copy of rank 1, then an agent (not the submitter's) that runs
+	// no copy of rank 1: every rank keeps a copy.
+	copies := stencilCopies(t, n)
+	killed := copies[0]
+	for _, c := range copies {
+		if c.rank == 1 {
+			killed = c
+		}
+	}
+	if err := syscall.Kill(killed.pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "the lost copy's notice", func() bool { return strings.Count(errw.String(), " lost on ") == 1 })
-	victim := n.agents[3]
-	if err := victim.cmd.Process.Kill(); err != nil {
+	victim := -1
+	for a := len(n.agents) - 1; a > 0 && victim < 0; a-- {
+		victim = a
+		for _, c := range copies {
+			if c.agent == a && c.rank == killed.rank {
+				victim = -1
+			}
+		}
+	}
+	if err := n.agents[victim].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	var c int
@@ -77,6 +95,43 @@ func TestReplicatedJobSurvivesKills(t *testing.T) {
 		t.Errorf("status does not list the lost copies:\n%v", st)
 	}
 	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+}
+
+// stencilCopy is one running copy of the stencil job.
+type stencilCopy struct {
+	pid, agent, rank, replica int
+}
+
+// stencilCopies finds the running copies of the stencil job on the agents
+// of n: which agent runs each (from the job folder it runs in) and which
+// rank and copy it is (from its environment).
+func stencilCopies(t *testing.T, n *demoNet) []stencilCopy {
+	t.Helper()
+	var out []stencilCopy
+	for _, pid := range stencilProcs(n.dir) {
+		c := stencilCopy{pid: pid, agent: -1}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		for a, ag := range n.agents {
+			if bytes.HasPrefix(cmdline, []byte(ag.dir+"/")) {
+				c.agent = a
+			}
+		}
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || c.agent < 0 {
+			t.Fatalf("copy %d: agent %d, environment: %v", pid, c.agent, err)
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			k, v, _ := strings.Cut(string(kv), "=")
+			switch k {
+			case "ZORILLA_RANK":
+				c.rank, _ = strconv.Atoi(v)
+			case "ZORILLA_REPLICA":
+				c.replica, _ = strconv.Atoi(v)
+			}
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // stencilProcs lists the pids of the running copies of a program named

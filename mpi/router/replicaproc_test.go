@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -245,3 +246,30 @@ func failoverTimes(t *testing.T, seed uint64) (detect, resume time.Duration) {
 
 func minOf(d []time.Duration) time.Duration { return slices.Min(d) }
 func maxOf(d []time.Duration) time.Duration { return slices.Max(d) }
+
+// TestNoFalseFailures runs examples/is class B with two copies of each of 4
+// ranks on 4 agents (the agents' default heartbeats) while busy processes
+// keep every core loaded, nothing injected, ZORILLA_LOAD_RUNS times: every
+// run must complete. It runs by hand (each run takes tens of seconds):
+// ZORILLA_LOAD_RUNS=20 go test -run TestNoFalseFailures -v -timeout 60m ./mpi/router
+func TestNoFalseFailures(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("ZORILLA_LOAD_RUNS"))
+	if runs < 1 {
+		t.Skip("set ZORILLA_LOAD_RUNS to run")
+	}
+	bin, err := build("is")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 * runtime.NumCPU() { // twice as many spinning processes as cores
+		busy := exec.Command("sh", "-c", "while :; do :; done")
+		if err := busy.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = busy.Process.Kill(); _ = busy.Wait() })
+	}
+	for run := range runs {
+		took, _ := replicationRun(t, bin, "r=2", []string{"B"})
+		t.Logf("run %d: is B, r=2, under load: done in %v", run+1, took.Round(time.Millisecond))
+	}
+}
