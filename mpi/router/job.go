@@ -47,21 +47,22 @@ type proc struct {
 // its own goroutines; Job.mu guards the job's control state (copies'
 // states, links, failure, removal) and is never held during I/O.
 type Job struct {
-	r       *Router
-	spec    JobSpec
-	self    peer.ID
-	cfg     Config
-	welcome proto.Frame
-	local   []*proc // by rank; nil where the rank has no copy here
-	procs   []*proc // every local copy
-	remote  []peer.ID
-	ctx     context.Context // ends when the job fails or is removed
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the job's goroutines
-	events  chan Event
-	ready   chan struct{}
-	ackNow  chan struct{} // capacity 1: acknowledge delivery positions now
-	ackSoon chan struct{} // capacity 1: acknowledge them after Config.AckDelay
+	r        *Router
+	spec     JobSpec
+	self     peer.ID
+	cfg      Config
+	welcome  proto.Frame
+	local    []*proc // by rank; nil where the rank has no copy here
+	procs    []*proc // every local copy
+	remote   []peer.ID
+	ctx      context.Context // ends when the job fails or is removed
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // the job's goroutines
+	events   chan Event
+	ready    chan struct{}
+	ackNow   chan struct{} // capacity 1: acknowledge delivery positions now
+	ackSoon  chan struct{} // capacity 1: acknowledge them after Config.AckDelay
+	ackArmed atomic.Bool   // an acknowledgement round is due: later deliveries need not ask
 
 	mu       sync.Mutex // guards everything below, and procs' conn and state
 	attached int

@@ -63,22 +63,11 @@ type rankProc struct {
 	stdout, stderr bytes.Buffer
 }
 
-// startRanks starts one process per rank of j with the environment an
-// agent gives its processes.
+// startRanks starts one process per rank of j (a job of one copy per
+// rank) with the environment an agent gives its processes.
 func startRanks(t *testing.T, bin string, j *mpitest.Job, args ...string) []*rankProc {
 	t.Helper()
-	procs := make([]*rankProc, j.Size)
-	for r, o := range j.Opts {
-		p := &rankProc{cmd: exec.Command(bin, args...)}
-		p.cmd.Env = append(os.Environ(), envOf(o)...)
-		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() })
-		procs[r] = p
-	}
-	return procs
+	return startCopies(t, bin, j, args...)
 }
 
 func envOf(o mpi.Options) []string {

@@ -179,6 +179,8 @@ func (j *Job) askAck(now bool) {
 	c := j.ackSoon
 	if now {
 		c = j.ackNow
+	} else if !j.ackArmed.CompareAndSwap(false, true) {
+		return // the loop will gather this one too: no wake-up per message
 	}
 	select {
 	case c <- struct{}{}:
@@ -223,6 +225,7 @@ func (j *Job) ackWait() bool {
 // that is not up gets them again later (they are marked again here, and
 // sent whole when the link's next stream starts).
 func (j *Job) sendAcks() {
+	j.ackArmed.Store(false) // positions reached from here on ask for the next round
 	byHost := map[peer.ID][]proto.AckEntry{}
 	var buf []ackPos
 	for _, pr := range j.procs {

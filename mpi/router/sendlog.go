@@ -49,16 +49,8 @@ func newSendLog(max, replicas int) *sendLog {
 // taking a reference, once there is room. It fails only when ctx ends or
 // the log is closed.
 func (l *sendLog) add(ctx context.Context, dst uint32, seq, end uint64, fr *frame) error {
-	l.mu.Lock()
-	for !l.closed && l.bytes > 0 && l.bytes+len(fr.f) > l.max {
-		room := l.room
-		l.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		l.mu.Lock()
+	if err := l.waitLocked(ctx, func() bool { return l.bytes == 0 || l.bytes+len(fr.f) <= l.max }); err != nil {
+		return err
 	}
 	defer l.mu.Unlock()
 	if l.closed {
@@ -211,8 +203,18 @@ func (l *sendLog) close() {
 // waitEmpty waits until every live destination copy has acknowledged
 // everything in the log, or ctx ends.
 func (l *sendLog) waitEmpty(ctx context.Context) error {
+	if err := l.waitLocked(ctx, func() bool { return l.bytes == 0 }); err != nil {
+		return err
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// waitLocked waits until ok holds (checked with l.mu held) or the log
+// closes, and returns with l.mu held; or returns ctx's error without it.
+func (l *sendLog) waitLocked(ctx context.Context, ok func() bool) error {
 	l.mu.Lock()
-	for !l.closed && l.bytes > 0 {
+	for !l.closed && !ok() {
 		room := l.room
 		l.mu.Unlock()
 		select {
@@ -222,6 +224,5 @@ func (l *sendLog) waitEmpty(ctx context.Context) error {
 		}
 		l.mu.Lock()
 	}
-	l.mu.Unlock()
 	return nil
 }
