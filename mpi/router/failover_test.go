@@ -1,7 +1,6 @@
 package router_test
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -230,8 +229,6 @@ func TestLeadOnlyTraffic(t *testing.T) {
 		t.Errorf("lead-only sends %.2f of every-copy traffic, want about half", ratio)
 	}
 }
-
-var _ = errors.New
 
 // TestPairCut: two agents lose sight of each other while both still reach
 // everyone else. The first to count the other lost tells everyone, so all

@@ -493,13 +493,6 @@ func (l *link) control(f proto.Frame) {
 	}
 }
 
-// controlNow writes a control frame if the link is up, and drops it if not.
-func (l *link) controlNow(f proto.Frame) {
-	if s := l.upStream(); s != nil {
-		_ = l.write(s, f)
-	}
-}
-
 // pause waits d, or less when ctx ends; it reports whether d passed.
 func pause(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

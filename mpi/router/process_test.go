@@ -63,13 +63,6 @@ type rankProc struct {
 	stdout, stderr bytes.Buffer
 }
 
-// startRanks starts one process per rank of j (a job of one copy per
-// rank) with the environment an agent gives its processes.
-func startRanks(t *testing.T, bin string, j *mpitest.Job, args ...string) []*rankProc {
-	t.Helper()
-	return startCopies(t, bin, j, args...)
-}
-
 func envOf(o mpi.Options) []string {
 	return []string{
 		mpi.EnvSocket + "=" + o.Socket, mpi.EnvJob + "=" + o.Job, mpi.EnvKey + "=" + o.Key,
@@ -91,7 +84,7 @@ func TestRealProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Remove()
-	procs := startRanks(t, bin, j, "50")
+	procs := startCopies(t, bin, j, "50")
 	if err := j.Release(ctxFor(t, 20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +111,7 @@ func TestKilledProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Remove()
-	procs := startRanks(t, bin, j, "1000000000") // runs until something stops it
+	procs := startCopies(t, bin, j, "1000000000") // runs until something stops it
 	if err := j.Release(ctxFor(t, 20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +160,7 @@ func TestPingPongProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Remove()
-	procs := startRanks(t, bin, j, maxSize)
+	procs := startCopies(t, bin, j, maxSize)
 	if err := j.Release(ctxFor(t, 20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
