@@ -37,6 +37,7 @@ type descFile struct {
 	Stderr     string            `json:"stderr,omitempty" yaml:"stderr,omitempty"`
 	Timeout    fileDuration      `json:"timeout,omitzero" yaml:"timeout,omitempty"`
 	Deadline   fileDuration      `json:"deadline,omitzero" yaml:"deadline,omitempty"`
+	Retries    *int              `json:"retries,omitempty" yaml:"retries,omitempty"` // absent: DefaultRetries
 }
 
 type fileRequire struct {
@@ -52,13 +53,18 @@ func (d Description) toFile() descFile {
 		Executable: d.Executable, Args: d.Args, Nodes: d.Nodes, Replicas: d.Replicas,
 		Strategy: d.Strategy, Prefer: d.Prefer, Inputs: d.Inputs, Outputs: d.Outputs, Env: d.Env,
 		Stdout: d.Stdout, Stderr: d.Stderr, Timeout: fileDuration(d.Timeout), Deadline: fileDuration(d.Deadline),
+		Retries: &d.Retries,
 		Require: fileRequire{OS: d.Require.OS, Arch: d.Require.Arch, Cores: d.Require.MinCores,
 			Memory: fileSize(d.Require.MinMemory), Labels: d.Require.Labels},
 	}
 }
 
 func (f descFile) description() Description {
-	return Description{
+	retries := DefaultRetries
+	if f.Retries != nil {
+		retries = *f.Retries
+	}
+	return Description{Retries: retries,
 		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes, Replicas: f.Replicas,
 		Strategy: f.Strategy, Prefer: f.Prefer, Inputs: f.Inputs, Outputs: f.Outputs, Env: f.Env,
 		Stdout: f.Stdout, Stderr: f.Stderr, Timeout: time.Duration(f.Timeout), Deadline: time.Duration(f.Deadline),

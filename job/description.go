@@ -27,6 +27,11 @@ type Description struct {
 	Stderr     string            // same for stderr
 	Timeout    time.Duration     // wall-clock limit of the run, from start to end
 	Deadline   time.Duration     // scheduling deadline: how long to look for enough hosts
+	// Retries is how many times a job that lost a host while it ran (and
+	// with it the last copy of some rank) is started again elsewhere. Job
+	// files and NewDescription default it to DefaultRetries; zero means
+	// the first loss ends the job.
+	Retries int
 }
 
 // Defaults filled in by SetDefaults.
@@ -42,6 +47,9 @@ const (
 	// submitter's job folder.
 	DefaultStdout = "stdout"
 	DefaultStderr = "stderr"
+	// DefaultRetries restarts a job twice after host losses: a third loss
+	// in one job says more about the job or the network than bad luck.
+	DefaultRetries = 2
 )
 
 // Bounds on a description, so that a job file or a record can never make
@@ -54,6 +62,7 @@ const (
 	MaxEnv        = 256
 	MaxTimeout    = 30 * 24 * time.Hour
 	MaxDeadline   = 24 * time.Hour
+	MaxRetries    = 100
 	minTimeLimits = time.Second
 )
 
@@ -61,7 +70,7 @@ const (
 // with every default set; the CLI then applies its other flags and calls
 // Validate.
 func NewDescription(executable string, args []string, nodes int) Description {
-	d := Description{Executable: executable, Args: args, Nodes: nodes}
+	d := Description{Executable: executable, Args: args, Nodes: nodes, Retries: DefaultRetries}
 	d.SetDefaults()
 	return d
 }
@@ -141,7 +150,7 @@ func (d Description) checkCounts() error {
 	if d.Nodes*d.Replicas > MaxProcs {
 		return fmt.Errorf("nodes*replicas: must be <= %d, got %d", MaxProcs, d.Nodes*d.Replicas)
 	}
-	return nil
+	return checkRange("retries", d.Retries, 0, MaxRetries)
 }
 
 func (d Description) checkChoices() error {

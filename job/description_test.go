@@ -30,6 +30,7 @@ stdout: std.out
 stderr: std.err
 timeout: 90m
 deadline: 5m
+retries: 0
 `
 
 const jsonJob = `{
@@ -38,7 +39,7 @@ const jsonJob = `{
   "require": {"os": "linux", "arch": "amd64", "cores": 4, "memory": "2G", "labels": ["gpu", "site=nancy"]},
   "prefer": "cores", "inputs": ["data/in.dat"], "outputs": ["result.txt"],
   "env": {"OMP_NUM_THREADS": "4"}, "stdout": "std.out", "stderr": "std.err",
-  "timeout": "90m", "deadline": "5m"
+  "timeout": "90m", "deadline": "5m", "retries": 0
 }`
 
 func wantJob() Description {
@@ -73,7 +74,7 @@ func TestDecodeDescriptionDefaults(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("got %+v, want %+v", d, want)
 	}
-	if d.Replicas != 1 || d.Strategy != Spread || d.Timeout != DefaultTimeout || d.Deadline != DefaultDeadline {
+	if d.Replicas != 1 || d.Strategy != Spread || d.Timeout != DefaultTimeout || d.Deadline != DefaultDeadline || d.Retries != DefaultRetries {
 		t.Fatalf("defaults not set: %+v", d)
 	}
 }
@@ -113,6 +114,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(d *Description) { d.Replicas = 17 }, "replicas: must be <= 16, got 17"},
 		{func(d *Description) { d.Replicas = -1 }, "replicas: must be >= 1, got -1"},
 		{func(d *Description) { d.Nodes, d.Replicas = 60000, 2 }, "nodes*replicas"},
+		{func(d *Description) { d.Retries = -1 }, "retries: must be >= 0, got -1"},
+		{func(d *Description) { d.Retries = MaxRetries + 1 }, "retries: must be <= 100"},
 		{func(d *Description) { d.Executable = "" }, "executable: required"},
 		{func(d *Description) { d.Args = []string{"a\x00"} }, "args[0]"},
 		{func(d *Description) { d.Args = make([]string, MaxArgs+1) }, "args: at most"},

@@ -20,7 +20,7 @@ const (
 	FetchProtocol protocol.ID = "/zorilla/fetch/1.0.0"
 	// ReportProtocol: worker -> submitter, an ReportHello and then a stream of
 	// Events about one job's processes on that worker, until it ends.
-	ReportProtocol protocol.ID = "/zorilla/report/1.0.0"
+	ReportProtocol protocol.ID = "/zorilla/report/2.0.0"
 )
 
 // Size limits of the messages above, checked on every read.
@@ -148,6 +148,13 @@ const (
 	RepAbort     ReportKind = "abort"     // a rank called mpi.Abort
 	RepHeartbeat ReportKind = "heartbeat" // the host is alive; silence means it is lost
 	RepDone      ReportKind = "done"      // every copy ended and output files were sent
+	// RepPeerLost: this host's MPI router counted another host of the job
+	// (Peer) lost. With r = 1 the job cannot go on, and this tells the
+	// submitter which host to blame before the ranks' failures arrive.
+	RepPeerLost ReportKind = "peer-lost"
+	// RepLeaving: this host is draining (its agent is stopping): its
+	// copies are about to end; count them lost now (Reason says why).
+	RepLeaving ReportKind = "leaving"
 )
 
 // Report is one report from a worker about the job's processes there.
@@ -163,4 +170,8 @@ type Report struct {
 	Reason   string     `json:"reason,omitempty"`
 	Name     string     `json:"name,omitempty"` // output file name
 	EOF      bool       `json:"eof,omitempty"`  // last chunk of that file
+	Peer     peer.ID    `json:"peer,omitempty"` // RepPeerLost: the host lost
+	// BadProgram marks a RepFailed whose cause is the program itself (the
+	// kernel will not run it here), not the host's state.
+	BadProgram bool `json:"bad_program,omitempty"`
 }

@@ -2,6 +2,8 @@ package job
 
 import (
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -19,6 +21,11 @@ const (
 	StartTimeout Failure = "start-timeout"
 	// HostLost: a host died or became unreachable while the job ran.
 	HostLost Failure = "host-lost"
+	// BadProgram: a chosen host could not start the program because of
+	// the program itself (exec format error, missing loader or
+	// interpreter, not executable). Once a second host says so, the job
+	// fails at once: no host will do better.
+	BadProgram Failure = "bad-program"
 	// RankFailed: a rank exited non-zero (CrossGrid: abnormal subjob
 	// termination; the user is told).
 	RankFailed Failure = "rank-failed"
@@ -48,8 +55,15 @@ type RetryPolicy struct {
 	// StartsPerMatch is how many starts one set of offers gets: the first,
 	// then retries on the spares.
 	StartsPerMatch int
-	// MaxMatches is how many times the job is flooded for in all.
+	// MaxMatches is how many times the job is flooded for to get it
+	// started, counted afresh after each restart.
 	MaxMatches int
+	// Backoff is the wait before the first restart of a job that lost a
+	// host while it ran; each further restart waits twice as long, up to
+	// MaxBackoff. It gives a network that just lost a machine time to
+	// notice, so the next match does not pick a host about to go too.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
 }
 
 // DefaultRetryPolicy starts twice per match (once, then once on the
@@ -57,7 +71,16 @@ type RetryPolicy struct {
 // again) and matches at most three times, so a job that cannot start
 // fails within a few scheduling deadlines instead of looping.
 func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{StartsPerMatch: 2, MaxMatches: 3}
+	return RetryPolicy{StartsPerMatch: 2, MaxMatches: 3, Backoff: 2 * time.Second, MaxBackoff: time.Minute}
+}
+
+// backoff is the wait before restart number n (1, 2, ...).
+func (rp RetryPolicy) backoff(n int) time.Duration {
+	d := rp.Backoff
+	for i := 1; i < n && d < rp.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, max(rp.MaxBackoff, rp.Backoff))
 }
 
 // Recovery is the decision: the action, the state to move the record to,
@@ -69,6 +92,10 @@ type Recovery struct {
 	Reason      string
 	Unavailable []peer.ID
 	Plan        Plan
+	// Restart marks a Rematch of a job that ran: it counts against the
+	// job's retries and waits Backoff before flooding.
+	Restart bool
+	Backoff time.Duration
 }
 
 // Recover decides what a failure triggers, as a pure function of the
@@ -79,6 +106,12 @@ type Recovery struct {
 // except for Continue.
 func Recover(r Record, f Failure, failed []peer.ID, rp RetryPolicy, rank, exit int) Recovery {
 	switch f {
+	case BadProgram:
+		if len(r.BadProgram) >= 2 {
+			return Recovery{Action: Fail, State: Failed, Unavailable: failed,
+				Reason: fmt.Sprintf("%d hosts said so; not tried further", len(r.BadProgram))}
+		}
+		return recoverStart(r, f, failed, rp)
 	case HostSilent, StartTimeout:
 		return recoverStart(r, f, failed, rp)
 	case HostLost:
@@ -99,16 +132,28 @@ func recoverStart(r Record, f Failure, failed []peer.ID, rp RetryPolicy) Recover
 	return rematchOrFail(r, why, failed, rp)
 }
 
+// recoverLost: replicas carry on while every rank keeps a copy; otherwise
+// the job starts again elsewhere while it has retries left (r = 1: any
+// host loss).
 func recoverLost(r Record, failed []peer.ID, rp RetryPolicy) Recovery {
 	why := fmt.Sprintf("lost %d hosts while running", len(failed))
 	if r.Plan != nil && r.Plan.R >= 2 && everyRankSurvives(*r.Plan, peerSet(failed)) {
 		return Recovery{Action: Continue, State: r.State, Reason: why + ": replicas continue", Unavailable: failed}
 	}
-	return rematchOrFail(r, why, failed, rp)
+	if r.Restarts < r.Desc.Retries {
+		n := r.Restarts + 1
+		return Recovery{Action: Rematch, State: Reserving, Unavailable: failed, Restart: true, Backoff: rp.backoff(n),
+			Reason: fmt.Sprintf("%s: restart %d of %d", why, n, r.Desc.Retries)}
+	}
+	reason := fmt.Sprintf("not started again: its %d retries are used", r.Desc.Retries)
+	if r.Desc.Retries == 0 {
+		reason = "not started again (retries 0)"
+	}
+	return Recovery{Action: Fail, State: Failed, Unavailable: failed, Reason: reason}
 }
 
 func rematchOrFail(r Record, why string, failed []peer.ID, rp RetryPolicy) Recovery {
-	if r.Matches < rp.MaxMatches {
+	if r.Matches-r.Restarts < rp.MaxMatches {
 		return Recovery{Action: Rematch, State: Reserving, Reason: why + ": match again", Unavailable: failed}
 	}
 	return Recovery{Action: Fail, State: Failed, Unavailable: failed,
@@ -130,6 +175,14 @@ func everyRankSurvives(p Plan, failed map[peer.ID]bool) bool {
 		}
 	}
 	return true
+}
+
+// appendHost adds p to hosts unless it is there or hosts is full.
+func appendHost(hosts []peer.ID, p peer.ID) []peer.ID {
+	if len(hosts) >= MaxUnavailable || slices.Contains(hosts, p) {
+		return hosts
+	}
+	return append(hosts, p)
 }
 
 func peerSet(ids []peer.ID) map[peer.ID]bool {

@@ -42,6 +42,9 @@ func TestRecover(t *testing.T) {
 		state  State
 		reason string
 		hosts  string // layout of the new plan, for RetryStart
+
+		restart bool
+		backoff time.Duration
 	}{
 		{name: "silent host: retry on the spare", r: recordAt(t, four, Reserving, Starting), f: HostSilent,
 			failed: []peer.ID{"B"}, want: RetryStart, state: Starting, hosts: "A:0.0,1.0,2.0,3.0 C:4.0,5.0,6.0,7.0"},
@@ -56,9 +59,23 @@ func TestRecover(t *testing.T) {
 		{name: "host lost, r=2, copies survive", r: recordAt(t, repl, Reserving, Starting, Running), f: HostLost,
 			failed: []peer.ID{"A", "B"}, want: Continue, state: Running, reason: "replicas continue"},
 		{name: "host lost, r=2, both copies of rank 0 gone", r: recordAt(t, repl, Reserving, Starting, Running), f: HostLost,
-			failed: []peer.ID{"A", "C"}, want: Rematch, state: Reserving},
+			failed: []peer.ID{"A", "C"}, want: Rematch, state: Reserving, restart: true, backoff: 2 * time.Second},
 		{name: "host lost, r=1: restart", r: recordAt(t, four, Reserving, Starting, Running), f: HostLost,
-			failed: []peer.ID{"A"}, want: Rematch, state: Reserving},
+			failed: []peer.ID{"A"}, want: Rematch, state: Reserving, reason: "restart 1 of 2", restart: true, backoff: 2 * time.Second},
+		{name: "host lost again: second restart waits longer", r: restarted(recordAt(t, four, Reserving, Starting, Running, Reserving, Starting, Running), 1, 2),
+			f: HostLost, failed: []peer.ID{"B"}, want: Rematch, state: Reserving, reason: "restart 2 of 2", restart: true, backoff: 4 * time.Second},
+		{name: "host lost, retries used: fail", r: restarted(recordAt(t, four, Reserving, Starting, Running), 2, 2), f: HostLost,
+			failed: []peer.ID{"A"}, want: Fail, state: Failed, reason: "its 2 retries are used"},
+		{name: "host lost, retries 0: fail", r: restarted(recordAt(t, four, Reserving, Starting, Running), 0, 0), f: HostLost,
+			failed: []peer.ID{"A"}, want: Fail, state: Failed, reason: "not started again (retries 0)"},
+		{name: "restarted job: start failures match afresh", r: restarted(recordAt(t, four, Reserving, Starting, Reserving, Starting, Reserving, Starting, Starting), 1, 2),
+			f: HostSilent, failed: []peer.ID{"A"}, want: Rematch, state: Reserving},
+		{name: "bad program on one host: try a spare", r: badOn(recordAt(t, four, Reserving, Starting), "B"), f: BadProgram,
+			failed: []peer.ID{"B"}, want: RetryStart, state: Starting, hosts: "A:0.0,1.0,2.0,3.0 C:4.0,5.0,6.0,7.0"},
+		{name: "bad program on a second host: fail at once", r: badOn(recordAt(t, four, Reserving, Starting, Starting), "B", "C"), f: BadProgram,
+			failed: []peer.ID{"C"}, want: Fail, state: Failed, reason: "2 hosts said so"},
+		{name: "bad program twice on one host: a new match", r: badOn(recordAt(t, four, Reserving, Starting, Starting), "B"), f: BadProgram,
+			failed: []peer.ID{"B"}, want: Rematch, state: Reserving},
 		{name: "rank failed", r: recordAt(t, four, Reserving, Starting, Running), f: RankFailed,
 			want: Fail, state: Failed, reason: "rank 3 exited with status 2"},
 	}
@@ -67,6 +84,9 @@ func TestRecover(t *testing.T) {
 			rec := Recover(tt.r, tt.f, tt.failed, rp, 3, 2)
 			if rec.Action != tt.want || rec.State != tt.state || !strings.Contains(rec.Reason, tt.reason) {
 				t.Fatalf("Recover = %s -> %s (%q), want %s -> %s (%q)", rec.Action, rec.State, rec.Reason, tt.want, tt.state, tt.reason)
+			}
+			if rec.Restart != tt.restart || rec.Backoff != tt.backoff {
+				t.Errorf("restart %v after %v, want %v after %v", rec.Restart, rec.Backoff, tt.restart, tt.backoff)
 			}
 			if tt.hosts != "" {
 				if got, _ := layout(rec.Plan); got != tt.hosts {
@@ -79,6 +99,37 @@ func TestRecover(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// badOn records that the given hosts could not start r's program.
+func badOn(r Record, hosts ...peer.ID) Record {
+	r.BadProgram = hosts
+	return r
+}
+
+// restarted gives r a job's restarts so far and its retries.
+func restarted(r Record, restarts, retries int) Record {
+	r.Restarts, r.Desc.Retries = restarts, retries
+	return r
+}
+
+func TestBackoff(t *testing.T) {
+	rp := RetryPolicy{Backoff: time.Second, MaxBackoff: 5 * time.Second}
+	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 5 * time.Second, 40: 5 * time.Second} {
+		if got := rp.backoff(n); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
+
+func TestAppendRun(t *testing.T) {
+	var runs []Run
+	for i := 1; i <= MaxRuns+5; i++ {
+		runs = appendRun(runs, Run{Attempt: i})
+	}
+	if len(runs) != MaxRuns || runs[0].Attempt != 1 || runs[1].Attempt != 7 || runs[len(runs)-1].Attempt != MaxRuns+5 {
+		t.Fatalf("%d runs, attempts %d, %d ... %d: want %d, the first and the latest", len(runs), runs[0].Attempt, runs[1].Attempt, runs[len(runs)-1].Attempt, MaxRuns)
 	}
 }
 

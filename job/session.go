@@ -81,6 +81,7 @@ func (ss *session) attempts() error {
 			}
 		}
 		err := ss.startAndRun(plan)
+		ss.endRun(err)
 		var f failure
 		if !errors.As(err, &f) {
 			// Done, or cancelled. Cancelled before it ran, the spares
@@ -101,8 +102,16 @@ func (ss *session) attempts() error {
 			ss.cancelLeases(ss.held(plan))
 			ss.rlist, match = nil, true
 			ss.note = rec.Reason
+			if rec.Restart {
+				if err := ss.restart(f, rec); err != nil {
+					return err
+				}
+			}
 		default:
 			ss.cancelLeases(ss.held(plan))
+			if (f.kind == HostLost || f.kind == BadProgram) && rec.Reason != "" {
+				f.why += "; " + rec.Reason
+			}
 			return f
 		}
 	}
@@ -113,7 +122,9 @@ func (ss *session) attempts() error {
 // out of radii or the scheduling deadline comes first, a feasible job is
 // placed with the offers in hand; otherwise it fails.
 func (ss *session) reserve() (Plan, error) {
-	ss.setState(Reserving, ss.takeNote())
+	if ss.rec.State != Reserving { // a restart entered it before its backoff
+		ss.setState(Reserving, ss.takeNote())
+	}
 	d := ss.sub.Desc
 	body, err := EncodeNeed(d.Need(ss.id))
 	if err != nil {

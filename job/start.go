@@ -33,6 +33,7 @@ func (f failure) Error() string { return f.why }
 func (ss *session) startAndRun(plan Plan) error {
 	ss.setState(Starting, ss.takeNote())
 	ss.rec.Plan = &plan
+	ss.beginRun(plan)
 	ss.save()
 	ss.hosts = map[peer.ID]*hostRun{}
 	for _, hp := range plan.Hosts {

@@ -99,6 +99,37 @@ type Record struct {
 	// Lost are the copies of ranks a replicated job lost while it ran
 	// (at most MaxLost), with when and why.
 	Lost []LostCopy `json:"lost,omitempty"`
+	// BadProgram are the hosts that could not start the program because
+	// of the program itself (at most MaxUnavailable).
+	BadProgram []peer.ID `json:"bad_program,omitempty"`
+	// Restarts counts the times the job was started again after losing a
+	// host while it ran (bounded by Desc.Retries).
+	Restarts int `json:"restarts,omitempty"`
+	// Runs are the start attempts, each with its hosts and how it ended
+	// (at most MaxRuns: the first and the latest).
+	Runs []Run `json:"runs,omitempty"`
+}
+
+// Run is one start attempt of a job: when, on which hosts, and how it
+// ended ("done", or the failure that ended it).
+type Run struct {
+	Attempt int       `json:"attempt"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Hosts   []peer.ID `json:"hosts"`
+	End     string    `json:"end,omitempty"`
+}
+
+// MaxRuns bounds the attempts a record lists.
+const MaxRuns = 32
+
+// appendRun adds run to runs; beyond MaxRuns it drops the oldest after the
+// first, as appendEvent does.
+func appendRun(runs []Run, run Run) []Run {
+	if len(runs)+1 > MaxRuns {
+		runs = append(runs[:1:1], runs[len(runs)+2-MaxRuns:]...)
+	}
+	return append(runs, run)
 }
 
 // NewRecord starts a job's record in Waiting.
@@ -175,8 +206,11 @@ func (r Record) Check() error {
 	if err := r.Desc.Validate(); err != nil {
 		return fmt.Errorf("record %s: desc: %w", r.ID, err)
 	}
-	if len(r.Unavailable) > MaxUnavailable {
-		return fmt.Errorf("record %s: %d unavailable hosts, limit %d", r.ID, len(r.Unavailable), MaxUnavailable)
+	if len(r.Runs) > MaxRuns || len(r.Lost) > MaxLost {
+		return fmt.Errorf("record %s: %d runs and %d lost copies, limits %d and %d", r.ID, len(r.Runs), len(r.Lost), MaxRuns, MaxLost)
+	}
+	if len(r.Unavailable) > MaxUnavailable || len(r.BadProgram) > MaxUnavailable {
+		return fmt.Errorf("record %s: %d unavailable and %d bad-program hosts, limit %d", r.ID, len(r.Unavailable), len(r.BadProgram), MaxUnavailable)
 	}
 	if r.Plan != nil {
 		if err := r.Plan.Check(); err != nil {

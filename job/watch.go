@@ -101,8 +101,14 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 			ss.releaseAll()
 		}
 	case RepFailed:
-		return failure{kind: HostSilent, hosts: []peer.ID{in.from},
-			why: fmt.Sprintf("host %s could not start its processes: %s", in.from.ShortString(), e.Reason)}
+		f := failure{kind: HostSilent, hosts: []peer.ID{in.from},
+			why: fmt.Sprintf("host %s could not start its processes: %s", shortPeer(in.from), e.Reason)}
+		if e.BadProgram {
+			f.kind = BadProgram
+			f.why = fmt.Sprintf("the program cannot start on host %s: %s", shortPeer(in.from), e.Reason)
+			ss.rec.BadProgram = appendHost(ss.rec.BadProgram, in.from)
+		}
+		return f
 	case RepOutput, RepFile:
 		ss.output(in.from, e)
 	case RepExit:
@@ -111,6 +117,15 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 		ss.exitCode = e.Code
 		return failure{kind: RankFailed, rank: e.Rank, code: e.Code,
 			why: fmt.Sprintf("rank %d called Abort(%d)", e.Rank, e.Code)}
+	case RepPeerLost:
+		// With r = 1 the other host's loss ends this run: blame it now,
+		// before the ranks' MPI failures arrive as exits that would read
+		// as the program's own. Replicated jobs judge losses themselves.
+		if lost := ss.hosts[e.Peer]; ss.sub.Desc.Replicas == 1 && lost != nil && !lost.done {
+			return ss.onLost(w, e.Peer, "unreachable from "+shortPeer(in.from))
+		}
+	case RepLeaving:
+		return ss.onLost(w, in.from, leavingPrefix+e.Reason)
 	case RepDone:
 		h.done = true
 		w.finished = ss.all(func(h *hostRun) bool { return h.done })
@@ -142,7 +157,7 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 		return nil
 	}
 	return failure{kind: HostLost, hosts: w.lost,
-		why: fmt.Sprintf("host %s lost while running: %s", p.ShortString(), why)}
+		why: fmt.Sprintf("host %s lost while running (%s)", shortPeer(p), hostLossWords(why))}
 }
 
 // exited records a copy's end; the first non-zero status fails the job.
@@ -173,12 +188,18 @@ func (ss *session) exited(from peer.ID, e Report) error {
 	return failure{kind: RankFailed, rank: e.Rank, code: e.Code, why: why}
 }
 
+// leavingPrefix marks the loss of a host whose agent said it is stopping.
+const leavingPrefix = "leaving: "
+
 // hostLossWords says in words why a host counts as lost: its reports fell
 // silent, or their stream broke (the stream's error, with libp2p's words,
 // goes to the log, not to the user).
 func hostLossWords(why string) string {
 	if why == "silent" {
 		return "agent silent"
+	}
+	if reason, ok := strings.CutPrefix(why, leavingPrefix); ok {
+		return "agent stopping: " + reason
 	}
 	log.Debugw("host report stream ended", "why", why)
 	return "agent unreachable"

@@ -80,6 +80,7 @@ func launchSubmitter() job.SubmitterConfig {
 	c.StartTimeout = 30 * time.Second
 	c.InitTimeout = 30 * time.Second
 	c.LostAfter = 5 * time.Second
+	c.Retry.Backoff = 200 * time.Millisecond
 	return c
 }
 

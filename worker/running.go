@@ -32,8 +32,9 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has cleaned up and ended the lease
 
-	mu       sync.Mutex // guards mpi and why
+	mu       sync.Mutex // guards mpi, sink and why
 	mpi      *router.Job
+	sink     *sink // the report stream, once open
 	why      string
 	released sync.Once
 	running  atomic.Bool // phase two is done: the ranks were released
@@ -160,6 +161,9 @@ func (r *running) run() {
 	}
 	go k.run(r.ctx, s.cfg.Heartbeat)
 	defer func() { <-k.done }()
+	r.mu.Lock()
+	r.sink = k
+	r.mu.Unlock()
 
 	if err := r.stage(); err != nil {
 		k.send(r.ctx, job.Report{Kind: job.RepFailed, Reason: err.Error()})
@@ -168,7 +172,11 @@ func (r *running) run() {
 	}
 	procs, err := r.launch(k)
 	if err != nil {
-		k.send(r.ctx, job.Report{Kind: job.RepFailed, Reason: err.Error()})
+		rep := job.Report{Kind: job.RepFailed, Reason: err.Error()}
+		if pe := (*proc.ProgramError)(nil); errors.As(err, &pe) {
+			rep.Reason, rep.BadProgram = pe.Why, true
+		}
+		k.send(r.ctx, rep)
 	} else {
 		k.send(r.ctx, job.Report{Kind: job.RepStarted})
 	}
@@ -275,8 +283,9 @@ func (r *running) mpiSpec() router.JobSpec {
 	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: local}
 }
 
-// followMPI reports phase two (every local copy in mpi.Init) and a local
-// rank's Abort to the submitter.
+// followMPI reports phase two (every local copy in mpi.Init), a local
+// rank's Abort and a host of the job that the router counted lost to the
+// submitter.
 func (r *running) followMPI(k *sink, m *router.Job) {
 	ready, events := m.InitReady(), m.Events()
 	for ready != nil || events != nil {
@@ -289,8 +298,11 @@ func (r *running) followMPI(k *sink, m *router.Job) {
 				events = nil // the router removed the job
 				continue
 			}
-			if e.Kind == router.EventAbort && e.Peer == "" {
+			switch {
+			case e.Kind == router.EventAbort && e.Peer == "":
 				k.send(r.ctx, job.Report{Kind: job.RepAbort, Rank: e.Rank, Code: e.Code})
+			case e.Kind == router.EventPeerLost:
+				k.send(r.ctx, job.Report{Kind: job.RepPeerLost, Peer: e.Peer})
 			}
 		case <-r.ctx.Done():
 			return
@@ -329,10 +341,28 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 				k.send(r.ctx, job.Report{Kind: job.RepFailed,
 					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
 			}
+			if lost := r.lostPeer(); lost != "" && (x.Code != 0 || x.Signal != "") {
+				// The rank failed because the job lost a host: say which
+				// before its exit, which would read as the program's own
+				// failure (followMPI may not have said it yet).
+				k.send(r.ctx, job.Report{Kind: job.RepPeerLost, Peer: lost})
+			}
 			k.send(r.ctx, job.Report{Kind: job.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut})
 		}()
 	}
 	wg.Wait()
+}
+
+// lostPeer is the host whose loss failed the job's MPI here, if any.
+func (r *running) lostPeer() peer.ID {
+	r.mu.Lock()
+	m := r.mpi
+	r.mu.Unlock()
+	var f *router.Failure
+	if m != nil && errors.As(m.Err(), &f) {
+		return f.Peer
+	}
+	return ""
 }
 
 func (r *running) failMPI(err error) {

@@ -82,6 +82,7 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 		writePlan(w, *r.Plan)
 	}
 	writeLost(w, r.Lost)
+	writeRuns(w, r.Runs)
 	if r.DryRun {
 		plan, _ := job.Place(d.Strategy, r.Offers, d.Nodes, d.Replicas)
 		writeOffers(w, r.Offers, plan)
@@ -123,6 +124,28 @@ func writeLost(w io.Writer, lost []job.LostCopy) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, l := range lost {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", procTag(l.Rank, l.Replica), l.At.Local().Format(timeLayout), l.Host, l.Why)
+	}
+	tw.Flush()
+}
+
+// writeRuns lists the attempts of a job started more than once: when each
+// began, its hosts and how it ended.
+func writeRuns(w io.Writer, runs []job.Run) {
+	if len(runs) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "attempts: %d\n", len(runs))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range runs {
+		hosts := make([]string, len(r.Hosts))
+		for i, h := range r.Hosts {
+			hosts[i] = shortPeer(h)
+		}
+		end := r.End
+		if end == "" {
+			end = "running"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Attempt, r.Started.Local().Format(timeLayout), strings.Join(hosts, " "), end)
 	}
 	tw.Flush()
 }

@@ -103,6 +103,34 @@ func TestWriteStatusShowsHistoryHostsAndRanks(t *testing.T) {
 	}
 }
 
+func TestWriteStatusListsAttempts(t *testing.T) {
+	a, b, c := testPeer(t), testPeer(t), testPeer(t)
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.Local)
+	rec := job.NewRecord("abc", "", job.NewDescription("/home/u/ring", nil, 2), t0)
+	rec.Runs = []job.Run{
+		{Attempt: 1, Started: t0, Ended: t0.Add(time.Second), Hosts: []peer.ID{a, b}, End: "host 12D3…abcd lost while running (agent unreachable)"},
+		{Attempt: 2, Started: t0.Add(3 * time.Second), Hosts: []peer.ID{a, c}},
+	}
+	var w bytes.Buffer
+	writeStatus(&w, rec, t0.Add(time.Hour))
+	want := []string{
+		"attempts: 2\n",
+		"  1  2025-03-01 10:00:00.000  " + shortPeer(a) + " " + shortPeer(b) + "  host 12D3…abcd lost while running (agent unreachable)\n",
+		"  2  2025-03-01 10:00:03.000  " + shortPeer(a) + " " + shortPeer(c) + "  running\n",
+	}
+	for _, s := range want {
+		if !strings.Contains(w.String(), s) {
+			t.Errorf("status lacks %q:\n%s", s, w.String())
+		}
+	}
+	rec.Runs = rec.Runs[:1]
+	w.Reset()
+	writeStatus(&w, rec, t0.Add(time.Hour))
+	if strings.Contains(w.String(), "attempts:") {
+		t.Errorf("a job started once lists its attempt:\n%s", w.String())
+	}
+}
+
 func TestWriteJobs(t *testing.T) {
 	var w bytes.Buffer
 	writeJobs(&w, nil)

@@ -52,6 +52,7 @@ func submitFlags() []cli.Flag {
 		&cli.GenericFlag{Name: "env", Usage: "`K=V` added to every process's environment (repeatable)", Value: &listFlag{}},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the run", Value: job.DefaultTimeout},
 		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
+		&cli.IntFlag{Name: "retries", Usage: "start the job again on other hosts at most `N` times when it loses a host while running (a rank's last copy)", Value: job.DefaultRetries},
 		&cli.StringFlag{Name: "require", Usage: "what every host must have, e.g. os=linux,arch=amd64,cores=2,mem=2G,label=gpu"},
 		&cli.StringFlag{Name: "file", Usage: "job description `FILE` (JSON or YAML); flags given as well override it"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "only flood and list the offers (latency-sorted) and whether the job is feasible"},
@@ -147,6 +148,9 @@ func applyFlags(c *cli.Context, d *job.Description) error {
 	}
 	if c.IsSet("deadline") {
 		d.Deadline = c.Duration("deadline")
+	}
+	if c.IsSet("retries") {
+		d.Retries = c.Int("retries")
 	}
 	if c.IsSet("require") {
 		req, err := job.ParseRequire(c.String("require"))

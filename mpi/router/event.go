@@ -55,6 +55,9 @@ type Failure struct {
 	Rank   int   // the rank concerned, or -1
 	Code   int   // Abort code
 	Reason string
+	// Peer is the agent whose loss failed the job (CauseAgentLost, when
+	// this agent counted it lost itself); it is not sent on the wire.
+	Peer peer.ID
 
 	// gone marks the failure of an agent that left the job because the
 	// others counted it lost (fenced): it is not told to them, who carry

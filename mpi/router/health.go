@@ -2,6 +2,7 @@ package router
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -43,7 +44,7 @@ func (j *Job) peerLost(p peer.ID, err error) {
 	j.hostGone(p)
 	log.Infof("job %s: agent %s lost: %v", j.spec.ID, p.ShortString(), err)
 	if len(orphans) > 0 {
-		j.fail(&Failure{Cause: proto.CauseAgentLost, Rank: orphans[0],
+		j.fail(&Failure{Cause: proto.CauseAgentLost, Rank: orphans[0], Peer: p,
 			Reason: fmt.Sprintf("agent %s unreachable (%v): ranks %v have no copy left", p.ShortString(), err, orphans)})
 	}
 }
@@ -112,4 +113,36 @@ func (j *Job) remoteEnded(p peer.ID) {
 		l.markGone()
 	}
 	j.hostGone(p) // its copies finalized: nothing more reaches them
+}
+
+// Leave takes this agent out of the job before it stops (a drain). The
+// job's other agents are told it is lost, as if they had counted it lost
+// themselves, so that the other copies of its ranks take over at once
+// instead of after the heartbeat timeout; then the job fails here (local
+// ranks are told) without failing there. Leave returns once every other
+// agent was told, or could not be within the link's open timeout.
+func (j *Job) Leave(why string) {
+	j.mu.Lock()
+	if j.removed || j.err != nil {
+		j.mu.Unlock()
+		return
+	}
+	f := proto.EncodeAgentLost(string(j.self))
+	var told sync.WaitGroup
+	for _, h := range j.remote {
+		if j.lost[h] || j.ended[h] {
+			continue
+		}
+		l := j.linkLocked(h)
+		told.Add(1)
+		j.wg.Add(1)
+		go func() {
+			defer j.wg.Done()
+			defer told.Done()
+			l.control(f)
+		}()
+	}
+	j.mu.Unlock()
+	told.Wait()
+	j.fail(&Failure{Cause: proto.CauseAgentLost, Rank: -1, gone: true, Reason: "this agent left the job: " + why})
 }

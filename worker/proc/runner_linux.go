@@ -67,7 +67,7 @@ func (r *osRunner) Start(ctx context.Context, s Spec, out OutputFunc) (Process, 
 	}
 	p, err := r.launch(ctx, s, out)
 	if err != nil {
-		return nil, fmt.Errorf("proc: start %s: %w", what, err)
+		return nil, fmt.Errorf("proc: start %s: %w", what, explainExec(s.Program, err))
 	}
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -285,6 +286,47 @@ func TestStartErrors(t *testing.T) {
 	bad.KillGrace = 0
 	if _, err := NewRunner(bad).Start(context.Background(), shSpec(t, "exit 0"), nil); err == nil {
 		t.Error("a Runner with an invalid Config started a process")
+	}
+}
+
+// TestStartErrorsOfTheProgram: programs the kernel will not run say why,
+// and wrap ErrProgram; a missing program does not (it is the agent's
+// fault, not the program's).
+func TestStartErrorsOfTheProgram(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name string, b []byte, mode os.FileMode) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, mode); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cases := map[string]string{
+		write("garbage", []byte("\x00\x01 not a program"), 0o755):          "exec format error",
+		write("noexec", []byte("#!/bin/sh\n"), 0o644):                      "permission denied",
+		write("script", []byte("#!/nonexistent/zsh -e\necho hi\n"), 0o755): "its interpreter /nonexistent/zsh (from its #! line) is missing",
+	}
+	if bin, err := os.ReadFile("/bin/true"); err == nil {
+		if loader := bytes.Index(bin, []byte("/lib64/ld-linux-x86-64.so.2")); loader >= 0 {
+			copy(bin[loader:], "/lib64/ld-missing-x86-64.so")
+			cases[write("dynamic", bin, 0o755)] = "dynamically linked and its loader /lib64/ld-missing-x86-64.so is missing on this host"
+		}
+	}
+	for _, limits := range []Limits{{}, {OpenFiles: 100}} { // direct exec, and through the shim
+		for program, want := range cases {
+			s := shSpec(t, "")
+			s.Program, s.Limits = program, limits
+			p, err := NewRunner(testConfig()).Start(context.Background(), s, nil)
+			if !errors.Is(err, ErrProgram) || err == nil || !strings.Contains(err.Error(), want) || p != nil {
+				t.Errorf("Start %s with limits %+v: %v, want ErrProgram saying %q", filepath.Base(program), limits, err, want)
+			}
+		}
+		s := shSpec(t, "")
+		s.Program, s.Limits = filepath.Join(dir, "absent"), limits
+		if _, err := NewRunner(testConfig()).Start(context.Background(), s, nil); errors.Is(err, ErrProgram) || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Start of a missing program: %v, want ErrNotExist only", err)
+		}
 	}
 }
 
