@@ -265,3 +265,52 @@ func TestPairCut(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedBeforeEOF: an agent removes a replicated job as soon as its
+// processes there have ended, which can be before its router has read the
+// end of their connections. A copy not finalized at removal is a lost
+// copy: the other copy of its rank takes over and the job completes
+// everywhere else; it does not fail the job ("ended while ranks were
+// running"). Agent 3 holds only the lead copy of rank 0, so nothing else
+// keeps the job there.
+func TestRemovedBeforeEOF(t *testing.T) {
+	place := func(r, k int) int { return [][]int{{3, 0}, {1, 2}, {2, 1}}[r][k] }
+	const iters, block = 24, 64 << 10
+	for trial := range 5 {
+		t.Run(fmt.Sprint(trial), func(t *testing.T) {
+			c := newCluster(t, 4, mpitest.FastConfig())
+			j, err := c.AddReplicatedJob(3, 2, place)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			removed := make(chan struct{})
+			hook := func(cm *mpi.Comm, it int) {
+				if it == iters/2 && place(cm.Rank(), cm.Session().Replica()) == 3 {
+					once.Do(func() {
+						// The copy's connection is still open: the router
+						// has read no end of it when the job goes.
+						c.Routers[3].RemoveJob(j.ID)
+						close(removed)
+					})
+				}
+			}
+			events := make([]<-chan []router.Event, 4)
+			for a, rj := range j.Jobs {
+				events[a] = drain(rj)
+			}
+			errs := j.Run(ctxFor(t, 30*time.Second), checkedProgram(iters, block, hook))
+			<-removed
+			for i, o := range j.Opts {
+				if place(o.Rank, o.Replica) != 3 && errs[i] != nil {
+					t.Errorf("rank %d copy %d: %v", o.Rank, o.Replica, errs[i])
+				}
+			}
+			for a, ch := range events {
+				if evs := <-ch; a != 3 && count(evs, router.EventFailed) != 0 {
+					t.Errorf("agent %d failed the job: %v", a, evs)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -47,22 +48,25 @@ type proc struct {
 // its own goroutines; Job.mu guards the job's control state (copies'
 // states, links, failure, removal) and is never held during I/O.
 type Job struct {
-	r        *Router
-	spec     JobSpec
-	self     peer.ID
-	cfg      Config
-	welcome  proto.Frame
-	local    []*proc // by rank; nil where the rank has no copy here
-	procs    []*proc // every local copy
-	remote   []peer.ID
-	ctx      context.Context // ends when the job fails or is removed
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // the job's goroutines
-	events   chan Event
-	ready    chan struct{}
-	ackNow   chan struct{} // capacity 1: acknowledge delivery positions now
-	ackSoon  chan struct{} // capacity 1: acknowledge them after Config.AckDelay
-	ackArmed atomic.Bool   // an acknowledgement round is due: later deliveries need not ask
+	r       *Router
+	spec    JobSpec
+	self    peer.ID
+	cfg     Config
+	welcome proto.Frame
+	local   []*proc // by rank; nil where the rank has no copy here
+	procs   []*proc // every local copy
+	remote  []peer.ID
+	ctx     context.Context // ends when the job fails or is removed
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // the job's goroutines
+	// announcing counts the COPYLOST notices still being sent, which
+	// shutdown lets finish before the farewell.
+	announcing sync.WaitGroup
+	events     chan Event
+	ready      chan struct{}
+	ackNow     chan struct{} // capacity 1: acknowledge delivery positions now
+	ackSoon    chan struct{} // capacity 1: acknowledge them after Config.AckDelay
+	ackArmed   atomic.Bool   // an acknowledgement round is due: later deliveries need not ask
 
 	mu       sync.Mutex // guards everything below, and procs' conn and state
 	attached int
@@ -287,7 +291,21 @@ func (j *Job) shutdown() {
 		return
 	}
 	running := j.unfinishedLocked() && j.err == nil
+	replicated := j.spec.Replicas > 1
 	j.mu.Unlock()
+	if running && replicated {
+		// The agent removes a job once its processes here have ended, so
+		// a copy that did not finalize is a lost copy, whether or not its
+		// connection's end was read yet: the others take over, and the job
+		// fails only if that leaves a rank without a copy.
+		for _, pr := range j.procs {
+			j.procGone(pr, errors.New("its process ended"))
+		}
+		running = false
+	}
+	// The others hear of lost copies before this agent's farewell, which
+	// would let them stop waiting for this agent's copies.
+	j.announcing.Wait()
 	if running {
 		j.fail(&Failure{Cause: proto.CauseFailed, Rank: -1,
 			Reason: "job ended at agent " + j.self.String() + " while ranks were running"})

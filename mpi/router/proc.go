@@ -214,10 +214,11 @@ func (j *Job) abort(pr *proc, a proto.Abort) {
 }
 
 // procGone records that a copy's connection ended (or misbehaved) without
-// Finalize. The job fails when the rank has no other live copy.
+// Finalize, or that its process ended before it connected. The job fails
+// when the rank has no other live copy.
 func (j *Job) procGone(pr *proc, err error) {
 	j.mu.Lock()
-	if pr.state != procRunning || j.removed || j.err != nil {
+	if (pr.state != procRunning && pr.state != procWaiting) || j.removed || j.err != nil {
 		j.mu.Unlock()
 		return
 	}

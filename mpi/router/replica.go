@@ -338,7 +338,12 @@ func (j *Job) announceLost(c Proc) {
 		}
 		l := j.linkLocked(h)
 		j.wg.Add(1)
-		go func() { defer j.wg.Done(); l.control(f) }()
+		j.announcing.Add(1)
+		go func() {
+			defer j.wg.Done()
+			defer j.announcing.Done()
+			l.control(f)
+		}()
 	}
 }
 
