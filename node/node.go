@@ -35,6 +35,7 @@ type Node struct {
 	sub   *job.Submitter
 	blobs *blob.Store
 	lease *worker.Leases
+	work  *worker.Service
 	mux   *http.ServeMux
 
 	mu      sync.Mutex // guards closers and closed
@@ -214,6 +215,17 @@ func (n *Node) OnClose(f func() error) {
 	if err := f(); err != nil {
 		log.Warnw("close hook after close", "err", err)
 	}
+}
+
+// Drain prepares the agent to stop (see worker.Service.Drain): no new
+// job starts here, and the jobs running here leave so that replicated
+// ones carry on elsewhere and the others start again elsewhere. It returns
+// when they have ended, or when ctx ends; Close still has to be called.
+func (n *Node) Drain(ctx context.Context, why string) error {
+	if n.work == nil {
+		return nil
+	}
+	return n.work.Drain(ctx, why)
 }
 
 // Close stops the agent: the API, the services, the overlay, then the

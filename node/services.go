@@ -79,6 +79,7 @@ func (n *Node) startServices() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.OnClose(w.Close)
+	n.work = w
 	fl, err := flood.New(n.h, n.ov, w.OnAdvert, n.cfg.Services.Flood)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	p2phost "github.com/libp2p/go-libp2p/core/host"
@@ -99,6 +102,8 @@ type Service struct {
 
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running
+
+	draining atomic.Bool // Drain was called: no new job starts
 }
 
 // NewService builds the worker side and registers its protocol on ep.
@@ -106,6 +111,7 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	sweepJobsDir(cfg.JobsDir)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		cfg: cfg, h: h, ep: ep, runner: runner, blobs: blobs, mpi: mpi,
@@ -115,6 +121,33 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 	}
 	ep.Handle(job.LeaseProtocol, s.handleLease)
 	return s, nil
+}
+
+// sweepJobsDir removes what a previous life of this agent left in the jobs
+// folder when it was killed: the processes still working there, then the
+// job folders. A new Service runs no job yet, so everything there is left
+// over; what cannot be removed is logged, and the agent starts anyway.
+func sweepJobsDir(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			log.Warnw("jobs folder not swept", "dir", dir, "err", err)
+		}
+		return
+	}
+	if len(entries) == 0 {
+		return
+	}
+	n, err := proc.KillLeftovers(dir)
+	if err != nil {
+		log.Warnw("leftover processes not ended", "dir", dir, "err", err)
+	}
+	for _, e := range entries {
+		if err := proc.Cleanup(filepath.Join(dir, e.Name())); err != nil {
+			log.Warnw("leftover job folder not removed", "err", err)
+		}
+	}
+	log.Infow("removed what an earlier run of the agent left", "folders", len(entries), "processes", n)
 }
 
 // OnAdvert is the flood's delivery hook: decide locally, and if the job is
@@ -127,6 +160,9 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 	}
 	if !job.IsFloodKeyOf(a.Job, need.Job) {
 		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
+		return
+	}
+	if s.draining.Load() {
 		return
 	}
 	select {
@@ -217,6 +253,9 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 	case job.OpCommit:
 		if req.Commit == nil {
 			return errors.New("commit without a body")
+		}
+		if s.draining.Load() {
+			return fmt.Errorf("commit %s: %w", req.Job, ErrDraining)
 		}
 		return s.start(from, req.Job, req.Lease, *req.Commit)
 	case job.OpRelease:

@@ -42,8 +42,18 @@ func runAgent(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	ctx, stop := context.WithCancelCause(c.Context)
+	defer stop(nil)
+	go func() {
+		select {
+		case sig := <-signals:
+			stop(fmt.Errorf("%v", sig))
+		case <-ctx.Done():
+		}
+	}()
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	n, err := node.New(startCtx, cfg)
@@ -58,11 +68,31 @@ func runAgent(c *cli.Context) error {
 		fmt.Fprintf(c.App.Writer, "testnet delay on what is sent over TCP: %s\n", strings.Join(cfg.TestnetDelay, " "))
 	}
 	<-ctx.Done()
-	fmt.Fprintln(c.App.Writer, "stopping")
+	drain(c, n, context.Cause(ctx), signals)
 	if err := n.Close(); err != nil {
 		return cli.Exit(fmt.Sprintf("agent stopped with errors: %v", err), 1)
 	}
 	return nil
+}
+
+// drain lets the jobs running here leave before the agent stops (their
+// copies elsewhere take over, or they start again elsewhere), within
+// --drain-timeout; a second signal stops at once.
+func drain(c *cli.Context, n *node.Node, why error, signals <-chan os.Signal) {
+	timeout := c.Duration("drain-timeout")
+	fmt.Fprintf(c.App.Writer, "stopping (%v): jobs running here leave first, within %v; signal again to stop at once\n", why, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-signals:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := n.Drain(ctx, why.Error()); err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "zorilla agent: %v; stopping anyway\n", err)
+	}
 }
 
 // startError maps the agent's start-up errors to exit codes: what the

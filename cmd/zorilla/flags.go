@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -38,6 +39,8 @@ func agentFlags() []cli.Flag {
 			Usage: "file of submitter peer IDs never allowed"},
 		&cli.BoolFlag{Name: "open", EnvVars: []string{"ZORILLA_OPEN"},
 			Usage: "ignore --allow: accept jobs from any submitter not denied (testnets)"},
+		&cli.DurationFlag{Name: "drain-timeout", EnvVars: []string{"ZORILLA_DRAIN_TIMEOUT"}, Value: 15 * time.Second,
+			Usage: "on SIGTERM or SIGINT, how long jobs running here get to leave (replicas take over, others start again elsewhere) before the agent stops"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"ZORILLA_LOG_LEVEL"}, Value: "error",
 			Usage: "debug, info, warn or error"},
 		// Set by `zorilla testnet up` when the kernel has no netem.
@@ -53,6 +56,9 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	cfg.DataDir = expandHome(c.String("data-dir"))
 	if cfg.DataDir == "" {
 		return cfg, usageErrorf("--data-dir is empty")
+	}
+	if d := c.Duration("drain-timeout"); d < 0 {
+		return cfg, usageErrorf("--drain-timeout: must not be negative, got %v", d)
 	}
 	cfg.Listen = c.StringSlice("listen")
 	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))

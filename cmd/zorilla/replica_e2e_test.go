@@ -149,3 +149,151 @@ func stencilProcs(dir string) []int {
 	}
 	return pids
 }
+
+// TestUnreplicatedJobRestartsAfterKill: on five agent processes, a job of
+// 4 ranks with one copy each loses an agent (SIGKILL) while it computes.
+// With --retries 0 it fails at once naming that host; with the default
+// retries it starts again on the surviving agents and ends done with the
+// verified result, and status lists both attempts.
+func TestUnreplicatedJobRestartsAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts agent processes")
+	}
+	bin := zorillaBinary(t)
+	stencil := filepath.Join(t.TempDir(), "stencil")
+	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
+		t.Fatalf("go build stencil: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := newDemoNet("test", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.exe = bin
+	defer n.close(false)
+	if err := n.up(ctx, 5, 2); err != nil {
+		t.Fatal(err)
+	}
+	// submitAndKill runs the job and kills the agent (not the submitter's)
+	// of some rank once every rank computes; it returns the exit status,
+	// the output and the agent killed.
+	submitAndKill := func(retries string) (int, string, string, string) {
+		var out, errw syncBuffer
+		code := make(chan int, 1)
+		go func() {
+			code <- run([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir, "-n", "4", "-a", "spread", "--retries", retries,
+				stencil, "-iters", "150", "-delay", "20ms", "-block", "10000"}, &out, &errw)
+		}()
+		waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
+		victim := -1
+		for _, c := range stencilCopies(t, n) {
+			if c.agent > 0 {
+				victim = c.agent
+			}
+		}
+		if victim < 0 {
+			t.Fatalf("every rank runs on the submitter's agent")
+		}
+		if err := n.agents[victim].cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case c := <-code:
+			return c, out.String(), errw.String(), n.agents[victim].id.ID.String()
+		case <-ctx.Done():
+			t.Fatalf("job still running:\n%s\n%s", out.String(), errw.String())
+		}
+		return 0, "", "", ""
+	}
+
+	c, out, errs, victim := submitAndKill("0")
+	named := fmt.Sprintf("host %s…%s lost while running", victim[:4], victim[len(victim)-4:])
+	if c == 0 || !strings.Contains(errs, named) || !strings.Contains(errs, "retries 0") || strings.Contains(errs, "starting the job again") {
+		t.Fatalf("--retries 0: exit %d, want a failure naming %q\n--- stdout\n%s--- stderr\n%s", c, named, out, errs)
+	}
+
+	c, out, errs, victim = submitAndKill("2")
+	named = fmt.Sprintf("host %s…%s lost while running", victim[:4], victim[len(victim)-4:])
+	if c != 0 || !strings.Contains(out, "verified") || !strings.Contains(errs, named+" (agent unreachable); starting the job again") {
+		t.Fatalf("exit %d, want done after one restart naming %q\n--- stdout\n%s--- stderr\n%s", c, named, out, errs)
+	}
+	m := regexp.MustCompile(`job (\S+) done`).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("no job ID in %q", errs)
+	}
+	st := zorilla("status", "--data-dir", n.agents[0].dir, m[1])
+	if !strings.Contains(st.stdout, "attempts: 2") || !strings.Contains(st.stdout, "lost while running") {
+		t.Errorf("status does not list both attempts:\n%v", st)
+	}
+	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+}
+
+// TestDrainHandsJobsOver: SIGTERM to an agent that runs copies of a
+// replicated job (4 ranks, 2 copies, five agent processes): the agent
+// tells the submitter and the job's other agents that it leaves, the other
+// copies carry on, the submitter says so once per copy ("agent stopping"),
+// the agent exits cleanly within its drain timeout, and the job ends done
+// with the verified result.
+func TestDrainHandsJobsOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts agent processes")
+	}
+	bin := zorillaBinary(t)
+	stencil := filepath.Join(t.TempDir(), "stencil")
+	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
+		t.Fatalf("go build stencil: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := newDemoNet("test", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.exe = bin
+	defer n.close(false)
+	if err := n.up(ctx, 5, 2); err != nil {
+		t.Fatal(err)
+	}
+	var out, errw syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir, "-n", "4", "-r", "2",
+			stencil, "-iters", "250", "-delay", "20ms", "-block", "100000"}, &out, &errw)
+	}()
+	waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
+	victim, copies := -1, 0
+	for _, c := range stencilCopies(t, n) {
+		if c.agent > 0 && (victim < 0 || c.agent == victim) {
+			victim = c.agent
+			copies++
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no copy runs outside the submitter's agent")
+	}
+	if err := n.agents[victim].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-n.agents[victim].exited:
+		if n.agents[victim].err != nil {
+			t.Errorf("drained agent exited with %v; its log:\n%s", n.agents[victim].err, logTail(n.agents[victim].logPath))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agent still running 30 s after SIGTERM; its log:\n%s", logTail(n.agents[victim].logPath))
+	}
+	var c int
+	select {
+	case c = <-code:
+	case <-ctx.Done():
+		t.Fatalf("job still running:\n%s\n%s", out.String(), errw.String())
+	}
+	if c != 0 || !strings.Contains(out.String(), "verified") {
+		t.Fatalf("exit %d\n--- stdout\n%s--- stderr\n%s", c, out.String(), errw.String())
+	}
+	if got := strings.Count(errw.String(), "(agent stopping: terminated)"); got != copies {
+		t.Errorf("%d notices of copies lost to the drain, want %d (one per copy on the agent):\n%s", got, copies, errw.String())
+	}
+	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+}
