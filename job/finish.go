@@ -32,6 +32,15 @@ func (ss *session) save() {
 
 // finish records how the job ended and closes its feed.
 func (ss *session) finish(err error) {
+	if errors.Is(err, errDetached) {
+		ss.closeOutputs()
+		ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
+			Line: "this agent is stopping; the job goes on, and this agent takes it back when it starts again"})
+		rec := ss.rec
+		ss.feed.append(Update{Kind: "end", State: rec.State, Record: &rec})
+		ss.s.forget(ss.id)
+		return
+	}
 	var c errCancelled
 	switch {
 	case err == nil:
@@ -53,28 +62,36 @@ func (ss *session) finish(err error) {
 }
 
 // output writes one event's line or file chunk into the job folder and, for
-// lines, to watchers.
-func (ss *session) output(from peer.ID, e Report) {
+// lines, to watchers. It returns the file written (relative to the job
+// folder) and its size after, for the journal.
+func (ss *session) output(from peer.ID, e Report) (string, int64) {
+	dir := ss.s.store.Dir(ss.id)
 	switch e.Kind {
 	case RepOutput:
 		line := string(bytes.TrimRight(e.Data, "\n"))
-		w := ss.outFile(e.Stream)
-		if w != nil {
-			fmt.Fprintf(w, "[%d] %s\n", e.Rank, line)
+		stream := e.Stream
+		if stream != "stdout" && stream != "stderr" {
+			stream = "stderr"
 		}
 		ss.feed.append(Update{Kind: "output", Rank: e.Rank, Replica: e.Replica, Stream: e.Stream, Line: line})
+		if w := ss.outFile(stream); w != nil {
+			n, _ := fmt.Fprintf(w, "[%d] %s\n", e.Rank, line)
+			return stream, ss.journal.wrote(dir, stream, n)
+		}
 	case RepFile:
-		if err := ss.writeChunk(from, e); err != nil {
+		path, err := ss.writeChunk(from, e)
+		if err != nil {
 			ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
 				Line: fmt.Sprintf("zorilla: output file %s: %v", e.Name, err)})
+			return "", 0
 		}
+		rel, _ := filepath.Rel(dir, path)
+		return rel, ss.journal.wrote(dir, rel, len(e.Data))
 	}
+	return "", 0
 }
 
 func (ss *session) outFile(stream string) *os.File {
-	if stream != "stdout" && stream != "stderr" {
-		stream = "stderr"
-	}
 	if f := ss.files[stream]; f != nil {
 		return f
 	}
@@ -89,13 +106,13 @@ func (ss *session) outFile(stream string) *os.File {
 
 // writeChunk appends an output file chunk under <job folder>/output. Two
 // hosts returning the same name are kept apart by the second one's peer ID.
-func (ss *session) writeChunk(from peer.ID, e Report) error {
+func (ss *session) writeChunk(from peer.ID, e Report) (string, error) {
 	if err := plainFileName(e.Name); err != nil {
-		return err
+		return "", err
 	}
 	dir := filepath.Join(ss.s.store.Dir(ss.id), "output")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+		return "", err
 	}
 	key := from.String() + "/" + e.Name
 	path, ok := ss.outputs[key]
@@ -106,20 +123,23 @@ func (ss *session) writeChunk(from peer.ID, e Report) error {
 		}
 		ss.outputs[key] = path
 		if err := os.WriteFile(path, nil, 0o600); err != nil {
-			return err
+			return "", err
 		}
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return err
+		return "", err
 	}
 	_, werr := f.Write(e.Data)
-	return errors.Join(werr, f.Close())
+	return path, errors.Join(werr, f.Close())
 }
 
 func (ss *session) closeOutputs() {
 	for _, f := range ss.files {
 		_ = f.Close()
+	}
+	if ss.journal != nil {
+		_ = ss.journal.close()
 	}
 }
 

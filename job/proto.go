@@ -58,6 +58,9 @@ const (
 	OpCommit  LeaseOp = "commit"  // phase one: stage and start the processes in Commit
 	OpRelease LeaseOp = "release" // phase two: every rank is in Init, let them go
 	OpKill    LeaseOp = "kill"    // end the job's processes here and clean up
+	// OpResume, from a submitter that restarted: is the job still running
+	// here? If so the worker reopens its report stream at once.
+	OpResume LeaseOp = "resume"
 )
 
 // LeaseRequest is sent by a submitter to one worker.
@@ -135,6 +138,18 @@ type ReportHello struct {
 	Lease string `json:"lease"`
 }
 
+// ReportAck goes from the submitter to the worker on a report stream.
+// The first one answers the hello: Seq is the last report the submitter
+// holds (the worker sends again every later one it still has), or Refused
+// says why the job will not take this host's reports (it was counted
+// lost, or the submitter does not know the job): the worker ends the
+// job's processes. Later ones acknowledge: the worker may forget reports
+// up to Seq.
+type ReportAck struct {
+	Seq     uint64 `json:"seq"`
+	Refused string `json:"refused,omitempty"`
+}
+
 // ReportKind says what an Report reports.
 type ReportKind string
 
@@ -159,18 +174,24 @@ const (
 
 // Report is one report from a worker about the job's processes there.
 type Report struct {
-	Kind     ReportKind `json:"kind"`
-	Rank     int        `json:"rank,omitempty"`
-	Replica  int        `json:"replica,omitempty"`
-	Stream   string     `json:"stream,omitempty"` // stdout or stderr
-	Data     []byte     `json:"data,omitempty"`   // an output line, or a file chunk
-	Code     int        `json:"code,omitempty"`
-	Signal   string     `json:"signal,omitempty"`
-	TimedOut bool       `json:"timed_out,omitempty"`
-	Reason   string     `json:"reason,omitempty"`
-	Name     string     `json:"name,omitempty"` // output file name
-	EOF      bool       `json:"eof,omitempty"`  // last chunk of that file
-	Peer     peer.ID    `json:"peer,omitempty"` // RepPeerLost: the host lost
+	Kind ReportKind `json:"kind"`
+	// Seq numbers a host's reports from 1 (heartbeats excepted), so that
+	// the reports sent again after the stream reopens are taken once.
+	Seq      uint64  `json:"seq,omitempty"`
+	Rank     int     `json:"rank,omitempty"`
+	Replica  int     `json:"replica,omitempty"`
+	Stream   string  `json:"stream,omitempty"` // stdout or stderr
+	Data     []byte  `json:"data,omitempty"`   // an output line, or a file chunk
+	Code     int     `json:"code,omitempty"`
+	Signal   string  `json:"signal,omitempty"`
+	TimedOut bool    `json:"timed_out,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+	Name     string  `json:"name,omitempty"` // output file name
+	EOF      bool    `json:"eof,omitempty"`  // last chunk of that file
+	Peer     peer.ID `json:"peer,omitempty"` // RepPeerLost: the host lost
+	// Lost, on a RepExit of a replicated job, says why the copy counts as
+	// lost rather than failed: its host left the job, which goes on.
+	Lost string `json:"lost,omitempty"`
 	// BadProgram marks a RepFailed whose cause is the program itself (the
 	// kernel will not run it here), not the host's state.
 	BadProgram bool `json:"bad_program,omitempty"`

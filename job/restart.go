@@ -59,6 +59,7 @@ func (ss *session) restart(f failure, rec Recovery) error {
 // complete.
 func (ss *session) dropOutputs() error {
 	ss.outputs = map[string]string{}
+	ss.journal.forget("output")
 	err := os.RemoveAll(filepath.Join(ss.s.store.Dir(ss.id), "output"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -76,6 +77,7 @@ func (ss *session) pause(d time.Duration) error {
 		case <-t.C:
 			return nil
 		case e := <-ss.events:
+			e.release()
 			log.Debugw("report between two runs", "job", ss.id, "from", e.from)
 		case o := <-ss.offers:
 			o.reply <- OfferReply{Reason: "job is between two runs"}

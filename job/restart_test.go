@@ -47,9 +47,25 @@ func TestFailInterrupted(t *testing.T) {
 		recordIn(t, s, Reserving, Cancelled),
 		recordIn(t, s, Reserving, Failed),
 	}
+	running := recordIn(t, s, Reserving, Starting, Running)
+	plan, err := Place(Spread, []Offer{{Peer: realPeers(t, 1)[0], Lease: "l1", Slots: 2}}, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running.Plan, running.Program = &plan, &FileRef{Name: "prog"}
+	if err := s.Put(running); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Date(2025, 1, 2, 4, 0, 0, 0, time.UTC)
-	if problems := failInterrupted(s, now); len(problems) > 0 {
+	resume, problems := failInterrupted(s, now)
+	if len(problems) > 0 {
 		t.Fatal(problems)
+	}
+	if len(resume) != 1 || resume[0].ID != running.ID {
+		t.Fatalf("to re-attach: %v, want only the running job with a plan", resume)
+	}
+	if got, _ := s.Get(running.ID); !reflect.DeepEqual(got, running) {
+		t.Errorf("the job to re-attach changed: %+v", got)
 	}
 	for _, was := range open {
 		got, err := s.Get(was.ID)
@@ -68,7 +84,7 @@ func TestFailInterrupted(t *testing.T) {
 		}
 	}
 	before, _ := s.List()
-	if problems := failInterrupted(s, now.Add(time.Hour)); len(problems) > 0 {
+	if _, problems := failInterrupted(s, now.Add(time.Hour)); len(problems) > 0 {
 		t.Fatal(problems)
 	}
 	if after, _ := s.List(); !reflect.DeepEqual(before, after) {
@@ -110,5 +126,61 @@ func TestNewSubmitterFailsInterruptedJobs(t *testing.T) {
 	}
 	if len(ups) != 1 || ups[0].Kind != "end" || ups[0].State != Failed || ups[0].Record.Reason != ReasonRestarted {
 		t.Fatalf("watch of the interrupted job gave %+v, want one end, failed (%s)", ups, ReasonRestarted)
+	}
+}
+
+// A running job whose hosts no longer run it when its agent comes back
+// (here: none can be reached) ends failed, naming the host; it is not
+// started again.
+func TestResumeWithoutHostsFails(t *testing.T) {
+	store, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mn := mocknet.New()
+	t.Cleanup(func() { _ = mn.Close() })
+	h, err := mn.GenPeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := mn.GenPeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	was := recordIn(t, store, Reserving, Starting, Running)
+	plan, err := Place(Spread, []Offer{{Peer: gone.ID(), Lease: "l1", Slots: 2}}, 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	was.Plan, was.Program = &plan, &FileRef{Name: "prog"}
+	_ = gone.Close()
+	if err := store.Put(was); err != nil {
+		t.Fatal(err)
+	}
+	ep := rpc.New(h)
+	t.Cleanup(func() { _ = ep.Close() })
+	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSubmitter(h, ep, DefaultSubmitterConfig(), nil, nil, blobs, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var end *Record
+	if err := s.Watch(ctx, was.ID, 0, func(u Update) error {
+		if u.Kind == "end" {
+			end = u.Record
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := ReasonRestarted + ": host " + shortPeer(gone.ID()) + " no longer runs the job"
+	if end == nil || end.State != Failed || end.Reason != want || end.Restarts != 0 {
+		t.Fatalf("end %+v, want failed: %s", end, want)
 	}
 }

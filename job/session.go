@@ -22,14 +22,6 @@ type offerIn struct {
 	reply chan OfferReply
 }
 
-// reportIn is an event from one host's stream; end marks the stream's end.
-type reportIn struct {
-	from  peer.ID
-	lease string
-	ev    Report
-	end   error // non-nil: the stream ended before RepDone
-}
-
 // session is one job on its submitter. Its run goroutine alone owns the
 // state below; offers, events and cancels reach it through channels.
 type session struct {
@@ -58,6 +50,10 @@ type session struct {
 	note     string     // why the next state change happens (a retry's reason)
 	lost     []LostCopy // copies lost by the current start while it ran
 
+	reports reportStates // what each host's report stream needs to know
+	journal *journal     // the reports taken, for a restart of this agent
+	resumed journalState // a re-attached job: what its journal held
+
 	feed    *feed
 	files   map[string]*os.File // the job folder's stdout and stderr
 	outputs map[string]string   // output file (host/name) -> path in the job folder
@@ -65,14 +61,19 @@ type session struct {
 
 // run drives the job through its states until it ends. What a failure
 // triggers (retry on the spares, match again, fail) is Recover's decision.
-func (ss *session) run() {
+func (ss *session) run(resumed bool) {
 	defer ss.stop()
-	ss.finish(ss.attempts())
+	ss.finish(ss.attempts(resumed))
 }
 
-func (ss *session) attempts() error {
+// attempts matches and starts the job until it ends; a resumed job first
+// re-attaches to the run its record holds.
+func (ss *session) attempts(resumed bool) error {
 	var plan Plan
 	match := true
+	if resumed {
+		plan, match = *ss.rec.Plan, false
+	}
 	for {
 		if match {
 			var err error
@@ -80,7 +81,15 @@ func (ss *session) attempts() error {
 				return err
 			}
 		}
-		err := ss.startAndRun(plan)
+		var err error
+		if resumed {
+			err, resumed = ss.reattach(plan), false
+		} else {
+			err = ss.startAndRun(plan)
+		}
+		if errors.Is(err, errDetached) {
+			return err
+		}
 		ss.endRun(err)
 		var f failure
 		if !errors.As(err, &f) {
@@ -185,6 +194,7 @@ func (ss *session) reserve() (Plan, error) {
 			ss.cancelLeases(ss.rlist)
 			return Plan{}, errCancelled{why}
 		case e := <-ss.events:
+			e.release()
 			log.Debugw("report outside a run", "job", ss.id, "from", e.from)
 		case <-ss.ctx.Done():
 			ss.cancelLeases(ss.rlist)
@@ -200,6 +210,9 @@ func (ss *session) deadline() time.Duration {
 	return ss.s.cfg.Deadline
 }
 
+// maxOfferAddrs bounds the addresses an offer keeps of its host.
+const maxOfferAddrs = 8
+
 // takeOffer adds an offer to rlist (latency-sorted) unless its host is to be
 // avoided, and answers the worker.
 func (ss *session) takeOffer(o offerIn) {
@@ -213,8 +226,14 @@ func (ss *session) takeOffer(o offerIn) {
 			return
 		}
 	}
+	// Its addresses go in the record: a restarted agent that re-attaches
+	// to the job must reach its hosts before they reach it.
+	addrs := ss.s.h.Peerstore().Addrs(o.from)
+	if len(addrs) > maxOfferAddrs {
+		addrs = addrs[:maxOfferAddrs]
+	}
 	ss.rlist = append(ss.rlist, Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
-		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt})
+		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs})
 	OrderRList(ss.rlist, ss.sub.Desc.Prefer)
 	o.reply <- OfferReply{Keep: true}
 }

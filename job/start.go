@@ -11,6 +11,12 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
+// errDetached ends a running job's session without ending the job: this
+// agent is stopping, the job's hosts keep it running for their grace
+// period, and the agent re-attaches when it starts again. The record
+// stays as it is (running).
+var errDetached = errors.New("detached: the submitter's agent stopped while the job ran")
+
 // errCancelled ends a job as cancelled.
 type errCancelled struct{ why string }
 
@@ -36,9 +42,12 @@ func (ss *session) startAndRun(plan Plan) error {
 	ss.beginRun(plan)
 	ss.save()
 	ss.hosts = map[peer.ID]*hostRun{}
+	leases := make([]string, 0, len(plan.Hosts))
 	for _, hp := range plan.Hosts {
 		ss.hosts[hp.Offer.Peer] = &hostRun{plan: hp, lastSeen: time.Now()}
+		leases = append(leases, hp.Offer.Lease)
 	}
+	ss.reports.reset(leases, nil)
 	ss.kept = map[peer.ID]string{}
 	ss.lost = nil
 	if failed := ss.sendAll(ss.commits(plan)); len(failed) > 0 {
@@ -46,10 +55,10 @@ func (ss *session) startAndRun(plan Plan) error {
 			why: fmt.Sprintf("%d host(s) refused or did not answer the commit", len(failed))}
 		return ss.stopStart(f)
 	}
-	err := ss.watch(plan)
+	err := ss.watch(&watchState{plan: plan})
 	var f failure
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, errDetached):
 	case ss.rec.State != Running && errors.As(err, &f):
 		return ss.stopStart(f)
 	default:

@@ -102,6 +102,11 @@ type Record struct {
 	// BadProgram are the hosts that could not start the program because
 	// of the program itself (at most MaxUnavailable).
 	BadProgram []peer.ID `json:"bad_program,omitempty"`
+	// Program and Inputs are the job's files (in the submitting agent's
+	// store), kept so that a job re-attached after that agent restarted
+	// can still be started again elsewhere.
+	Program *FileRef  `json:"program,omitempty"`
+	Inputs  []FileRef `json:"inputs,omitempty"`
 	// Restarts counts the times the job was started again after losing a
 	// host while it ran (bounded by Desc.Retries).
 	Restarts int `json:"restarts,omitempty"`

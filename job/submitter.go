@@ -108,17 +108,24 @@ type Submitter struct {
 
 // NewSubmitter builds the submitter side and registers its protocols on ep.
 //
-// Jobs whose records are not over (left by an agent that stopped while they
-// were waiting, reserving, starting or running) are marked failed with
-// ReasonRestarted first: their sessions died with that agent, and a job is
-// never run twice.
+// Jobs left running by an agent that stopped are re-attached: their hosts
+// kept them running for a grace period and send again what the job's
+// journal lacks. Jobs left waiting, reserving or starting are marked failed
+// with ReasonRestarted: their start cannot be known, and a job is never
+// run twice.
 func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advertiser, ping Pinger, blobs *blob.Store, store *Store) (*Submitter, error) {
-	for _, err := range failInterrupted(store, time.Now()) {
+	resumed, problems := failInterrupted(store, time.Now())
+	for _, err := range problems {
 		log.Warnw("job record not marked failed after a restart", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Submitter{cfg: cfg, h: h, ep: ep, flood: adv, ping: ping, blobs: blobs, store: store,
 		ctx: ctx, cancel: cancel, sessions: map[ID]*session{}}
+	for _, rec := range resumed {
+		if err := s.resume(rec); err != nil {
+			log.Warnw("job not re-attached after a restart", "job", rec.ID, "err", err)
+		}
+	}
 	ep.Handle(OfferProtocol, s.handleOffer)
 	ep.Handle(ReportProtocol, s.handleReports)
 	ep.Handle(FetchProtocol, s.handleFetch)
@@ -129,13 +136,17 @@ func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advert
 // their submitter's agent stopped.
 const ReasonRestarted = "agent restarted"
 
-// failInterrupted marks every job of store that is not over as failed with
-// ReasonRestarted (and a non-zero exit status), and returns what it could
-// not read or update.
-func failInterrupted(store *Store, now time.Time) []error {
+// failInterrupted marks every job of store that is not over and cannot be
+// re-attached as failed with ReasonRestarted (and a non-zero exit status).
+// It returns the jobs to re-attach, and what it could not read or update.
+func failInterrupted(store *Store, now time.Time) (resume []Record, problems []error) {
 	recs, problems := store.List()
 	for _, rec := range recs {
 		if rec.State.Terminal() {
+			continue
+		}
+		if rec.State == Running && rec.Plan != nil && rec.Program != nil {
+			resume = append(resume, rec)
 			continue
 		}
 		next, err := Transition(rec, Failed, now, ReasonRestarted)
@@ -147,7 +158,7 @@ func failInterrupted(store *Store, now time.Time) []error {
 			problems = append(problems, fmt.Errorf("job %s: %w", rec.ID, err))
 		}
 	}
-	return problems
+	return resume, problems
 }
 
 // Submit starts a job and returns its ID; the job runs in the background.
@@ -164,19 +175,21 @@ func (s *Submitter) Submit(sub Submission) (ID, error) {
 			return "", fmt.Errorf("job: file %s (%s) is not uploaded to this agent", f.Name, f.Hash)
 		}
 	}
-	ctx, stop := context.WithCancel(s.ctx)
-	ss := &session{s: s, id: NewID(), key: NewKey(), sub: sub,
-		offers: make(chan offerIn), events: make(chan reportIn, 64), cancel: make(chan string, 1),
-		ctx: ctx, stop: stop, avoid: map[peer.ID]time.Time{}}
-	ss.feed = newFeed(s.cfg.MaxOutputLines)
-	ss.files = map[string]*os.File{}
-	ss.outputs = map[string]string{}
+	ss := s.newSession(NewID(), NewKey(), sub)
+	stop := ss.stop
 	ss.rec = NewRecord(ss.id, ss.key, sub.Desc, time.Now())
 	ss.rec.DryRun = sub.DryRun
+	ss.rec.Program, ss.rec.Inputs = &sub.Program, sub.Inputs
 	if err := os.MkdirAll(s.store.Dir(ss.id), 0o700); err != nil {
 		stop()
 		return "", fmt.Errorf("job: job folder: %w", err)
 	}
+	j, err := openJournal(s.store.Dir(ss.id))
+	if err != nil {
+		stop()
+		return "", fmt.Errorf("job: %w", err)
+	}
+	ss.journal = j
 	if err := s.store.Put(ss.rec); err != nil {
 		stop()
 		return "", fmt.Errorf("job: save record: %w", err)
@@ -187,9 +200,18 @@ func (s *Submitter) Submit(sub Submission) (ID, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ss.run()
+		ss.run(false)
 	}()
 	return ss.id, nil
+}
+
+// newSession makes the session of a job, not yet running.
+func (s *Submitter) newSession(id ID, key Key, sub Submission) *session {
+	ctx, stop := context.WithCancel(s.ctx)
+	return &session{s: s, id: id, key: key, sub: sub,
+		offers: make(chan offerIn), events: make(chan reportIn, 64), cancel: make(chan string, 1),
+		ctx: ctx, stop: stop, avoid: map[peer.ID]time.Time{},
+		feed: newFeed(s.cfg.MaxOutputLines), files: map[string]*os.File{}, outputs: map[string]string{}}
 }
 
 // Cancel ends a job everywhere.
@@ -262,50 +284,6 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 		return
 	}
 	_ = st.Close()
-}
-
-// handleReports reads one worker's event stream for a job into its session.
-func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stream) {
-	br := bufio.NewReader(st)
-	_ = st.SetDeadline(time.Now().Add(s.cfg.LostAfter))
-	var hello ReportHello
-	if err := wire.ReadJSON(br, MaxReplySize, &hello); err != nil {
-		_ = st.Reset()
-		return
-	}
-	ss := s.session(hello.Job)
-	if ss == nil || hello.Key != string(ss.key) {
-		_ = st.Reset()
-		return
-	}
-	deliver := func(e reportIn) bool {
-		select {
-		case ss.events <- e:
-			return true
-		case <-ss.ctx.Done():
-			return false
-		}
-	}
-	for {
-		_ = st.SetDeadline(time.Now().Add(s.cfg.LostAfter))
-		var ev Report
-		if err := wire.ReadJSON(br, MaxReportSize, &ev); err != nil {
-			_ = st.Reset()
-			deliver(reportIn{from: from, lease: hello.Lease, end: err})
-			return
-		}
-		if ev.Kind == RepHeartbeat {
-			ev = Report{Kind: RepHeartbeat}
-		}
-		if !deliver(reportIn{from: from, lease: hello.Lease, ev: ev}) {
-			_ = st.Reset()
-			return
-		}
-		if ev.Kind == RepDone {
-			_ = st.Close()
-			return
-		}
-	}
 }
 
 // handleFetch serves one of a job's files to a worker of that job.

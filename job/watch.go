@@ -11,27 +11,29 @@ import (
 // hostRun is the session's view of one host during a start attempt.
 type hostRun struct {
 	plan     HostPlan
-	started  bool // phase one done here: every local copy is running
-	ready    bool // phase two: every local copy is in mpi.Init
-	done     bool // the host reported its end, was killed, or was lost
+	started  bool   // phase one done here: every local copy is running
+	ready    bool   // phase two: every local copy is in mpi.Init
+	done     bool   // the host reported its end, was killed, or was lost
+	seq      uint64 // the last numbered report taken
 	lastSeen time.Time
 }
 
 // watch follows the job from the commits to its end: phase one (every host
 // started), phase two (every rank in Init, then the release), output and
 // exits. It returns nil when every host is done and every copy exited 0.
-func (ss *session) watch(plan Plan) error {
+// w is where the job stands: nothing yet for a new start, running and
+// released for a job re-attached after this agent restarted.
+func (ss *session) watch(w *watchState) error {
 	start := time.NewTimer(ss.s.cfg.StartTimeout)
 	defer start.Stop()
 	var initTimer <-chan time.Time
 	beat := time.NewTicker(ss.s.cfg.LostAfter / 4)
 	defer beat.Stop()
-	w := watchState{plan: plan}
 	for {
 		var err error
 		select {
 		case in := <-ss.events:
-			err = ss.onReport(&w, in, &initTimer)
+			err = ss.onReport(w, in, &initTimer)
 		case <-start.C:
 			if !w.running {
 				slow := ss.hostsWhere(func(h *hostRun) bool { return !h.started })
@@ -46,7 +48,7 @@ func (ss *session) watch(plan Plan) error {
 			for _, p := range ss.hostsWhere(func(h *hostRun) bool {
 				return !h.done && time.Since(h.lastSeen) > ss.s.cfg.LostAfter
 			}) {
-				if err = ss.onLost(&w, p, "silent"); err != nil {
+				if err = ss.onLost(w, p, "silent"); err != nil {
 					break
 				}
 			}
@@ -56,6 +58,11 @@ func (ss *session) watch(plan Plan) error {
 			err = errCancelled{why}
 		case <-ss.ctx.Done():
 			err = errCancelled{"agent shutting down"}
+			if w.running {
+				// The hosts keep the job running for their grace period:
+				// this agent re-attaches when it starts again.
+				err = errDetached
+			}
 		}
 		if err != nil || w.finished {
 			return err
@@ -72,8 +79,12 @@ type watchState struct {
 	finished bool
 }
 
-// onReport handles one report (or the end of a host's report stream).
+// onReport handles one report (or the end of a host's report stream). A
+// numbered report is taken once: the worker sends again, after its stream
+// reopened, what it does not know the session took. Each one taken is
+// journaled before the worker hears it was.
 func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.Time) error {
+	defer in.release()
 	h := ss.hosts[in.from]
 	if h == nil || h.plan.Offer.Lease != in.lease || h.done {
 		return nil // a report from an earlier attempt, or after the host's end
@@ -82,6 +93,26 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 	if in.end != nil {
 		return ss.onLost(w, in.from, in.end.Error())
 	}
+	e := in.ev
+	if e.Seq != 0 {
+		if e.Seq <= h.seq {
+			return nil
+		}
+		h.seq = e.Seq
+	}
+	rec := journalRecord{Lease: in.lease, Seq: e.Seq, Done: e.Kind == RepDone}
+	err := ss.take(w, h, in, &rec, initTimer)
+	if e.Seq != 0 {
+		if jerr := ss.journal.record(rec); jerr != nil {
+			log.Warnw("report journal not written", "job", ss.id, "err", jerr)
+		}
+		ss.reports.took(in.lease, e.Seq)
+	}
+	return err
+}
+
+// take acts on one report; what it wrote to the job folder goes in rec.
+func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalRecord, initTimer *<-chan time.Time) error {
 	e := in.ev
 	switch e.Kind {
 	case RepStarted:
@@ -110,7 +141,7 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 		}
 		return f
 	case RepOutput, RepFile:
-		ss.output(in.from, e)
+		rec.File, rec.Size = ss.output(in.from, e)
 	case RepExit:
 		return ss.exited(in.from, e)
 	case RepAbort:
@@ -138,6 +169,7 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 // carry on.
 func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 	ss.hosts[p].done = true
+	ss.reports.refuse(ss.hosts[p].plan.Offer.Lease, "counted lost: "+hostLossWords(why))
 	if !w.running {
 		return failure{kind: HostSilent, hosts: []peer.ID{p},
 			why: fmt.Sprintf("host %s lost during the start: %s", p.ShortString(), why)}
@@ -153,11 +185,27 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 	rec := Recover(ss.rec, HostLost, w.lost, ss.s.cfg.Retry, 0, 0)
 	if rec.Action == Continue {
 		log.Infow("host lost, its ranks live on in their copies", "job", ss.id, "host", p)
+		ss.fence(p, why)
 		w.finished = ss.all(func(h *hostRun) bool { return h.done })
 		return nil
 	}
 	return failure{kind: HostLost, hosts: w.lost,
 		why: fmt.Sprintf("host %s lost while running (%s)", shortPeer(p), hostLossWords(why))}
+}
+
+// fence tells a host counted lost to end the job's processes there: if it
+// was only cut off, it must not carry on, nor send output, in a job that
+// goes on without it (its reports are ignored from now on). A dead host
+// does not answer; the kill is not sent again.
+func (ss *session) fence(p peer.ID, why string) {
+	req := LeaseRequest{Op: OpKill, Job: ss.id, Lease: ss.hosts[p].plan.Offer.Lease, Reason: "counted lost: " + hostLossWords(why)}
+	ss.s.wg.Add(1)
+	go func() {
+		defer ss.s.wg.Done()
+		if _, err := ss.s.lease(ss.s.ctx, p, req); err != nil {
+			log.Debugw("kill of a lost host not delivered", "job", ss.id, "host", p, "err", err)
+		}
+	}()
 }
 
 // exited records a copy's end; the first non-zero status fails the job.
@@ -167,6 +215,13 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 func (ss *session) exited(from peer.ID, e Report) error {
 	if e.Code == 0 && e.Signal == "" && !e.TimedOut {
 		return nil
+	}
+	if ss.sub.Desc.Replicas > 1 && e.Lost != "" {
+		if len(ss.loseCopies(from, []Proc{{Rank: e.Rank, Replica: e.Replica}}, e.Lost)) == 0 {
+			return nil
+		}
+		return failure{kind: RankFailed, rank: e.Rank, code: max(e.Code, 1),
+			why: fmt.Sprintf("rank %d has no copy left: the last %s", e.Rank, e.Lost)}
 	}
 	why := fmt.Sprintf("rank %d exited with status %d", e.Rank, e.Code)
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
 )
@@ -41,13 +42,32 @@ func (s *Service) Drain(ctx context.Context, why string) error {
 	return nil
 }
 
+// resume makes the job's report stream, if it is reopening, try at once:
+// its submitter restarted and asked.
+func (r *running) resume() {
+	r.mu.Lock()
+	k := r.sink
+	r.mu.Unlock()
+	if k != nil {
+		k.resume()
+	}
+}
+
+// leaveTellWait bounds how long a draining job waits for its submitter to
+// acknowledge that this host leaves.
+const leaveTellWait = 5 * time.Second
+
 // leave takes the job out of this host, in the order Drain gives.
 func (r *running) leave(why string) {
 	r.mu.Lock()
 	k, m := r.sink, r.mpi
 	r.mu.Unlock()
 	if k != nil {
-		k.send(r.ctx, job.Report{Kind: job.RepLeaving, Reason: why})
+		// The submitter must hear it before the processes end: their ends
+		// would read as failures of their own.
+		ctx, cancel := context.WithTimeout(r.ctx, leaveTellWait)
+		k.sendAcked(ctx, job.Report{Kind: job.RepLeaving, Reason: why})
+		cancel()
 	}
 	if m != nil {
 		m.Leave(why)

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,23 +19,75 @@ import (
 // buffered without limit.
 const reportQueue = 256
 
-// sink owns one job's event stream to its submitter. Its run goroutine is the
-// only writer; everything else sends through events.
+// Bounds on the reports kept until the submitter acknowledges them; when
+// they are reached no new report is taken until acknowledgements come, so
+// the processes' output waits in their pipes.
+const (
+	maxUnacked      = 1024
+	maxUnackedBytes = 4 << 20
+)
+
+// errRefused marks a submitter's refusal of the job's reports: it counted
+// this host lost, or does not know the job.
+var errRefused = errors.New("the submitter refused this host's reports")
+
+// sink owns one job's report stream to its submitter. Its run goroutine is
+// the only writer; everything else sends through events. Reports are
+// numbered and kept until the submitter acknowledges them, so that when the
+// stream breaks (the submitter's agent restarts, a connection drops) the
+// sink opens a new one within the grace period and sends again what was
+// not acknowledged; the submitter takes each report once.
 type sink struct {
-	s      rpc.Stream
-	events chan job.Report
-	lost   chan struct{} // closed when the stream fails: the submitter is gone
+	open   func(ctx context.Context) (rpc.Stream, error) // a new stream, hello sent
+	grace  time.Duration
+	beat   time.Duration
+	events chan outgoing
+	retry  chan struct{} // the submitter asked to resume: reconnect now
+	lost   chan struct{} // closed when the submitter is gone for good
 	done   chan struct{} // closed when run has returned
+
+	// Owned by run.
+	seq          uint64
+	sentLast     bool // RepDone was taken: nothing follows it
+	unacked      []outgoing
+	unackedBytes int
 }
 
-func newSink(s rpc.Stream) *sink {
-	return &sink{s: s, events: make(chan job.Report, reportQueue), lost: make(chan struct{}), done: make(chan struct{})}
+// outgoing is a report on its way, with, for a sender that waits for it,
+// a channel closed once the submitter acknowledged it.
+type outgoing struct {
+	job.Report
+	acked chan struct{}
+}
+
+// openSink opens the job's report stream to its submitter. It fails when
+// the submitter cannot be reached or refuses: the job does not start.
+func openSink(ctx context.Context, ep *rpc.Endpoint, hello job.ReportHello, to peer.ID, beat, grace time.Duration) (*sink, rpc.Stream, error) {
+	k := &sink{grace: grace, beat: beat,
+		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
+		lost: make(chan struct{}), done: make(chan struct{})}
+	k.open = func(ctx context.Context) (rpc.Stream, error) {
+		s, err := ep.Open(ctx, to, job.ReportProtocol)
+		if err != nil {
+			return nil, err
+		}
+		if err := wire.WriteJSON(s, hello); err != nil {
+			_ = s.Reset()
+			return nil, fmt.Errorf("report stream hello: %w", err)
+		}
+		return s, nil
+	}
+	s, err := k.connect(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return k, s, nil
 }
 
 // send queues e, or reports false when the submitter is lost or ctx ends.
 func (k *sink) send(ctx context.Context, e job.Report) bool {
 	select {
-	case k.events <- e:
+	case k.events <- outgoing{Report: e}:
 		return true
 	case <-k.lost:
 		return false
@@ -42,46 +96,190 @@ func (k *sink) send(ctx context.Context, e job.Report) bool {
 	}
 }
 
-// run writes queued events and a heartbeat every beat, until ctx ends or a
-// write fails. An event of kind EvDone is the last one: run closes the
-// stream after writing it.
-func (k *sink) run(ctx context.Context, beat time.Duration) {
+// sendAcked queues e and waits until the submitter acknowledged it; it
+// reports false when the submitter is lost or ctx ends first.
+func (k *sink) sendAcked(ctx context.Context, e job.Report) bool {
+	o := outgoing{Report: e, acked: make(chan struct{})}
+	select {
+	case k.events <- o:
+	case <-k.lost:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case <-o.acked:
+		return true
+	case <-k.lost:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// resume makes a sink that is reconnecting try again at once.
+func (k *sink) resume() {
+	select {
+	case k.retry <- struct{}{}:
+	default:
+	}
+}
+
+// run serves stream s, and each new one after a break, until the
+// submitter has acknowledged RepDone, ctx ends, or the submitter stays
+// unreachable for the grace period (or refuses): then lost is closed.
+func (k *sink) run(ctx context.Context, s rpc.Stream) {
 	defer close(k.done)
-	t := time.NewTicker(beat)
-	defer t.Stop()
 	for {
-		var e job.Report
-		select {
-		case e = <-k.events:
-		case <-t.C:
-			e = job.Report{Kind: job.RepHeartbeat}
-		case <-ctx.Done():
-			_ = k.s.Reset()
-			close(k.lost)
+		finished, err := k.serve(ctx, s)
+		if finished {
 			return
 		}
-		_ = k.s.SetDeadline(time.Now().Add(4 * beat))
-		if err := wire.WriteJSON(k.s, e); err != nil {
-			log.Debugw("event stream lost", "err", err)
-			_ = k.s.Reset()
-			close(k.lost)
-			return
+		if ctx.Err() == nil && !errors.Is(err, errRefused) {
+			log.Debugw("report stream broke; opening it again", "err", err)
+			s, err = k.reconnect(ctx)
 		}
-		if e.Kind == job.RepDone {
-			_ = k.s.Close()
+		if err != nil || ctx.Err() != nil {
+			log.Infow("submitter lost", "err", err)
+			close(k.lost)
 			return
 		}
 	}
 }
 
-func openSink(ctx context.Context, ep *rpc.Endpoint, hello job.ReportHello, to peer.ID) (*sink, error) {
-	s, err := ep.Open(ctx, to, job.ReportProtocol)
+// reconnect opens a new stream, trying every second (or at once on a
+// resume request) until the grace period has passed.
+func (k *sink) reconnect(parent context.Context) (rpc.Stream, error) {
+	ctx, cancel := context.WithTimeout(parent, k.grace)
+	defer cancel()
+	for {
+		s, err := k.connect(ctx)
+		if err == nil || errors.Is(err, errRefused) {
+			return s, err
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-t.C:
+		case <-k.retry:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			if parent.Err() != nil {
+				return nil, parent.Err() // the job ended here
+			}
+			return nil, fmt.Errorf("submitter unreachable for %v: %w", k.grace, err)
+		}
+	}
+}
+
+// connect opens a stream and reads the submitter's answer to the hello.
+func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
+	s, err := k.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := wire.WriteJSON(s, hello); err != nil {
+	_ = s.SetReadDeadline(time.Now().Add(4 * k.beat))
+	var ack job.ReportAck
+	if err := wire.ReadJSON(bufio.NewReader(s), job.MaxReplySize, &ack); err != nil {
 		_ = s.Reset()
-		return nil, fmt.Errorf("event stream hello: %w", err)
+		return nil, fmt.Errorf("report stream answer: %w", err)
 	}
-	return newSink(s), nil
+	if ack.Refused != "" {
+		_ = s.Reset()
+		return nil, fmt.Errorf("%w: %s", errRefused, ack.Refused)
+	}
+	k.trim(ack.Seq)
+	return s, nil
+}
+
+// serve sends again what is not acknowledged, then every new report and a
+// heartbeat each beat, until the stream breaks, ctx ends, or RepDone is
+// acknowledged (finished).
+func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err error) {
+	acks, broke := make(chan uint64, 1), make(chan error, 1)
+	go readAcks(s, 4*k.beat, acks, broke)
+	defer func() {
+		if !finished {
+			_ = s.Reset() // ends readAcks; after RepDone the submitter closes
+		}
+	}()
+	write := func(e job.Report) error {
+		_ = s.SetWriteDeadline(time.Now().Add(4 * k.beat))
+		return wire.WriteJSON(s, e)
+	}
+	for _, e := range k.unacked {
+		if err := write(e.Report); err != nil {
+			return false, err
+		}
+	}
+	t := time.NewTicker(k.beat)
+	defer t.Stop()
+	for {
+		if k.sentLast && len(k.unacked) == 0 {
+			_ = s.Close()
+			return true, nil
+		}
+		var events <-chan outgoing
+		if len(k.unacked) < maxUnacked && k.unackedBytes < maxUnackedBytes && !k.sentLast {
+			events = k.events
+		}
+		select {
+		case e := <-events:
+			k.seq++
+			e.Seq = k.seq
+			k.sentLast = e.Kind == job.RepDone
+			k.unacked = append(k.unacked, e)
+			k.unackedBytes += len(e.Data)
+			if err := write(e.Report); err != nil {
+				return false, err
+			}
+		case <-t.C:
+			if err := write(job.Report{Kind: job.RepHeartbeat}); err != nil {
+				return false, err
+			}
+		case seq := <-acks:
+			k.trim(seq)
+		case err := <-broke:
+			return false, err
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// trim forgets the reports the submitter holds (up to seq).
+func (k *sink) trim(seq uint64) {
+	n := 0
+	for n < len(k.unacked) && k.unacked[n].Seq <= seq {
+		k.unackedBytes -= len(k.unacked[n].Data)
+		if k.unacked[n].acked != nil {
+			close(k.unacked[n].acked)
+		}
+		n++
+	}
+	k.unacked = append(k.unacked[:0], k.unacked[n:]...)
+}
+
+// readAcks reads the submitter's acknowledgements until the stream ends or
+// the submitter is silent for longer than limit (it acknowledges every
+// heartbeat).
+func readAcks(s rpc.Stream, limit time.Duration, acks chan uint64, broke chan<- error) {
+	br := bufio.NewReader(s)
+	for {
+		_ = s.SetReadDeadline(time.Now().Add(limit))
+		var ack job.ReportAck
+		if err := wire.ReadJSON(br, job.MaxReplySize, &ack); err != nil {
+			broke <- err
+			return
+		}
+		if ack.Refused != "" {
+			broke <- fmt.Errorf("%w: %s", errRefused, ack.Refused)
+			return
+		}
+		select { // keep only the latest: it covers the earlier ones
+		case <-acks:
+		default:
+		}
+		acks <- ack.Seq
+	}
 }

@@ -154,12 +154,13 @@ func (r *running) run() {
 		s.endLease(r.lease)
 		close(r.done)
 	}()
-	k, err := openSink(r.ctx, s.ep, job.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter)
+	k, st, err := openSink(r.ctx, s.ep, job.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter,
+		s.cfg.Heartbeat, s.cfg.SubmitterGrace)
 	if err != nil {
 		log.Warnw("cannot report to submitter; job not started", "job", r.id, "err", err)
 		return
 	}
-	go k.run(r.ctx, s.cfg.Heartbeat)
+	go k.run(r.ctx, st)
 	defer func() { <-k.done }()
 	r.mu.Lock()
 	r.sink = k
@@ -341,16 +342,35 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 				k.send(r.ctx, job.Report{Kind: job.RepFailed,
 					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
 			}
+			exit := job.Report{Kind: job.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut}
+			if why := r.leftWhy(); why != "" && (x.Code != 0 || x.Signal != "") {
+				// The job's other agents carry on without this host: its
+				// copy is a lost copy, whatever status it ended with.
+				exit.Lost = why
+			}
 			if lost := r.lostPeer(); lost != "" && (x.Code != 0 || x.Signal != "") {
 				// The rank failed because the job lost a host: say which
 				// before its exit, which would read as the program's own
 				// failure (followMPI may not have said it yet).
 				k.send(r.ctx, job.Report{Kind: job.RepPeerLost, Peer: lost})
 			}
-			k.send(r.ctx, job.Report{Kind: job.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut})
+			k.send(r.ctx, exit)
 		}()
 	}
 	wg.Wait()
+}
+
+// leftWhy says why this host left a replicated job whose other agents
+// carry on (they counted it lost, or it drained), or is "".
+func (r *running) leftWhy() string {
+	r.mu.Lock()
+	m := r.mpi
+	r.mu.Unlock()
+	var f *router.Failure
+	if m != nil && errors.As(m.Err(), &f) && f.Left() {
+		return "its host was counted lost by the job's other hosts, which carried on"
+	}
+	return ""
 }
 
 // lostPeer is the host whose loss failed the job's MPI here, if any.

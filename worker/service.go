@@ -38,6 +38,11 @@ type ServiceConfig struct {
 	// Heartbeat is how often a worker tells the submitter it is alive; the
 	// submitter declares a host lost after a few missed beats.
 	Heartbeat time.Duration
+	// SubmitterGrace is how long a job's processes run on while its
+	// submitter is unreachable (its agent restarting, a connection
+	// down): the worker keeps their reports and opens the stream again;
+	// after that it ends them.
+	SubmitterGrace time.Duration
 	// MaxStage bounds one staged program or input file.
 	MaxStage int64
 	// MaxOutputFile bounds one output file sent back to the submitter.
@@ -53,6 +58,7 @@ type ServiceConfig struct {
 func DefaultServiceConfig() ServiceConfig {
 	return ServiceConfig{
 		Heartbeat:         2 * time.Second,
+		SubmitterGrace:    time.Minute,
 		MaxStage:          1 << 30,
 		MaxOutputFile:     256 << 20,
 		MaxOffersInFlight: 32,
@@ -67,6 +73,8 @@ func (c ServiceConfig) validate() error {
 		return errors.New("worker: jobs dir is not set")
 	case c.Heartbeat <= 0:
 		return fmt.Errorf("worker: heartbeat must be positive, got %v", c.Heartbeat)
+	case c.SubmitterGrace <= 0:
+		return fmt.Errorf("worker: submitter grace must be positive, got %v", c.SubmitterGrace)
 	case c.MaxStage <= 0 || c.MaxOutputFile <= 0:
 		return errors.New("worker: stage and output file limits must be positive")
 	case c.MaxOffersInFlight <= 0:
@@ -264,6 +272,13 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 			return fmt.Errorf("job %s is not running here", req.Job)
 		}
 		r.release()
+		return nil
+	case job.OpResume:
+		r := s.lookup(req.Job, req.Lease)
+		if r == nil {
+			return fmt.Errorf("resume %s: the job no longer runs here", req.Job)
+		}
+		r.resume()
 		return nil
 	case job.OpKill:
 		if r := s.lookup(req.Job, req.Lease); r != nil {

@@ -254,6 +254,10 @@ func jobExit(rec job.Record) error {
 		return nil
 	case job.Cancelled:
 		return cli.Exit("", exitInterrupted)
+	case job.Running:
+		// The agent stopped while the job ran; it takes the job back when it
+		// starts again (zorilla status tells how it ended).
+		return cli.Exit(fmt.Sprintf("zorilla: the agent stopped while job %s ran; once it is back, see zorilla status %s", rec.ID, rec.ID), 1)
 	}
 	if rec.Exit == 0 {
 		return cli.Exit("", 1)

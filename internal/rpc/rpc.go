@@ -36,6 +36,8 @@ type Stream interface {
 	io.ReadWriteCloser
 	Reset() error
 	SetDeadline(time.Time) error
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
 }
 
 // Handler serves one inbound stream. It must end the stream (Close on

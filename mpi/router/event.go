@@ -79,6 +79,11 @@ func (f *Failure) Error() string {
 	return s + ": " + f.Reason
 }
 
+// Left reports whether the failure is this agent leaving a replicated job
+// whose other agents carry on without its copies (they counted it lost,
+// or it drained): its copies are lost copies, not the job's failure.
+func (f *Failure) Left() bool { return f.gone }
+
 // Is makes errors.Is(f, ErrFailed) true.
 func (f *Failure) Is(target error) bool { return target == ErrFailed }
 

@@ -1,0 +1,174 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// pipeStream is one end of an in-memory stream.
+type pipeStream struct{ net.Conn }
+
+func (p pipeStream) Reset() error { return p.Close() }
+
+// fakeSubmitter serves the sink's streams: it answers each hello with the
+// last report it holds, takes numbered reports once, acknowledges each
+// heartbeat, and breaks the first stream after it took breakAfter reports
+// (acknowledging none of them).
+type fakeSubmitter struct {
+	breakAfter uint64
+	refuse     string // the answer to every stream after the first
+	held       uint64
+	taken      []job.Report
+	streams    int
+}
+
+func (f *fakeSubmitter) serve(s net.Conn) {
+	defer s.Close()
+	f.streams++
+	first := f.streams == 1
+	br := bufio.NewReader(s)
+	var hello job.ReportHello
+	if wire.ReadJSON(br, job.MaxReplySize, &hello) != nil {
+		return
+	}
+	refuse := ""
+	if !first {
+		refuse = f.refuse
+	}
+	if wire.WriteJSON(s, job.ReportAck{Seq: f.held, Refused: refuse}) != nil || refuse != "" {
+		return
+	}
+	for {
+		var r job.Report
+		if wire.ReadJSON(br, job.MaxReportSize, &r) != nil {
+			return
+		}
+		if r.Kind == job.RepHeartbeat {
+			if !first && wire.WriteJSON(s, job.ReportAck{Seq: f.held}) != nil {
+				return
+			}
+			continue
+		}
+		if r.Seq <= f.held {
+			continue // sent again: taken already
+		}
+		f.held = r.Seq
+		f.taken = append(f.taken, r)
+		if first && f.held == f.breakAfter {
+			return
+		}
+		if r.Kind == job.RepDone {
+			_ = wire.WriteJSON(s, job.ReportAck{Seq: f.held})
+			return
+		}
+	}
+}
+
+// testSink is a sink whose streams go to f, one at a time.
+func testSink(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable func() bool) *sink {
+	t.Helper()
+	served := make(chan struct{}, 1)
+	served <- struct{}{}
+	k := &sink{grace: grace, beat: 20 * time.Millisecond,
+		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
+		lost: make(chan struct{}), done: make(chan struct{})}
+	k.open = func(ctx context.Context) (rpc.Stream, error) {
+		if !reachable() {
+			return nil, errors.New("unreachable")
+		}
+		<-served // the fake serves one stream at a time
+		a, b := net.Pipe()
+		go func() {
+			defer func() { served <- struct{}{} }()
+			f.serve(b)
+		}()
+		if err := wire.WriteJSON(a, job.ReportHello{Job: "j"}); err != nil {
+			return nil, err
+		}
+		return pipeStream{a}, nil
+	}
+	return k
+}
+
+// TestSinkSendsAgainAfterABreak: the stream breaks after the submitter
+// took three reports without acknowledging them; the sink opens a new one
+// and sends from the fourth on, and the submitter gets each report once,
+// in order; the sink ends once RepDone is acknowledged.
+func TestSinkSendsAgainAfterABreak(t *testing.T) {
+	f := &fakeSubmitter{breakAfter: 3}
+	k := testSink(t, f, 10*time.Second, func() bool { return true })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := k.connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go k.run(ctx, s)
+	for i := range 6 {
+		if !k.send(ctx, job.Report{Kind: job.RepOutput, Data: []byte{byte('a' + i)}}) {
+			t.Fatal("send failed")
+		}
+	}
+	k.send(ctx, job.Report{Kind: job.RepDone})
+	select {
+	case <-k.done:
+	case <-ctx.Done():
+		t.Fatal("sink did not end")
+	}
+	select {
+	case <-k.lost:
+		t.Fatal("sink gave the submitter up")
+	default:
+	}
+	if len(f.taken) != 7 || f.streams != 2 {
+		t.Fatalf("%d reports over %d streams, want 7 over 2", len(f.taken), f.streams)
+	}
+	for i, r := range f.taken {
+		if r.Seq != uint64(i+1) || (i < 6 && r.Data[0] != byte('a'+i)) {
+			t.Fatalf("report %d: %+v", i, r)
+		}
+	}
+}
+
+// TestSinkGivesUpAfterGrace: a submitter unreachable for the grace period
+// is lost (the job's processes are then ended); one that refuses is lost
+// at once.
+func TestSinkGivesUpAfterGrace(t *testing.T) {
+	for name, f := range map[string]*fakeSubmitter{"unreachable": {breakAfter: 1}, "refused": {breakAfter: 1, refuse: "counted lost"}} {
+		t.Run(name, func(t *testing.T) {
+			var up atomic.Bool
+			up.Store(true)
+			grace := 300 * time.Millisecond
+			if name == "refused" {
+				grace = time.Hour
+			}
+			k := testSink(t, f, grace, up.Load)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			s, err := k.connect(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "unreachable" {
+				up.Store(false)
+			}
+			go k.run(ctx, s)
+			k.send(ctx, job.Report{Kind: job.RepOutput}) // the stream breaks after it
+			select {
+			case <-k.lost:
+			case <-ctx.Done():
+				t.Fatal("sink still waits for its submitter")
+			}
+			<-k.done
+		})
+	}
+}
