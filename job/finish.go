@@ -75,7 +75,7 @@ func (ss *session) output(from peer.ID, e Report) (string, int64) {
 		}
 		ss.feed.append(Update{Kind: "output", Rank: e.Rank, Replica: e.Replica, Stream: e.Stream, Line: line})
 		if w := ss.outFile(stream); w != nil {
-			n, _ := fmt.Fprintf(w, "[%d] %s\n", e.Rank, line)
+			n, _ := fmt.Fprintf(w, "[%s] %s\n", procTag(e.Rank, e.Replica), line)
 			return stream, ss.journal.wrote(dir, stream, n)
 		}
 	case RepFile:
@@ -152,3 +152,12 @@ func plainFileName(name string) error {
 }
 
 func sortInts(a []int) []int { sort.Ints(a); return a }
+
+// procTag names a process in output, as `zorilla submit` prints it: its
+// rank, and ".k" for copy k > 0 of a replicated rank.
+func procTag(rank, replica int) string {
+	if replica == 0 {
+		return fmt.Sprint(rank)
+	}
+	return fmt.Sprintf("%d.%d", rank, replica)
+}

@@ -160,7 +160,7 @@ func checkProcesses(t *testing.T, rec job.Record, ups []job.Update) {
 }
 
 // checkJobFolderOutput checks that the submitter's job folder keeps the
-// tagged stdout of every process.
+// tagged stdout of every process ("[3]", "[3.1]" for copy 1 of rank 3).
 func checkJobFolderOutput(t *testing.T, ln *launchNet, rec job.Record) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(ln.dirs[0], "jobs", string(rec.ID), "stdout"))
@@ -168,7 +168,7 @@ func checkJobFolderOutput(t *testing.T, ln *launchNet, rec job.Record) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	tagged := regexp.MustCompile(`^\[(\d+)\] at (\d+) \d+ \S+$`)
+	tagged := regexp.MustCompile(`^\[(\d+)(?:\.\d+)?\] at (\d+) \d+ \S+$`)
 	for _, l := range lines {
 		m := tagged.FindStringSubmatch(l)
 		if m == nil || m[1] != m[2] {

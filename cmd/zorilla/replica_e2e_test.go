@@ -14,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/node"
 )
 
 // TestReplicatedJobSurvivesKills: on five agent processes, a job of 4
@@ -294,6 +297,93 @@ func TestDrainHandsJobsOver(t *testing.T) {
 	}
 	if got := strings.Count(errw.String(), "(agent stopping: terminated)"); got != copies {
 		t.Errorf("%d notices of copies lost to the drain, want %d (one per copy on the agent):\n%s", got, copies, errw.String())
+	}
+	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+}
+
+// TestSubmitterCrashReattach: the agent a replicated job was submitted
+// through is killed (SIGKILL: its own copies die with it) while the job
+// computes, and started again on the same data dir. It re-attaches: the
+// other hosts kept the job running and its reports; the copies on the
+// killed agent are lost copies; the job ends done with the verified
+// result, and no output line is in its job folder twice.
+func TestSubmitterCrashReattach(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and starts agent processes")
+	}
+	bin := zorillaBinary(t)
+	stencil := filepath.Join(t.TempDir(), "stencil")
+	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
+		t.Fatalf("go build stencil: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := newDemoNet("test", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.exe = bin
+	defer n.close(false)
+	if err := n.up(ctx, 5, 2); err != nil {
+		t.Fatal(err)
+	}
+	dir := n.agents[0].dir
+	sub := zorilla("submit", "--data-dir", dir, "--detach", "-n", "4", "-r", "2",
+		stencil, "-iters", "300", "-delay", "20ms", "-block", "20000")
+	id := job.ID(strings.TrimSpace(sub.stdout))
+	if sub.code != 0 || id == "" {
+		t.Fatalf("submit: %v", sub)
+	}
+	waitFor(t, time.Minute, "the job running", func() bool {
+		st := zorilla("status", "--data-dir", dir, string(id))
+		return strings.Contains(st.stdout, "state    running")
+	})
+	if err := n.agents[0].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-n.agents[0].exited
+	again := exec.Command(bin, "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0",
+		"--max-procs", "2", "--cores", "2", "--open", "--bootstrap", loopbackAddr(n.agents[1].id.Addrs))
+	logf, err := os.Create(filepath.Join(n.dir, "a0-again.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	again.Stdout, again.Stderr = logf, logf
+	if err := again.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = again.Process.Signal(syscall.SIGTERM)
+		_ = again.Wait()
+	}()
+	var end job.Record
+	waitFor(t, 2*time.Minute, "the re-attached job's end", func() bool {
+		cl, err := node.Dial(dir)
+		if err != nil {
+			return false
+		}
+		defer cl.Close()
+		rec, err := cl.Job(ctx, id)
+		end = rec
+		return err == nil && rec.State.Terminal()
+	})
+	out, err := os.ReadFile(filepath.Join(dir, "jobs", string(id), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.State != job.Done || !strings.Contains(string(out), "verified") {
+		t.Fatalf("job ended %s (%s); stdout:\n%s", end.State, end.Reason, out)
+	}
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if seen[l] {
+			t.Errorf("line %q twice in the job's stdout:\n%s", l, out)
+		}
+		seen[l] = true
+	}
+	if end.Plan.Procs(n.agents[0].id.ID) != nil && len(end.Lost) == 0 {
+		t.Errorf("no lost copy recorded; the killed agent ran copies of the job")
 	}
 	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
 }
