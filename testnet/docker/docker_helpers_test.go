@@ -57,7 +57,7 @@ func buildForTest(t *testing.T, ctx context.Context, tag string) string {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := BuildImage(ctx, ImageSpec{Tag: tag, Source: src, Examples: []string{"hostname"}, BinDir: bin}); err != nil {
+	if err := BuildImage(ctx, ImageSpec{Tag: tag, Source: src, Examples: []string{"hostname", "stencil"}, BinDir: bin}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("image %s built in %v", tag, time.Since(start).Round(time.Millisecond))

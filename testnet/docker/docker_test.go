@@ -17,10 +17,11 @@ import (
 // The issue's docker testnet: 12 agent containers on 3 sites, latency
 // between the sites, RTTs that rank the sites, a job across them submitted
 // from the host, a container killed mid-flood without stopping the
-// allocation, faults and their repair, and nothing left after down.
+// allocation, jobs that lose a host to a kill or a cut while they compute
+// (issue 11), faults and their repair, and nothing left after down.
 func TestDockerTestnet(t *testing.T) {
 	needDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	tag := "zorilla-testnet:test"
 	bin := buildForTest(t, ctx, tag)
@@ -61,6 +62,7 @@ func TestDockerTestnet(t *testing.T) {
 	t.Run("rtt ranks sites", func(t *testing.T) { checkRTTRanking(t, ctx, tn, layout) })
 	t.Run("job from the host", func(t *testing.T) { checkJob(t, ctx, tn, bin) })
 	t.Run("kill mid-flood", func(t *testing.T) { checkKillMidFlood(t, ctx, tn, bin) })
+	t.Run("failover", func(t *testing.T) { checkFailover(t, ctx, tn, bin) })
 	t.Run("faults", func(t *testing.T) { checkFaults(t, ctx, tn) })
 
 	r, err := Down(ctx, cfg, false)
