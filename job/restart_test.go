@@ -101,23 +101,7 @@ func TestNewSubmitterFailsInterruptedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	was := recordIn(t, store, Reserving, Starting, Running)
-	mn := mocknet.New()
-	t.Cleanup(func() { _ = mn.Close() })
-	h, err := mn.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep := rpc.New(h)
-	t.Cleanup(func() { _ = ep.Close() })
-	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSubmitter(h, ep, DefaultSubmitterConfig(), nil, nil, blobs, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := restartedSubmitter(t, mocknet.New(), store)
 	var ups []Update
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -138,11 +122,6 @@ func TestResumeWithoutHostsFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	mn := mocknet.New()
-	t.Cleanup(func() { _ = mn.Close() })
-	h, err := mn.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
 	gone, err := mn.GenPeer()
 	if err != nil {
 		t.Fatal(err)
@@ -157,17 +136,7 @@ func TestResumeWithoutHostsFails(t *testing.T) {
 	if err := store.Put(was); err != nil {
 		t.Fatal(err)
 	}
-	ep := rpc.New(h)
-	t.Cleanup(func() { _ = ep.Close() })
-	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewSubmitter(h, ep, DefaultSubmitterConfig(), nil, nil, blobs, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := restartedSubmitter(t, mn, store)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var end *Record
@@ -183,4 +152,27 @@ func TestResumeWithoutHostsFails(t *testing.T) {
 	if end == nil || end.State != Failed || end.Reason != want || end.Restarts != 0 {
 		t.Fatalf("end %+v, want failed: %s", end, want)
 	}
+}
+
+// restartedSubmitter starts a submitter on a new peer of mn over store, as
+// an agent starting again on its data dir does.
+func restartedSubmitter(t *testing.T, mn mocknet.Mocknet, store *Store) *Submitter {
+	t.Helper()
+	t.Cleanup(func() { _ = mn.Close() })
+	h, err := mn.GenPeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := rpc.New(h)
+	t.Cleanup(func() { _ = ep.Close() })
+	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSubmitter(h, ep, DefaultSubmitterConfig(), nil, nil, blobs, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }

@@ -25,14 +25,7 @@ func (s *Submitter) resume(rec Record) error {
 	}
 	ss := s.newSession(rec.ID, rec.Key, Submission{Desc: rec.Desc, Program: *rec.Program, Inputs: rec.Inputs})
 	ss.rec, ss.journal, ss.resumed = rec, j, st
-	s.mu.Lock()
-	s.sessions[ss.id] = ss
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ss.run(true)
-	}()
+	s.launch(ss, true)
 	return nil
 }
 

@@ -194,15 +194,21 @@ func (s *Submitter) Submit(sub Submission) (ID, error) {
 		stop()
 		return "", fmt.Errorf("job: save record: %w", err)
 	}
+	s.launch(ss, false)
+	return ss.id, nil
+}
+
+// launch registers a session and runs it in the background (resumed: a
+// job re-attached after this agent restarted).
+func (s *Submitter) launch(ss *session, resumed bool) {
 	s.mu.Lock()
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ss.run(false)
+		ss.run(resumed)
 	}()
-	return ss.id, nil
 }
 
 // newSession makes the session of a job, not yet running.

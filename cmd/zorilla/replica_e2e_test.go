@@ -26,32 +26,10 @@ import (
 // with the verified result, status lists both lost copies, and no process
 // of the job is left.
 func TestReplicatedJobSurvivesKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts agent processes")
-	}
-	bin := zorillaBinary(t)
-	stencil := filepath.Join(t.TempDir(), "stencil")
-	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
-		t.Fatalf("go build stencil: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := newDemoNet("test", io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.exe = bin
-	defer n.close(false)
-	if err := n.up(ctx, 5, 2); err != nil {
-		t.Fatal(err)
-	}
-	var out, errw syncBuffer
-	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir, "-n", "4", "-r", "2",
-			stencil, "-iters", "250", "-delay", "20ms", "-block", "100000"}, &out, &errw)
-	}()
-	waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
+	n, _, stencil := stencilNet(t, ctx)
+	out, errw, code := submitStencil(t, n, stencil, "-n", "4", "-r", "2")
 	// Kill a copy of rank 1, then an agent (not the submitter's) that runs
 	// no copy of rank 1: every rank keeps a copy.
 	copies := stencilCopies(t, n)
@@ -77,15 +55,7 @@ func TestReplicatedJobSurvivesKills(t *testing.T) {
 	if err := n.agents[victim].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var c int
-	select {
-	case c = <-code:
-	case <-ctx.Done():
-		t.Fatalf("job still running:\n%s\n%s", out.String(), errw.String())
-	}
-	if c != 0 || !strings.Contains(out.String(), "verified") {
-		t.Fatalf("exit %d\n--- stdout\n%s--- stderr\n%s", c, out.String(), errw.String())
-	}
+	awaitVerified(t, ctx, out, errw, code)
 	if lost := strings.Count(errw.String(), " lost on "); lost < 2 {
 		t.Errorf("%d lost-copy notices, want one per copy lost (at least 2):\n%s", lost, errw.String())
 	}
@@ -159,36 +129,14 @@ func stencilProcs(dir string) []int {
 // retries it starts again on the surviving agents and ends done with the
 // verified result, and status lists both attempts.
 func TestUnreplicatedJobRestartsAfterKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts agent processes")
-	}
-	bin := zorillaBinary(t)
-	stencil := filepath.Join(t.TempDir(), "stencil")
-	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
-		t.Fatalf("go build stencil: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := newDemoNet("test", io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.exe = bin
-	defer n.close(false)
-	if err := n.up(ctx, 5, 2); err != nil {
-		t.Fatal(err)
-	}
+	n, _, stencil := stencilNet(t, ctx)
 	// submitAndKill runs the job and kills the agent (not the submitter's)
 	// of some rank once every rank computes; it returns the exit status,
 	// the output and the agent killed.
 	submitAndKill := func(retries string) (int, string, string, string) {
-		var out, errw syncBuffer
-		code := make(chan int, 1)
-		go func() {
-			code <- run([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir, "-n", "4", "-a", "spread", "--retries", retries,
-				stencil, "-iters", "150", "-delay", "20ms", "-block", "10000"}, &out, &errw)
-		}()
-		waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
+		out, errw, code := submitStencil(t, n, stencil, "-n", "4", "-a", "spread", "--retries", retries)
 		victim := -1
 		for _, c := range stencilCopies(t, n) {
 			if c.agent > 0 {
@@ -239,32 +187,10 @@ func TestUnreplicatedJobRestartsAfterKill(t *testing.T) {
 // the agent exits cleanly within its drain timeout, and the job ends done
 // with the verified result.
 func TestDrainHandsJobsOver(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts agent processes")
-	}
-	bin := zorillaBinary(t)
-	stencil := filepath.Join(t.TempDir(), "stencil")
-	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
-		t.Fatalf("go build stencil: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := newDemoNet("test", io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.exe = bin
-	defer n.close(false)
-	if err := n.up(ctx, 5, 2); err != nil {
-		t.Fatal(err)
-	}
-	var out, errw syncBuffer
-	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir, "-n", "4", "-r", "2",
-			stencil, "-iters", "250", "-delay", "20ms", "-block", "100000"}, &out, &errw)
-	}()
-	waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
+	n, _, stencil := stencilNet(t, ctx)
+	out, errw, code := submitStencil(t, n, stencil, "-n", "4", "-r", "2")
 	victim, copies := -1, 0
 	for _, c := range stencilCopies(t, n) {
 		if c.agent > 0 && (victim < 0 || c.agent == victim) {
@@ -286,15 +212,7 @@ func TestDrainHandsJobsOver(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("agent still running 30 s after SIGTERM; its log:\n%s", logTail(n.agents[victim].logPath))
 	}
-	var c int
-	select {
-	case c = <-code:
-	case <-ctx.Done():
-		t.Fatalf("job still running:\n%s\n%s", out.String(), errw.String())
-	}
-	if c != 0 || !strings.Contains(out.String(), "verified") {
-		t.Fatalf("exit %d\n--- stdout\n%s--- stderr\n%s", c, out.String(), errw.String())
-	}
+	awaitVerified(t, ctx, out, errw, code)
 	if got := strings.Count(errw.String(), "(agent stopping: terminated)"); got != copies {
 		t.Errorf("%d notices of copies lost to the drain, want %d (one per copy on the agent):\n%s", got, copies, errw.String())
 	}
@@ -308,25 +226,9 @@ func TestDrainHandsJobsOver(t *testing.T) {
 // killed agent are lost copies; the job ends done with the verified
 // result, and no output line is in its job folder twice.
 func TestSubmitterCrashReattach(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and starts agent processes")
-	}
-	bin := zorillaBinary(t)
-	stencil := filepath.Join(t.TempDir(), "stencil")
-	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
-		t.Fatalf("go build stencil: %v\n%s", err, out)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := newDemoNet("test", io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.exe = bin
-	defer n.close(false)
-	if err := n.up(ctx, 5, 2); err != nil {
-		t.Fatal(err)
-	}
+	n, bin, stencil := stencilNet(t, ctx)
 	dir := n.agents[0].dir
 	sub := zorilla("submit", "--data-dir", dir, "--detach", "-n", "4", "-r", "2",
 		stencil, "-iters", "300", "-delay", "20ms", "-block", "20000")
@@ -386,4 +288,58 @@ func TestSubmitterCrashReattach(t *testing.T) {
 		t.Errorf("no lost copy recorded; the killed agent ran copies of the job")
 	}
 	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+}
+
+// submitStencil runs `zorilla submit` of the stencil program through
+// agent 0 with the given flags, in the background, and waits until its
+// ranks are released. It returns the command's stdout and stderr so far
+// and where its exit status will come.
+func submitStencil(t *testing.T, n *demoNet, stencil string, flags ...string) (out, errw *syncBuffer, code chan int) {
+	t.Helper()
+	out, errw, code = &syncBuffer{}, &syncBuffer{}, make(chan int, 1)
+	args := append([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir}, flags...)
+	args = append(args, stencil, "-iters", "250", "-delay", "20ms", "-block", "100000")
+	go func() { code <- run(args, out, errw) }()
+	waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
+	return out, errw, code
+}
+
+// awaitVerified waits for the stencil job's submit command and checks it
+// exited 0 with the verified result.
+func awaitVerified(t *testing.T, ctx context.Context, out, errw *syncBuffer, code <-chan int) {
+	t.Helper()
+	var c int
+	select {
+	case c = <-code:
+	case <-ctx.Done():
+		t.Fatalf("job still running:\n%s\n%s", out.String(), errw.String())
+	}
+	if c != 0 || !strings.Contains(out.String(), "verified") {
+		t.Fatalf("exit %d\n--- stdout\n%s--- stderr\n%s", c, out.String(), errw.String())
+	}
+}
+
+// stencilNet builds the zorilla binary and examples/stencil, and starts
+// five agent processes offering two slots each; they stop when the test
+// ends. It skips the test with -short.
+func stencilNet(t *testing.T, ctx context.Context) (n *demoNet, bin, stencil string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary and starts agent processes")
+	}
+	bin = zorillaBinary(t)
+	stencil = filepath.Join(t.TempDir(), "stencil")
+	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
+		t.Fatalf("go build stencil: %v\n%s", err, out)
+	}
+	n, err := newDemoNet("test", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.exe = bin
+	t.Cleanup(func() { n.close(false) })
+	if err := n.up(ctx, 5, 2); err != nil {
+		t.Fatal(err)
+	}
+	return n, bin, stencil
 }
