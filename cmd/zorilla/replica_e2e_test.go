@@ -287,7 +287,10 @@ func TestSubmitterCrashReattach(t *testing.T) {
 	if end.Plan.Procs(n.agents[0].id.ID) != nil && len(end.Lost) == 0 {
 		t.Errorf("no lost copy recorded; the killed agent ran copies of the job")
 	}
-	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+	waitFor(t, 30*time.Second, "no stencil process and no job folder left", func() bool {
+		folders, _ := filepath.Glob(filepath.Join(n.dir, "*", "work", string(id)))
+		return len(stencilProcs(n.dir)) == 0 && len(folders) == 0
+	})
 }
 
 // submitStencil runs `zorilla submit` of the stencil program through
