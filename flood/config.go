@@ -2,6 +2,7 @@ package flood
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -11,6 +12,9 @@ const HardMaxTTL = 64
 
 // Config tunes a Flooder. Start from DefaultConfig and change what you need.
 type Config struct {
+	// Network scopes the advert protocol (Protocol): agents of other
+	// networks neither send adverts here nor get them from here.
+	Network string
 	// MaxTTL is the largest radius this peer floods with and the largest
 	// remaining TTL it accepts; adverts with more are dropped, not clipped.
 	MaxTTL int
@@ -50,6 +54,7 @@ type Config struct {
 // DefaultConfig returns the configuration for a real agent.
 func DefaultConfig() Config {
 	return Config{
+		Network: DefaultNetwork,
 		// 10 hops: with a handful of neighbours per peer the ball of radius
 		// 10 holds far more peers than any job needs, and with Zorilla's
 		// doubling waits (1 s, 2 s, ...) radius 10 comes after 8.5 minutes,
@@ -90,6 +95,8 @@ func DefaultConfig() Config {
 // validate reports the first setting that is out of range.
 func (c Config) validate() error {
 	switch {
+	case c.Network == "" || strings.ContainsAny(c.Network, "/ "):
+		return fmt.Errorf("flood: network name %q is empty or has '/' or a space", c.Network)
 	case c.MaxTTL < 1 || c.MaxTTL > HardMaxTTL:
 		return fmt.Errorf("flood: MaxTTL %d outside 1..%d", c.MaxTTL, HardMaxTTL)
 	case c.MaxAdvertSize < 1<<10 || c.MaxAdvertSize > 1<<20:

@@ -1,4 +1,4 @@
-// Package flood owns the advert protocol (/zorilla/flood/1.0.0): signed job
+// Package flood owns the advert protocol (/zorilla/net/NAME/flood/1.0.0): signed job
 // adverts flooded over the overlay's neighbours with a radius (TTL), the
 // bounded seen-cache, per-neighbour rate limits, and the submitter's
 // growing-radius loop (Zorilla's flood scheduling, thread 1).

@@ -13,16 +13,26 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
 var log = logging.Logger("zorilla/flood")
 
-// ProtocolID is the advert protocol: one stream carries one length-prefixed
-// JSON message {ttl, envelope}, the envelope a libp2p signed envelope of the
-// advert record.
-const ProtocolID = "/zorilla/flood/1.0.0"
+// DefaultNetwork is the network of an agent whose owner names none (the
+// overlay's default too).
+const DefaultNetwork = "zorilla"
+
+// Protocol is a network's advert protocol: one stream carries one
+// length-prefixed JSON message {ttl, envelope}, the envelope a libp2p
+// signed envelope of the advert record.
+func Protocol(network string) protocol.ID {
+	return protocol.ID("/zorilla/net/" + network + "/flood/1.0.0")
+}
+
+// ProtocolID is the advert protocol of the default network.
+var ProtocolID = Protocol(DefaultNetwork)
 
 // ErrClosed is returned by a Flooder after Close.
 var ErrClosed = errors.New("flood: closed")
@@ -74,7 +84,7 @@ type sendJob struct {
 	msg []byte
 }
 
-// New starts a Flooder on h: it serves ProtocolID until Close. nb gives the
+// New starts a Flooder on h: it serves Protocol(cfg.Network) until Close. nb gives the
 // neighbours to flood to; deliver receives adverts for the local worker,
 // including this peer's own.
 func New(h host.Host, nb Neighbours, deliver DeliverFunc, cfg Config) (*Flooder, error) {
@@ -106,7 +116,7 @@ func New(h host.Host, nb Neighbours, deliver DeliverFunc, cfg Config) (*Flooder,
 	for range cfg.Senders {
 		go f.sender()
 	}
-	h.SetStreamHandler(ProtocolID, f.handleStream)
+	h.SetStreamHandler(Protocol(cfg.Network), f.handleStream)
 	return f, nil
 }
 
@@ -152,7 +162,7 @@ func (f *Flooder) Close() error {
 	}
 	f.closed = true
 	f.mu.Unlock()
-	f.h.RemoveStreamHandler(ProtocolID)
+	f.h.RemoveStreamHandler(Protocol(f.cfg.Network))
 	f.cancel()
 	f.wg.Wait()
 	return nil
@@ -266,7 +276,7 @@ func (f *Flooder) sender() {
 func (f *Flooder) send(j sendJob) error {
 	ctx, cancel := context.WithTimeout(f.ctx, f.cfg.StreamTimeout)
 	defer cancel()
-	s, err := f.h.NewStream(ctx, j.to, ProtocolID)
+	s, err := f.h.NewStream(ctx, j.to, Protocol(f.cfg.Network))
 	if err != nil {
 		return err
 	}

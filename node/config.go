@@ -29,6 +29,10 @@ type Config struct {
 	// Bootstrap are full multiaddrs (with /p2p/) of agents to join through.
 	// Empty: this is a first agent, that others bootstrap from.
 	Bootstrap []string
+	// Network names the Zorilla network the agent joins (overlay.Network):
+	// agents of different networks never become neighbours nor see each
+	// other's adverts. It overrides Overlay.Network and Services.Flood.
+	Network string
 
 	// Owner settings, used by the worker (P2P-MPI's J and P).
 	Cores    int      // cores offered
@@ -80,8 +84,9 @@ func DefaultConfig() Config {
 	cores := runtime.NumCPU()
 	return Config{
 		// Zorilla's customary port on every interface, TCP and QUIC.
-		Listen: []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
-		Cores:  cores,
+		Listen:  []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
+		Network: overlay.DefaultNetwork,
+		Cores:   cores,
 		// One foreign application at a time, all cores to it: the usual
 		// P2P-MPI setting (J=1, P=cores).
 		MaxJobs:  1,
@@ -117,6 +122,7 @@ func (c Config) validate() error {
 		}
 	}
 	add(checkListen(c.Listen))
+	add(overlay.CheckNetwork(c.Network))
 	_, err := ParseBootstrap(c.Bootstrap)
 	add(err)
 	add(checkOwner(c))

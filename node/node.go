@@ -72,6 +72,7 @@ func New(ctx context.Context, cfg Config, opts ...Option) (*Node, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg.Overlay.Network, cfg.Services.Flood.Network = cfg.Network, cfg.Network
 	if err := checkReadable(cfg.AllowFile, cfg.DenyFile); err != nil {
 		return nil, err
 	}

@@ -22,9 +22,12 @@ type Config struct {
 	// per agent keep the graph connected across sites (a small-world graph).
 	Random int
 
-	// ProtocolPrefix is the DHT's protocol prefix, so that Zorilla agents
-	// form their own DHT and never join the public IPFS one.
-	ProtocolPrefix protocol.ID
+	// Network is the name of the Zorilla network the agent belongs to. It
+	// scopes the DHT (/zorilla/net/NAME/kad/1.0.0) and the neighbour
+	// exchange, so agents of different networks never become neighbours
+	// (and so never flood each other's adverts), and never join the public
+	// IPFS DHT. Letters, digits and '-', at most 63.
+	Network string
 
 	// Tick is how often the overlay looks for due work (probes, exchanges,
 	// walks). 1s: every other period is a multiple of it.
@@ -84,12 +87,38 @@ type Config struct {
 	DHTRefresh time.Duration
 }
 
+// DefaultNetwork is the network an agent joins when its owner names none.
+const DefaultNetwork = "zorilla"
+
+// CheckNetwork accepts a network name: 1 to 63 lower-case letters, digits
+// and '-', not starting with '-' (it goes into protocol IDs and, for
+// public rendezvous, into a content ID).
+func CheckNetwork(name string) error {
+	if name == "" || len(name) > 63 || name[0] == '-' {
+		return fmt.Errorf("network name %q: want 1 to 63 of a-z, 0-9 and '-', not starting with '-'", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return fmt.Errorf("network name %q: %q is not allowed (a-z, 0-9 and '-' only)", name, r)
+		}
+	}
+	return nil
+}
+
+// dhtPrefix is the DHT protocol prefix of a network.
+func dhtPrefix(network string) protocol.ID { return protocol.ID("/zorilla/net/" + network) }
+
+// ExchangeProtocol is the neighbour exchange of a network.
+func ExchangeProtocol(network string) protocol.ID {
+	return protocol.ID("/zorilla/net/" + network + "/overlay/1.0.0")
+}
+
 // DefaultConfig is the Config of a production agent.
 func DefaultConfig() Config {
 	return Config{
 		K:                6,
 		Random:           2,
-		ProtocolPrefix:   "/zorilla",
+		Network:          DefaultNetwork,
 		Tick:             time.Second,
 		ProbesPerTick:    4,
 		PingsPerProbe:    3,
@@ -163,8 +192,9 @@ func (c Config) validate() error {
 	}
 	check(c.K >= 1, "K %d < 1", c.K)
 	check(c.Random >= 0, "Random %d < 0", c.Random)
-	check(c.ProtocolPrefix != "" && c.ProtocolPrefix[0] == '/', "ProtocolPrefix %q must start with /", c.ProtocolPrefix)
-	check(c.ProtocolPrefix != "/ipfs", "ProtocolPrefix /ipfs would join the public DHT")
+	if err := CheckNetwork(c.Network); err != nil {
+		errs = append(errs, err)
+	}
 	for _, d := range []struct {
 		name string
 		d    time.Duration

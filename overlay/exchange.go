@@ -13,18 +13,18 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
-	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
-// ProtocolID is the neighbour exchange: the requester says whether it has
+// ProtocolID is the neighbour exchange of the default network (each
+// network has its own, ExchangeProtocol): the requester says whether it has
 // chosen the responder as a neighbour (a lease, renewed every round), the
 // responder answers with peers it knows, its neighbours first. Neighbours
 // of a near peer are likely near too, so locality spreads without
 // measuring everyone.
-const ProtocolID protocol.ID = "/zorilla/overlay/1.0.0"
+var ProtocolID = ExchangeProtocol(DefaultNetwork)
 
 // Bounds of the exchange protocol.
 const (
@@ -172,7 +172,7 @@ func (o *Overlay) learn(found []peer.AddrInfo, now time.Time) {
 func (o *Overlay) exchange(p peer.ID, neighbour bool) ([]peer.AddrInfo, error) {
 	ctx, cancel := context.WithTimeout(o.ctx, o.cfg.ExchangeTimeout)
 	defer cancel()
-	s, err := o.h.NewStream(ctx, p, ProtocolID)
+	s, err := o.h.NewStream(ctx, p, o.proto)
 	if err != nil {
 		return nil, fmt.Errorf("exchange with %s: %w", p, err)
 	}

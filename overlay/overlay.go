@@ -14,6 +14,7 @@ import (
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
 
@@ -32,10 +33,11 @@ const protectTag = "zorilla-overlay"
 // "run loop"; everyone else hands it closures through inbox. Readers get
 // an immutable snapshot that the loop publishes after each change.
 type Overlay struct {
-	cfg  Config
-	h    host.Host
-	dht  *dht.IpfsDHT
-	view atomic.Pointer[snapshot]
+	cfg   Config
+	h     host.Host
+	proto protocol.ID // the network's neighbour exchange
+	dht   *dht.IpfsDHT
+	view  atomic.Pointer[snapshot]
 
 	ctx    context.Context // the overlay's lifetime; cancelled by Close
 	cancel context.CancelFunc
@@ -75,7 +77,7 @@ type snapshot struct {
 }
 
 // New starts the overlay on h: a private Kademlia DHT in server mode under
-// cfg.ProtocolPrefix, the exchange protocol, and the loop that measures
+// cfg.Network, the exchange protocol, and the loop that measures
 // peers and keeps the neighbour set. It finds nobody until Bootstrap is
 // given a peer or another agent bootstraps from this one. The overlay
 // lives until Close; it does not close h.
@@ -85,7 +87,7 @@ func New(h host.Host, cfg Config) (*Overlay, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	o := &Overlay{
-		cfg: cfg, h: h, ctx: ctx, cancel: cancel,
+		cfg: cfg, h: h, ctx: ctx, cancel: cancel, proto: ExchangeProtocol(cfg.Network),
 		inbox:     make(chan func(time.Time), 64),
 		slots:     make(chan struct{}, maxServing),
 		tab:       newTable(cfg, h.ID()),
@@ -102,7 +104,7 @@ func New(h host.Host, cfg Config) (*Overlay, error) {
 // start sets up the DHT, the protocol handlers and the loops.
 func (o *Overlay) start() error {
 	d, err := dht.New(o.ctx, o.h,
-		dht.ProtocolPrefix(o.cfg.ProtocolPrefix),
+		dht.ProtocolPrefix(dhtPrefix(o.cfg.Network)),
 		dht.Mode(dht.ModeServer),
 		dht.BootstrapPeersFunc(o.bootPeers),
 		dht.RoutingTableRefreshPeriod(o.cfg.DHTRefresh),
@@ -117,7 +119,7 @@ func (o *Overlay) start() error {
 		ping.NewPingService(o.h)
 		o.owned = append(o.owned, func() error { o.h.RemoveStreamHandler(ping.ID); return nil })
 	}
-	o.h.SetStreamHandler(ProtocolID, o.handleExchange)
+	o.h.SetStreamHandler(o.proto, o.handleExchange)
 	if err := o.watch(); err != nil {
 		return err
 	}
@@ -208,7 +210,7 @@ func (o *Overlay) Measure(ctx context.Context, p peer.ID) (time.Duration, error)
 // call more than once.
 func (o *Overlay) Close() error {
 	o.once.Do(func() {
-		o.h.RemoveStreamHandler(ProtocolID)
+		o.h.RemoveStreamHandler(o.proto)
 		o.cancel()
 		for range cap(o.slots) { // wait for inbound exchanges to end
 			o.slots <- struct{}{}

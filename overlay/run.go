@@ -172,7 +172,7 @@ func (o *Overlay) discoverLocal(now time.Time) {
 		o.dirty = o.tab.add(p, now) || o.dirty
 	}
 	for _, p := range o.h.Network().Peers() {
-		if ok, _ := o.h.Peerstore().SupportsProtocols(p, ProtocolID); len(ok) > 0 {
+		if ok, _ := o.h.Peerstore().SupportsProtocols(p, o.proto); len(ok) > 0 {
 			o.dirty = o.tab.add(p, now) || o.dirty
 		}
 	}
@@ -274,7 +274,7 @@ func (o *Overlay) onEvent(ev any) {
 		}
 	case event.EvtPeerIdentificationCompleted:
 		for _, p := range ev.Protocols {
-			if p == ProtocolID {
+			if p == o.proto {
 				o.do(func(now time.Time) {
 					o.tab.revive(ev.Peer, now)
 					o.dirty = true

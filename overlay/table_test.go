@@ -243,8 +243,8 @@ func TestConfigValidate(t *testing.T) {
 	}
 	for name, mut := range map[string]func(*Config){
 		"K":            func(c *Config) { c.K = 0 },
-		"prefix":       func(c *Config) { c.ProtocolPrefix = "zorilla" },
-		"public dht":   func(c *Config) { c.ProtocolPrefix = "/ipfs" },
+		"no network":   func(c *Config) { c.Network = "" },
+		"network name": func(c *Config) { c.Network = "My Net/1" },
 		"tick":         func(c *Config) { c.Tick = 0 },
 		"alpha":        func(c *Config) { c.Alpha = 1.5 },
 		"max known":    func(c *Config) { c.MaxKnown = 3 },

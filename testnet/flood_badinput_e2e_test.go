@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/core/record"
 
 	"github.com/zorilla-p2p/zorilla/flood"
@@ -22,7 +23,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// A raw libp2p host, not an agent, speaks /zorilla/flood/1.0.0 by hand to
+// A raw libp2p host, not an agent, speaks the advert protocol by hand to
 // one agent: unsigned, forged and tampered adverts, a TTL over the cap, an
 // oversized frame and garbage bytes. Each is dropped and counted under its
 // reason, none reaches a worker or another agent, and the agent then runs
@@ -92,8 +93,9 @@ func TestFloodBadInputFromRawHost(t *testing.T) {
 
 // attackerHost is a libp2p host on loopback with no Zorilla service.
 type attackerHost struct {
-	h   host.Host
-	key crypto.PrivKey
+	proto protocol.ID // the advert protocol of the agents' network
+	h     host.Host
+	key   crypto.PrivKey
 }
 
 func rawHost(t *testing.T, to *node.Node) *attackerHost {
@@ -109,7 +111,7 @@ func rawHost(t *testing.T, to *node.Node) *attackerHost {
 	if err := h.Connect(ctx, to.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	return &attackerHost{h: h, key: key}
+	return &attackerHost{h: h, key: key, proto: flood.Protocol(to.Config().Network)}
 }
 
 // send writes b on a new advert stream to p and closes it.
@@ -117,7 +119,7 @@ func (a *attackerHost) send(t *testing.T, p peer.ID, b []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := a.h.NewStream(ctx, p, flood.ProtocolID)
+	s, err := a.h.NewStream(ctx, p, a.proto)
 	if err != nil {
 		t.Fatal(err)
 	}

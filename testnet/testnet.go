@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -36,6 +38,7 @@ type Options struct {
 type Net struct {
 	Nodes []*node.Node
 
+	network string // the agents' network name: this net's own
 	opts    Options
 	rng     *rand.Rand
 	sites   []int // site of each agent
@@ -92,7 +95,7 @@ func newNet(opts Options, topo Topology) (*Net, error) {
 	if opts.Overlay == (overlay.Config{}) {
 		opts.Overlay = overlay.ScaledConfig(topo.Size())
 	}
-	n := &Net{opts: opts, topo: topo, rng: rand.New(rand.NewPCG(opts.Seed, 0x7a6f72696c6c61))}
+	n := &Net{opts: opts, topo: topo, network: newNetworkName(), rng: rand.New(rand.NewPCG(opts.Seed, 0x7a6f72696c6c61))}
 	for s, site := range topo.Sites {
 		for range site.Hosts {
 			n.sites = append(n.sites, s)
@@ -156,6 +159,7 @@ func (n *Net) startAll(ctx context.Context) error {
 
 func (n *Net) config(i int) node.Config {
 	cfg := node.DefaultConfig()
+	cfg.Network = n.network
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.Overlay = n.opts.Overlay
 	cfg.Open = true
@@ -167,6 +171,15 @@ func (n *Net) config(i int) node.Config {
 		n.opts.Configure(i, &cfg)
 	}
 	return cfg
+}
+
+// netCount numbers the nets of this process, for their network names.
+var netCount atomic.Int64
+
+// newNetworkName is a network name of this net's own, so that its agents
+// never join another net's, nor a real network on the same machine.
+func newNetworkName() string {
+	return fmt.Sprintf("testnet-%d-%d", os.Getpid(), netCount.Add(1))
 }
 
 // bootstrapFor picks one running agent other than i, started before i

@@ -126,7 +126,7 @@ func (n *demoNet) spawn(exe string, procs int, bootstrap string) (*demoAgent, er
 		exited: make(chan struct{})}
 	p := strconv.Itoa(procs)
 	args := []string{"agent", "--data-dir", a.dir, "--listen", "/ip4/127.0.0.1/tcp/0",
-		"--max-procs", p, "--cores", p, "--open"}
+		"--max-procs", p, "--cores", p, "--open", "--network", n.network()}
 	if bootstrap != "" {
 		args = append(args, "--bootstrap", bootstrap)
 	}
@@ -254,6 +254,11 @@ func (n *demoNet) stop() {
 		grace.Reset(0) // the grace is over for the others too
 	}
 }
+
+// network is the Zorilla network of the local agents, named after their
+// folder: they never join the owner's own agents, nor another local
+// network.
+func (n *demoNet) network() string { return "local-" + strings.ToLower(filepath.Base(n.dir)) }
 
 // names maps each agent's peer ID to its name in the demo.
 func (n *demoNet) names() map[string]string {

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/node"
+	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
 // agentFlags are the agent's settings. Each can also come from a ZORILLA_*
@@ -23,6 +24,8 @@ func agentFlags() []cli.Flag {
 			Value: cli.NewStringSlice(def.Listen...), Usage: "multiaddr to listen on (repeatable)"},
 		&cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"ZORILLA_BOOTSTRAP"},
 			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable)"},
+		&cli.StringFlag{Name: "network", EnvVars: []string{"ZORILLA_NETWORK"}, Value: def.Network,
+			Usage: "`NAME` of the Zorilla network to join: agents of other networks are never neighbours and never see its jobs (a-z, 0-9, '-')"},
 		&cli.IntFlag{Name: "cores", EnvVars: []string{"ZORILLA_CORES"}, Value: def.Cores,
 			Usage: "cores this machine offers"},
 		&cli.IntFlag{Name: "max-jobs", EnvVars: []string{"ZORILLA_MAX_JOBS"}, Value: def.MaxJobs,
@@ -59,6 +62,10 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	}
 	if d := c.Duration("drain-timeout"); d < 0 {
 		return cfg, usageErrorf("--drain-timeout: must not be negative, got %v", d)
+	}
+	cfg.Network = c.String("network")
+	if err := overlay.CheckNetwork(cfg.Network); err != nil {
+		return cfg, usageErrorf("--network: %v", err)
 	}
 	cfg.Listen = c.StringSlice("listen")
 	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))

@@ -99,7 +99,7 @@ func transportDelay(rules []Rule) string {
 // agentArgs is c's agent command line, with its delays when the agents
 // put the latency on their own sends.
 func (t *Testnet) agentArgs(c Container) []string {
-	args := c.AgentArgs(t.st.QUIC, t.cfg.AgentArgs)
+	args := c.AgentArgs(t.st.QUIC, append([]string{"--network", t.cfg.Network()}, t.cfg.AgentArgs...))
 	if t.st.Shaper != ShaperTransport {
 		return args
 	}

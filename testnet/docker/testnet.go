@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/node"
@@ -96,6 +97,13 @@ func DefaultConfig() Config {
 		ReadyTimeout: time.Minute,
 		Docker:       "docker",
 	}
+}
+
+// Network is the Zorilla network name of the testnet's agents,
+// "testnet-" and its name: a testnet never joins strangers' agents, nor
+// another testnet's.
+func (c Config) Network() string {
+	return "testnet-" + strings.ReplaceAll(strings.ToLower(c.Name), "_", "-")
 }
 
 // ForName is DefaultConfig with another name, in its own folder.
