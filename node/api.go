@@ -27,8 +27,12 @@ const maxSocketPath = 103
 
 // IDInfo answers GET /v1/id.
 type IDInfo struct {
-	ID    peer.ID  `json:"id"`
-	Addrs []string `json:"addrs"` // full multiaddrs, ending in /p2p/<id>
+	ID      peer.ID  `json:"id"`
+	Addrs   []string `json:"addrs"` // full multiaddrs, ending in /p2p/<id>
+	Network string   `json:"network,omitempty"`
+	// Rendezvous is how finding the network's agents through the public
+	// DHT goes, for an agent started with --bootstrap public.
+	Rendezvous *overlay.RendezvousStatus `json:"rendezvous,omitempty"`
 }
 
 // PeersInfo answers GET /v1/peers.
@@ -55,7 +59,11 @@ func (n *Node) routes() {
 }
 
 func (n *Node) idInfo() IDInfo {
-	info := IDInfo{ID: n.ID(), Addrs: []string{}}
+	info := IDInfo{ID: n.ID(), Addrs: []string{}, Network: n.cfg.Network}
+	if n.rdv != nil {
+		st := n.rdv.Status()
+		info.Rendezvous = &st
+	}
 	for _, a := range n.Addrs() {
 		info.Addrs = append(info.Addrs, a.String())
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,13 @@ type Config struct {
 	// Bootstrap are full multiaddrs (with /p2p/) of agents to join through.
 	// Empty: this is a first agent, that others bootstrap from.
 	Bootstrap []string
+	// PublicBootstrap are the public DHT's bootstrap peers (full
+	// multiaddrs) used when Bootstrap holds PublicBootstrapWord; empty: the
+	// Amino DHT's peers that go-libp2p-kad-dht ships.
+	PublicBootstrap []string
+	// Rendezvous tunes the public rendezvous (its Network and Peers are
+	// set from Network and PublicBootstrap).
+	Rendezvous overlay.RendezvousConfig
 	// Network names the Zorilla network the agent joins (overlay.Network):
 	// agents of different networks never become neighbours nor see each
 	// other's adverts. It overrides Overlay.Network and Services.Flood.
@@ -84,9 +92,10 @@ func DefaultConfig() Config {
 	cores := runtime.NumCPU()
 	return Config{
 		// Zorilla's customary port on every interface, TCP and QUIC.
-		Listen:  []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
-		Network: overlay.DefaultNetwork,
-		Cores:   cores,
+		Listen:     []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
+		Network:    overlay.DefaultNetwork,
+		Rendezvous: overlay.DefaultRendezvousConfig(overlay.DefaultNetwork, nil),
+		Cores:      cores,
 		// One foreign application at a time, all cores to it: the usual
 		// P2P-MPI setting (J=1, P=cores).
 		MaxJobs:  1,
@@ -125,6 +134,13 @@ func (c Config) validate() error {
 	add(overlay.CheckNetwork(c.Network))
 	_, err := ParseBootstrap(c.Bootstrap)
 	add(err)
+	if _, err := ParseBootstrap(c.PublicBootstrap); err != nil {
+		add(fmt.Errorf("public %w", err))
+	}
+	if c.Public() && c.AllowFile == "" && !c.Open {
+		add(errors.New("bootstrap public: this agent would run jobs from anyone on the public network; " +
+			"give --allow FILE (the peer IDs of the submitters to accept, one per line) or --open to accept everyone"))
+	}
 	add(checkOwner(c))
 	for _, s := range c.TrustedSubnets {
 		if _, err := netip.ParsePrefix(s); err != nil {
@@ -183,11 +199,22 @@ func checkOwner(c Config) error {
 	return oneLine(errs)
 }
 
+// PublicBootstrapWord, given as a bootstrap address, makes the agent find
+// its network's other agents through the public DHT (overlay.Rendezvous).
+const PublicBootstrapWord = "public"
+
+// Public reports whether the agent joins through the public DHT.
+func (c Config) Public() bool { return slices.Contains(c.Bootstrap, PublicBootstrapWord) }
+
 // ParseBootstrap parses bootstrap multiaddrs, each ending in /p2p/<peer
-// ID>; addresses of the same peer are merged.
+// ID>; addresses of the same peer are merged. The word "public" is
+// skipped: it is not an address (PublicBootstrapWord).
 func ParseBootstrap(addrs []string) ([]peer.AddrInfo, error) {
 	var mas []ma.Multiaddr
 	for _, s := range addrs {
+		if s == PublicBootstrapWord {
+			continue
+		}
 		a, err := ma.NewMultiaddr(s)
 		if err != nil {
 			return nil, fmt.Errorf("bootstrap address %q: %w", s, err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	logging "github.com/ipfs/go-log/v2"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -36,6 +37,7 @@ type Node struct {
 	blobs *blob.Store
 	lease *worker.Leases
 	work  *worker.Service
+	rdv   *overlay.Rendezvous // nil unless the agent joins through the public DHT
 	mux   *http.ServeMux
 
 	mu      sync.Mutex // guards closers and closed
@@ -163,8 +165,36 @@ func (n *Node) bootstrap(ctx context.Context) error {
 	if err := n.ov.Bootstrap(ctx, peers); err != nil {
 		log.Warnw("bootstrap failed; will retry", "err", err)
 	}
+	if n.cfg.Public() {
+		return n.startRendezvous()
+	}
 	return nil
 }
+
+// startRendezvous starts finding the network's agents through the public
+// DHT: the given public bootstrap peers, or the Amino DHT's.
+func (n *Node) startRendezvous() error {
+	public, err := ParseBootstrap(n.cfg.PublicBootstrap)
+	if err != nil {
+		return fmt.Errorf("%w: public %w", ErrInvalidConfig, err)
+	}
+	if len(public) == 0 {
+		public = dht.GetDefaultBootstrapPeerAddrInfos()
+	}
+	rc := n.cfg.Rendezvous
+	rc.Network, rc.Peers = n.cfg.Network, public
+	r, err := overlay.StartRendezvous(n.h, n.ov, rc)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.rdv = r
+	n.OnClose(r.Close)
+	return nil
+}
+
+// Rendezvous is the agent's public rendezvous, or nil when it does not join
+// through the public DHT.
+func (n *Node) Rendezvous() *overlay.Rendezvous { return n.rdv }
 
 // Host is the agent's libp2p host.
 func (n *Node) Host() host.Host { return n.h }

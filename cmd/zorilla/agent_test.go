@@ -75,6 +75,8 @@ func TestAgentBadInputExits2(t *testing.T) {
 		{"network name", nil, []string{"--network", "My/Net"}, `--network: network name "My/Net": 'M' is not allowed`},
 		{"env network empty", map[string]string{"ZORILLA_NETWORK": "-x"}, nil, `--network: network name "-x"`},
 		{"drain timeout", nil, []string{"--drain-timeout", "-1s"}, "--drain-timeout: must not be negative"},
+		{"public, no allow list", nil, []string{"--bootstrap", "public"}, "bootstrap public: this agent would run jobs from anyone on the public network; give --allow FILE"},
+		{"public bootstrap does not parse", nil, []string{"--bootstrap", "public", "--open", "--public-bootstrap", "/ip4/1.2.3/tcp/1"}, `public bootstrap address "/ip4/1.2.3/tcp/1"`},
 		{"allow file missing", nil, []string{"--allow", file + ".nope"}, "no such file"},
 		{"max procs", nil, []string{"--max-procs", "-2"}, "max procs -2"},
 		{"log level", nil, []string{"--log-level", "loud"}, "--log-level"},

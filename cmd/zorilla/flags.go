@@ -23,7 +23,9 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"ZORILLA_LISTEN"},
 			Value: cli.NewStringSlice(def.Listen...), Usage: "multiaddr to listen on (repeatable)"},
 		&cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"ZORILLA_BOOTSTRAP"},
-			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable)"},
+			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable), or \"public\": find the network's agents through the public libp2p DHT"},
+		&cli.StringSliceFlag{Name: "public-bootstrap", EnvVars: []string{"ZORILLA_PUBLIC_BOOTSTRAP"},
+			Usage: "full multiaddr of a peer of the public DHT to use instead of the built-in list (repeatable)"},
 		&cli.StringFlag{Name: "network", EnvVars: []string{"ZORILLA_NETWORK"}, Value: def.Network,
 			Usage: "`NAME` of the Zorilla network to join: agents of other networks are never neighbours and never see its jobs (a-z, 0-9, '-')"},
 		&cli.IntFlag{Name: "cores", EnvVars: []string{"ZORILLA_CORES"}, Value: def.Cores,
@@ -69,6 +71,7 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	}
 	cfg.Listen = c.StringSlice("listen")
 	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))
+	cfg.PublicBootstrap = trimAll(c.StringSlice("public-bootstrap"))
 	cfg.Cores = c.Int("cores")
 	cfg.MaxJobs = c.Int("max-jobs")
 	cfg.MaxProcs = c.Int("max-procs")

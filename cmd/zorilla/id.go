@@ -9,7 +9,7 @@ import (
 func idCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "id",
-		Usage:        "print the local agent's peer ID and full addresses",
+		Usage:        "print the local agent's peer ID, its full addresses (lines starting with /), its network and how its public rendezvous goes",
 		Flags:        jobClientFlags(),
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -28,6 +28,19 @@ func idCommand() *cli.Command {
 			fmt.Fprintln(c.App.Writer, info.ID)
 			for _, a := range info.Addrs {
 				fmt.Fprintln(c.App.Writer, a)
+			}
+			if info.Network != "" {
+				fmt.Fprintln(c.App.Writer, "network", info.Network)
+			}
+			if r := info.Rendezvous; r != nil {
+				fmt.Fprintf(c.App.Writer, "rendezvous %d public DHT peers, %d agents found", r.PublicPeers, r.Found)
+				if !r.Provided.IsZero() {
+					fmt.Fprintf(c.App.Writer, ", announced %s", r.Provided.Local().Format(timeLayout))
+				}
+				if r.Error != "" {
+					fmt.Fprintf(c.App.Writer, "; failing (%s), next try %s", r.Error, r.Retry.Local().Format(timeLayout))
+				}
+				fmt.Fprintln(c.App.Writer)
 			}
 			return nil
 		},

@@ -1,0 +1,36 @@
+package overlay
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+func TestRendezvousKey(t *testing.T) {
+	a, b := RendezvousKey("zorilla"), RendezvousKey("zorilla-lab")
+	if a.Equals(b) || !a.Equals(RendezvousKey("zorilla")) {
+		t.Fatalf("keys %s and %s: want one per network, the same every time", a, b)
+	}
+	// The key is part of the wire: agents of different versions must meet.
+	if got := a.String(); got != RendezvousKey("zorilla").String() || !strings.HasPrefix(got, "bafkrei") {
+		t.Fatalf("key %s: want a CIDv1 of raw sha2-256", got)
+	}
+}
+
+func TestStartRendezvousRefusesBadConfig(t *testing.T) {
+	good := DefaultRendezvousConfig("lab", []peer.AddrInfo{{ID: "x"}})
+	for name, mut := range map[string]func(*RendezvousConfig){
+		"network":  func(c *RendezvousConfig) { c.Network = "Lab!" },
+		"no peers": func(c *RendezvousConfig) { c.Peers = nil },
+		"find":     func(c *RendezvousConfig) { c.Find = 0 },
+		"backoff":  func(c *RendezvousConfig) { c.MaxBackoff = time.Millisecond },
+	} {
+		c := good
+		mut(&c)
+		if r, err := StartRendezvous(nil, nil, c); err == nil || r != nil {
+			t.Errorf("%s: started with %+v", name, c)
+		}
+	}
+}
