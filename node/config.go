@@ -37,6 +37,11 @@ type Config struct {
 	// Rendezvous tunes the public rendezvous (its Network and Peers are
 	// set from Network and PublicBootstrap).
 	Rendezvous overlay.RendezvousConfig
+	// MDNS finds the network's agents on the local network by multicast
+	// DNS (overlay.LAN). Off in DefaultConfig, so that in-process agents
+	// (tests, testnets) send no multicast; the zorilla command turns it on
+	// unless --mdns=false.
+	MDNS bool
 	// Network names the Zorilla network the agent joins (overlay.Network):
 	// agents of different networks never become neighbours nor see each
 	// other's adverts. It overrides Overlay.Network and Services.Flood.

@@ -165,6 +165,16 @@ func (n *Node) bootstrap(ctx context.Context) error {
 	if err := n.ov.Bootstrap(ctx, peers); err != nil {
 		log.Warnw("bootstrap failed; will retry", "err", err)
 	}
+	if n.cfg.MDNS {
+		lan, err := overlay.StartLAN(n.h, n.ov, n.cfg.Network)
+		if err != nil {
+			// A machine with no multicast interface still joins by its
+			// other means.
+			log.Warnw("local network discovery (mDNS) not started", "err", err)
+		} else {
+			n.OnClose(lan.Close)
+		}
+	}
 	if n.cfg.Public() {
 		return n.startRendezvous()
 	}

@@ -86,7 +86,7 @@ func TestAgentBadInputExits2(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			args := append([]string{"agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0"}, tc.args...)
+			args := append([]string{"agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false"}, tc.args...)
 			r := zorilla(args...)
 			if r.code != 2 || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
 				t.Fatalf("want exit 2 and one line with %q, got %v", tc.want, r)
@@ -103,7 +103,7 @@ func runAgentInProcess(t *testing.T, dir string, args ...string) node.IDInfo {
 	done := make(chan result, 1)
 	go func() {
 		var out, errw syncBuffer
-		code := runContext(ctx, append([]string{"zorilla", "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0"}, args...), &out, &errw)
+		code := runContext(ctx, append([]string{"zorilla", "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false"}, args...), &out, &errw)
 		done <- result{code, out.String(), errw.String()}
 	}()
 	t.Cleanup(func() {
@@ -195,7 +195,7 @@ func TestAgentSignals(t *testing.T) {
 	var first string
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		cmd := exec.Command(bin, "agent")
-		cmd.Env = append(os.Environ(), "ZORILLA_DATA_DIR="+dir, "ZORILLA_LISTEN=/ip4/127.0.0.1/tcp/0,/ip4/127.0.0.1/udp/0/quic-v1")
+		cmd.Env = append(os.Environ(), "ZORILLA_DATA_DIR="+dir, "ZORILLA_LISTEN=/ip4/127.0.0.1/tcp/0,/ip4/127.0.0.1/udp/0/quic-v1", "ZORILLA_MDNS=false")
 		var out syncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {

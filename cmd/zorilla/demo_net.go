@@ -126,7 +126,7 @@ func (n *demoNet) spawn(exe string, procs int, bootstrap string) (*demoAgent, er
 		exited: make(chan struct{})}
 	p := strconv.Itoa(procs)
 	args := []string{"agent", "--data-dir", a.dir, "--listen", "/ip4/127.0.0.1/tcp/0",
-		"--max-procs", p, "--cores", p, "--open", "--network", n.network()}
+		"--max-procs", p, "--cores", p, "--open", "--network", n.network(), "--mdns=false"}
 	if bootstrap != "" {
 		args = append(args, "--bootstrap", bootstrap)
 	}

@@ -24,6 +24,8 @@ func agentFlags() []cli.Flag {
 			Value: cli.NewStringSlice(def.Listen...), Usage: "multiaddr to listen on (repeatable)"},
 		&cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"ZORILLA_BOOTSTRAP"},
 			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable), or \"public\": find the network's agents through the public libp2p DHT"},
+		&cli.BoolFlag{Name: "mdns", EnvVars: []string{"ZORILLA_MDNS"}, Value: true,
+			Usage: "find the network's agents on the local network by multicast DNS (--mdns=false to stay silent)"},
 		&cli.StringSliceFlag{Name: "public-bootstrap", EnvVars: []string{"ZORILLA_PUBLIC_BOOTSTRAP"},
 			Usage: "full multiaddr of a peer of the public DHT to use instead of the built-in list (repeatable)"},
 		&cli.StringFlag{Name: "network", EnvVars: []string{"ZORILLA_NETWORK"}, Value: def.Network,
@@ -72,6 +74,7 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	cfg.Listen = c.StringSlice("listen")
 	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))
 	cfg.PublicBootstrap = trimAll(c.StringSlice("public-bootstrap"))
+	cfg.MDNS = c.Bool("mdns")
 	cfg.Cores = c.Int("cores")
 	cfg.MaxJobs = c.Int("max-jobs")
 	cfg.MaxProcs = c.Int("max-procs")

@@ -244,7 +244,7 @@ func TestSubmitterCrashReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-n.agents[0].exited
-	again := exec.Command(bin, "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0",
+	again := exec.Command(bin, "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false",
 		"--max-procs", "2", "--cores", "2", "--open", "--network", n.network(), "--bootstrap", loopbackAddr(n.agents[1].id.Addrs))
 	logf, err := os.Create(filepath.Join(n.dir, "a0-again.log"))
 	if err != nil {
