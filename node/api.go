@@ -12,7 +12,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/overlay"
@@ -30,6 +32,9 @@ type IDInfo struct {
 	ID      peer.ID  `json:"id"`
 	Addrs   []string `json:"addrs"` // full multiaddrs, ending in /p2p/<id>
 	Network string   `json:"network,omitempty"`
+	// Reachability is whether others can dial this agent: public, private
+	// or unknown (AutoNAT v2 tells an agent joining through the public DHT).
+	Reachability string `json:"reachability,omitempty"`
 	// Rendezvous is how finding the network's agents through the public
 	// DHT goes, for an agent started with --bootstrap public.
 	Rendezvous *overlay.RendezvousStatus `json:"rendezvous,omitempty"`
@@ -39,9 +44,36 @@ type IDInfo struct {
 type PeersInfo struct {
 	// Neighbours are the peers floods travel on, as Overlay.Neighbours
 	// orders them.
-	Neighbours []overlay.PeerInfo `json:"neighbours"`
-	Known      int                `json:"known"` // live peers known
-	Dead       int                `json:"dead"`  // peers marked dead for now
+	Neighbours []NeighbourInfo `json:"neighbours"`
+	Known      int             `json:"known"` // live peers known
+	Dead       int             `json:"dead"`  // peers marked dead for now
+}
+
+// NeighbourInfo is a neighbour as the overlay sees it, and how this agent
+// is connected to it.
+type NeighbourInfo struct {
+	overlay.PeerInfo
+	Conn string `json:"conn"` // ConnDirect, ConnRelayed or ConnNone
+}
+
+// How an agent is connected to a peer: some direct connection, only
+// connections through a relay, or none at the moment.
+const (
+	ConnDirect  = "direct"
+	ConnRelayed = "relayed"
+	ConnNone    = "none"
+)
+
+// connKind says how h is connected to p.
+func connKind(h host.Host, p peer.ID) string {
+	kind := ConnNone
+	for _, c := range h.Network().ConnsToPeer(p) {
+		if _, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT); err != nil {
+			return ConnDirect
+		}
+		kind = ConnRelayed
+	}
+	return kind
 }
 
 // ErrorBody is the JSON body of every API error.
@@ -54,12 +86,13 @@ func (n *Node) routes() {
 		WriteJSON(w, http.StatusOK, n.idInfo())
 	}))
 	n.Handle("GET /v1/peers", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		WriteJSON(w, http.StatusOK, peersInfo(n.ov.Neighbours(), n.ov.Peers()))
+		WriteJSON(w, http.StatusOK, peersInfo(n.h, n.ov.Neighbours(), n.ov.Peers()))
 	}))
 }
 
 func (n *Node) idInfo() IDInfo {
 	info := IDInfo{ID: n.ID(), Addrs: []string{}, Network: n.cfg.Network}
+	info.Reachability, _ = n.reach.Load().(string)
 	if n.rdv != nil {
 		st := n.rdv.Status()
 		info.Rendezvous = &st
@@ -71,9 +104,9 @@ func (n *Node) idInfo() IDInfo {
 }
 
 // peersInfo lists the neighbours, in order, with what is known of them.
-func peersInfo(nb []peer.ID, peers []overlay.PeerInfo) PeersInfo {
+func peersInfo(h host.Host, nb []peer.ID, peers []overlay.PeerInfo) PeersInfo {
 	byID := make(map[peer.ID]overlay.PeerInfo, len(peers))
-	out := PeersInfo{Neighbours: []overlay.PeerInfo{}}
+	out := PeersInfo{Neighbours: []NeighbourInfo{}}
 	for _, p := range peers {
 		byID[p.ID] = p
 		if p.Dead {
@@ -84,7 +117,7 @@ func peersInfo(nb []peer.ID, peers []overlay.PeerInfo) PeersInfo {
 	}
 	for _, id := range nb {
 		if p, ok := byID[id]; ok {
-			out.Neighbours = append(out.Neighbours, p)
+			out.Neighbours = append(out.Neighbours, NeighbourInfo{PeerInfo: p, Conn: connKind(h, id)})
 		}
 	}
 	return out

@@ -37,6 +37,13 @@ type Config struct {
 	// Rendezvous tunes the public rendezvous (its Network and Peers are
 	// set from Network and PublicBootstrap).
 	Rendezvous overlay.RendezvousConfig
+	// Reachability is how the agent learns whether others can dial it
+	// (ReachAuto: AutoNAT v2; ReachPublic or ReachPrivate to force it).
+	// RelayReservations and RelayCircuits bound the relay a reachable
+	// agent serves to its network. These apply to an agent joining
+	// through the public DHT, which also gets relays and hole punching.
+	Reachability                     string
+	RelayReservations, RelayCircuits int
 	// MDNS finds the network's agents on the local network by multicast
 	// DNS (overlay.LAN). Off in DefaultConfig, so that in-process agents
 	// (tests, testnets) send no multicast; the zorilla command turns it on
@@ -100,7 +107,12 @@ func DefaultConfig() Config {
 		Listen:     []string{"/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"},
 		Network:    overlay.DefaultNetwork,
 		Rendezvous: overlay.DefaultRendezvousConfig(overlay.DefaultNetwork, nil),
-		Cores:      cores,
+		// libp2p's defaults for the counts: a relay holds 128 agents' slots
+		// and 16 circuits each.
+		Reachability:      ReachAuto,
+		RelayReservations: 128,
+		RelayCircuits:     16,
+		Cores:             cores,
 		// One foreign application at a time, all cores to it: the usual
 		// P2P-MPI setting (J=1, P=cores).
 		MaxJobs:  1,
@@ -137,6 +149,7 @@ func (c Config) validate() error {
 	}
 	add(checkListen(c.Listen))
 	add(overlay.CheckNetwork(c.Network))
+	add(checkNAT(c))
 	_, err := ParseBootstrap(c.Bootstrap)
 	add(err)
 	if _, err := ParseBootstrap(c.PublicBootstrap); err != nil {

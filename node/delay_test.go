@@ -67,7 +67,7 @@ func delayHost(t *testing.T, ip string, rules ...string) host.Host {
 	if err := c.validate(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := newHost(c, key)
+	h, err := newHost(c, key, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

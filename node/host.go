@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	coreconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -23,7 +24,7 @@ const userAgent = "zorilla/0.1"
 // non-neighbours, and a resource manager that does not choke testnets on
 // private subnets. Metrics, relays and the other transports are left out:
 // an idle agent must stay small.
-func newHost(cfg Config, key crypto.PrivKey) (host.Host, error) {
+func newHost(cfg Config, key crypto.PrivKey, nat *natSide, gater coreconnmgr.ConnectionGater) (host.Host, error) {
 	tpts, err := transports(cfg)
 	if err != nil {
 		return nil, err
@@ -37,16 +38,24 @@ func newHost(cfg Config, key crypto.PrivKey) (host.Host, error) {
 		_ = cm.Close()
 		return nil, err
 	}
-	h, err := libp2p.New(append(tpts,
+	opts := append(tpts,
 		libp2p.Identity(key),
 		libp2p.ListenAddrStrings(cfg.Listen...),
 		libp2p.ConnectionManager(cm),
 		libp2p.ResourceManager(rm),
 		libp2p.UserAgent(userAgent),
 		libp2p.DisableMetrics(),
-		libp2p.DisableRelay(),
 		libp2p.Ping(true),
-	)...)
+	)
+	if nat != nil {
+		opts = append(opts, natOptions(cfg, nat)...)
+	} else {
+		opts = append(opts, libp2p.DisableRelay())
+	}
+	if gater != nil {
+		opts = append(opts, libp2p.ConnectionGater(gater))
+	}
+	h, err := libp2p.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host on %v: %w", cfg.Listen, err)
 	}

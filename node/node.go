@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	logging "github.com/ipfs/go-log/v2"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -38,6 +40,8 @@ type Node struct {
 	lease *worker.Leases
 	work  *worker.Service
 	rdv   *overlay.Rendezvous // nil unless the agent joins through the public DHT
+	nat   *natSide            // nil unless the agent joins through the public DHT
+	reach atomic.Value        // string: the host's reachability (watchReachability)
 	mux   *http.ServeMux
 
 	mu      sync.Mutex // guards closers and closed
@@ -51,9 +55,14 @@ type Node struct {
 type Option func(*options)
 
 type options struct {
-	host host.Host
-	key  crypto.PrivKey
+	host  host.Host
+	key   crypto.PrivKey
+	gater connmgr.ConnectionGater
 }
+
+// WithConnectionGater makes the Node's host ask g before every connection;
+// tests use it to keep two agents from dialling each other directly.
+func WithConnectionGater(g connmgr.ConnectionGater) Option { return func(o *options) { o.gater = g } }
 
 // WithHost makes the Node use h instead of building its own TCP+QUIC
 // host; testnets pass a mocknet host. The Node owns h from then on: Close
@@ -102,6 +111,10 @@ func (n *Node) start(ctx context.Context, o options) error {
 	}
 	n.ov = ov
 	n.OnClose(ov.Close)
+	n.joinNAT()
+	if err := n.watchReachability(); err != nil {
+		return err
+	}
 	n.routes()
 	if err := n.startServices(); err != nil {
 		return err
@@ -134,7 +147,10 @@ func (n *Node) startHost(o options) error {
 	if err != nil {
 		return err
 	}
-	h, err := newHost(n.cfg, key)
+	if n.cfg.Public() {
+		n.nat = &natSide{network: n.cfg.Network}
+	}
+	h, err := newHost(n.cfg, key, n.nat, o.gater)
 	if err != nil {
 		return err
 	}
@@ -193,6 +209,9 @@ func (n *Node) startRendezvous() error {
 	}
 	rc := n.cfg.Rendezvous
 	rc.Network, rc.Peers = n.cfg.Network, public
+	if n.nat != nil {
+		rc.Relays = n.nat.relayIDs
+	}
 	r, err := overlay.StartRendezvous(n.h, n.ov, rc)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

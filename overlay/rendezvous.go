@@ -11,7 +11,9 @@ import (
 	"github.com/ipfs/go-cid"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 	mh "github.com/multiformats/go-multihash"
 )
 
@@ -33,6 +35,10 @@ type RendezvousConfig struct {
 	// Backoff is the first wait after no public peer answered; it doubles
 	// up to MaxBackoff while none does.
 	Backoff, MaxBackoff time.Duration
+	// Relays, if set, lists agents that serve circuit relay v2: an agent
+	// found that cannot be dialled directly (both behind NATs) is tried
+	// through them, since it holds a slot on such a relay.
+	Relays func() []peer.ID
 }
 
 // DefaultRendezvousConfig returns the settings of a real agent for network.
@@ -191,7 +197,7 @@ func (r *Rendezvous) round(provided *time.Time) error {
 		if p.ID == r.h.ID() || len(p.Addrs) == 0 {
 			continue
 		}
-		if err := r.ov.Bootstrap(ctx, []peer.AddrInfo{p}); err != nil {
+		if err := r.join(ctx, p); err != nil {
 			log.Debugw("agent found by rendezvous not reached", "peer", p.ID, "err", err)
 			continue
 		}
@@ -201,6 +207,39 @@ func (r *Rendezvous) round(provided *time.Time) error {
 			r.status.Found = len(r.found)
 		}
 		r.mu.Unlock()
+	}
+	return nil
+}
+
+// maxRelayTries bounds the relays an unreachable agent is tried through.
+const maxRelayTries = 4
+
+// join makes p a bootstrap peer of the overlay: directly if it can be
+// dialled, else through the relays this agent knows (a circuit address
+// /p2p/RELAY/p2p-circuit for each), once already connected skipped.
+func (r *Rendezvous) join(ctx context.Context, p peer.AddrInfo) error {
+	if r.h.Network().Connectedness(p.ID) == network.Connected {
+		return r.ov.Bootstrap(ctx, []peer.AddrInfo{{ID: p.ID}})
+	}
+	err := r.ov.Bootstrap(ctx, []peer.AddrInfo{p})
+	if err == nil || r.cfg.Relays == nil {
+		return err
+	}
+	var circuits []ma.Multiaddr
+	for _, relay := range r.cfg.Relays() {
+		if relay == p.ID || relay == r.h.ID() || len(circuits) == maxRelayTries {
+			continue
+		}
+		a, cerr := ma.NewMultiaddr("/p2p/" + relay.String() + "/p2p-circuit")
+		if cerr == nil {
+			circuits = append(circuits, a)
+		}
+	}
+	if len(circuits) == 0 {
+		return err
+	}
+	if rerr := r.ov.Bootstrap(ctx, []peer.AddrInfo{{ID: p.ID, Addrs: circuits}}); rerr != nil {
+		return errors.Join(err, rerr)
 	}
 	return nil
 }

@@ -75,6 +75,8 @@ func TestAgentBadInputExits2(t *testing.T) {
 		{"network name", nil, []string{"--network", "My/Net"}, `--network: network name "My/Net": 'M' is not allowed`},
 		{"env network empty", map[string]string{"ZORILLA_NETWORK": "-x"}, nil, `--network: network name "-x"`},
 		{"drain timeout", nil, []string{"--drain-timeout", "-1s"}, "--drain-timeout: must not be negative"},
+		{"reachability", nil, []string{"--reachability", "maybe"}, `reachability "maybe": want auto, public or private`},
+		{"relay circuits", nil, []string{"--relay-circuits", "0"}, "relay reservations 128 and circuits 0 must be >= 1"},
 		{"public, no allow list", nil, []string{"--bootstrap", "public"}, "bootstrap public: this agent would run jobs from anyone on the public network; give --allow FILE"},
 		{"public bootstrap does not parse", nil, []string{"--bootstrap", "public", "--open", "--public-bootstrap", "/ip4/1.2.3/tcp/1"}, `public bootstrap address "/ip4/1.2.3/tcp/1"`},
 		{"allow file missing", nil, []string{"--allow", file + ".nope"}, "no such file"},
@@ -147,7 +149,7 @@ func TestAgentIDAndPeers(t *testing.T) {
 	}
 	t.Setenv("ZORILLA_BOOTSTRAP", ida.Addrs[0])
 	idb := runAgentInProcess(t, b, "--cores", "2", "--label", "gpu")
-	peerLine := regexp.MustCompile(`(?m)^` + ida.ID.String() + `\s+[0-9.]+[µm]?s\s+near$`)
+	peerLine := regexp.MustCompile(`(?m)^` + ida.ID.String() + `\s+[0-9.]+[µm]?s\s+near\s+direct$`)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		r = zorilla("peers", "--data-dir", b)

@@ -26,6 +26,12 @@ func agentFlags() []cli.Flag {
 			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable), or \"public\": find the network's agents through the public libp2p DHT"},
 		&cli.BoolFlag{Name: "mdns", EnvVars: []string{"ZORILLA_MDNS"}, Value: true,
 			Usage: "find the network's agents on the local network by multicast DNS (--mdns=false to stay silent)"},
+		&cli.StringFlag{Name: "reachability", EnvVars: []string{"ZORILLA_REACHABILITY"}, Value: def.Reachability,
+			Usage: "with --bootstrap public: auto (AutoNAT v2 finds out whether others can dial this agent), public or private"},
+		&cli.IntFlag{Name: "relay-reservations", EnvVars: []string{"ZORILLA_RELAY_RESERVATIONS"}, Value: def.RelayReservations,
+			Usage: "with --bootstrap public, when reachable: agents of the network that may hold a slot on this agent's relay"},
+		&cli.IntFlag{Name: "relay-circuits", EnvVars: []string{"ZORILLA_RELAY_CIRCUITS"}, Value: def.RelayCircuits,
+			Usage: "relayed connections at once per agent holding a slot (they carry jobs: no data or time limit)"},
 		&cli.StringSliceFlag{Name: "public-bootstrap", EnvVars: []string{"ZORILLA_PUBLIC_BOOTSTRAP"},
 			Usage: "full multiaddr of a peer of the public DHT to use instead of the built-in list (repeatable)"},
 		&cli.StringFlag{Name: "network", EnvVars: []string{"ZORILLA_NETWORK"}, Value: def.Network,
@@ -75,6 +81,8 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))
 	cfg.PublicBootstrap = trimAll(c.StringSlice("public-bootstrap"))
 	cfg.MDNS = c.Bool("mdns")
+	cfg.Reachability = c.String("reachability")
+	cfg.RelayReservations, cfg.RelayCircuits = c.Int("relay-reservations"), c.Int("relay-circuits")
 	cfg.Cores = c.Int("cores")
 	cfg.MaxJobs = c.Int("max-jobs")
 	cfg.MaxProcs = c.Int("max-procs")

@@ -32,6 +32,9 @@ func idCommand() *cli.Command {
 			if info.Network != "" {
 				fmt.Fprintln(c.App.Writer, "network", info.Network)
 			}
+			if info.Reachability != "" {
+				fmt.Fprintln(c.App.Writer, "reachability", info.Reachability)
+			}
 			if r := info.Rendezvous; r != nil {
 				fmt.Fprintf(c.App.Writer, "rendezvous %d public DHT peers, %d agents found", r.PublicPeers, r.Found)
 				if !r.Provided.IsZero() {

@@ -37,16 +37,17 @@ func peersCommand() *cli.Command {
 }
 
 // writePeers prints one neighbour per line (peer ID, RTT, why it is a
-// neighbour), then the count of known peers.
+// neighbour, whether the connection is direct or through a relay), then
+// the count of known peers.
 func writePeers(w io.Writer, info node.PeersInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PEER\tRTT\tLINK")
+	fmt.Fprintln(tw, "PEER\tRTT\tLINK\tCONN")
 	for _, p := range info.Neighbours {
 		rtt := "-"
 		if p.Measured {
 			rtt = p.RTT.Round(10 * time.Microsecond).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.ID, rtt, linkKind(p.Near, p.LongRange, p.Inbound))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, rtt, linkKind(p.Near, p.LongRange, p.Inbound), p.Conn)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d neighbours, %d peers known", len(info.Neighbours), info.Known)
