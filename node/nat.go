@@ -78,6 +78,11 @@ func (s *natSide) relayIDs() []peer.ID {
 	return out
 }
 
+// relayBuffer is the relay's copy buffer per direction of a circuit.
+// libp2p's 2 KiB suits signalling; a job's megabytes crossed a loopback
+// relay at a quarter of the direct bandwidth with it (TestRelayFigures).
+const relayBuffer = 64 << 10
+
 // natOptions are the host options of an agent on the public network: it
 // learns its reachability (AutoNAT v2, or as the owner forces it), serves
 // circuit relay v2 to the agents of its network when it is reachable,
@@ -91,6 +96,7 @@ func natOptions(cfg Config, side *natSide) []libp2p.Option {
 	res := relayv2.DefaultResources()
 	res.Limit = nil
 	res.MaxReservations, res.MaxCircuits = cfg.RelayReservations, cfg.RelayCircuits
+	res.BufferSize = relayBuffer
 	opts := []libp2p.Option{
 		libp2p.EnableRelay(),
 		libp2p.EnableRelayService(relayv2.WithResources(res), relayv2.WithACL(side)),
