@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -82,6 +83,56 @@ func (s *natSide) relayIDs() []peer.ID {
 // libp2p's 2 KiB suits signalling; a job's megabytes crossed a loopback
 // relay at a quarter of the direct bandwidth with it (TestRelayFigures).
 const relayBuffer = 64 << 10
+
+// reserveEvery is how often an agent that is not publicly reachable
+// checks its relay slots; maxSlots is how many relays it holds one on.
+const (
+	reserveEvery = 5 * time.Second
+	maxSlots     = 2
+)
+
+// holdSlots keeps a slot on up to maxSlots known relays while the agent is
+// not known to be publicly reachable, renewing each before it expires.
+// libp2p's autorelay does this too, but only once AutoNAT has said
+// "private" (an agent whose reachability stays unknown would hold none)
+// and it advertises only relays with public IPs; the rendezvous dials
+// through these slots instead (RendezvousConfig.Relays).
+func (n *Node) holdSlots(ctx context.Context) {
+	slots := map[peer.ID]time.Time{} // relay -> expiry
+	t := time.NewTicker(reserveEvery)
+	defer t.Stop()
+	for {
+		if reach, _ := n.reach.Load().(string); reach != "public" {
+			now := time.Now()
+			for p, exp := range slots {
+				if now.After(exp.Add(-time.Minute)) {
+					delete(slots, p) // renew below
+				}
+			}
+			for _, p := range n.nat.relayIDs() {
+				if len(slots) >= maxSlots {
+					break
+				}
+				if _, held := slots[p]; held || p == n.ID() {
+					continue
+				}
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				r, err := client.Reserve(rctx, n.h, peer.AddrInfo{ID: p})
+				cancel()
+				if err != nil {
+					log.Debugw("relay slot not reserved", "relay", p, "err", err)
+					continue
+				}
+				slots[p] = r.Expiration
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
 
 // natOptions are the host options of an agent on the public network: it
 // learns its reachability (AutoNAT v2, or as the owner forces it), serves

@@ -211,6 +211,10 @@ func (n *Node) startRendezvous() error {
 	rc.Network, rc.Peers = n.cfg.Network, public
 	if n.nat != nil {
 		rc.Relays = n.nat.relayIDs
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); n.holdSlots(ctx) }()
+		n.OnClose(func() error { cancel(); <-done; return nil })
 	}
 	r, err := overlay.StartRendezvous(n.h, n.ov, rc)
 	if err != nil {
