@@ -33,8 +33,21 @@ func TestDockerNAT(t *testing.T) {
 	defer cancel()
 	tag := "zorilla-testnet:test"
 	bin := buildForTest(t, ctx, tag)
+	// The public network on a private range (what a lab has), then on a
+	// public one (11.77.x.0/24, internal to this machine: nothing leaves
+	// it), where libp2p's hole punching has public addresses to work with.
+	t.Run("private range", func(t *testing.T) { natTopology(t, ctx, tag, bin, "") })
+	t.Run("public range", func(t *testing.T) {
+		natTopology(t, ctx, tag, bin, fmt.Sprintf("11.77.%d.0/24", os.Getpid()%250))
+	})
+}
+
+// natTopology builds the two homes, the gateways and the public network
+// (on pubSubnet, or one docker picks), runs the job, and reports how the
+// homes' agents ended up connected.
+func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string) {
 	d := dockerCLI{"docker"}
-	name := fmt.Sprintf("zn%d", os.Getpid()%100000)
+	name := fmt.Sprintf("zn%d%d", os.Getpid()%100000, len(pubSubnet))
 	t.Cleanup(func() { // runs last: after the removal below
 		for _, kind := range []string{"ps", "network"} {
 			args := []string{kind, "ls", "-q", "--filter", "label=" + LabelTestnet + "=" + name}
@@ -60,11 +73,14 @@ func TestDockerNAT(t *testing.T) {
 	// not: docker drops what an internal bridge forwards to an address
 	// outside its subnet, which is all a home sends through its gateway.
 	// Their agents' default route is the gateway, set before they dial.
-	network := func(n string, internal bool) (subnet, gw string) {
+	network := func(n string, internal bool, subnet string) (string, string) {
 		t.Helper()
 		args := []string{"network", "create", "--label", LabelTestnet + "=" + name}
 		if internal {
 			args = append(args, "--internal")
+		}
+		if subnet != "" {
+			args = append(args, "--subnet", subnet, "--gateway", strings.TrimSuffix(subnet, "0/24")+"1")
 		}
 		if _, err := d.run(ctx, append(args, n)...); err != nil {
 			t.Fatal(err)
@@ -78,9 +94,9 @@ func TestDockerNAT(t *testing.T) {
 		return f[0], f[1]
 	}
 	pubNet, h1Net, h2Net := name+"-pub", name+"-h1", name+"-h2"
-	_, pubGW := network(pubNet, true)
-	h1Sub, _ := network(h1Net, false)
-	h2Sub, _ := network(h2Net, false)
+	_, pubGW := network(pubNet, true, pubSubnet)
+	h1Sub, _ := network(h1Net, false, "")
+	h2Sub, _ := network(h2Net, false, "")
 
 	// The stand-in public DHT, on the public bridge's host address.
 	dh, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/" + pubGW + "/tcp/0"))
@@ -116,7 +132,12 @@ func TestDockerNAT(t *testing.T) {
 		return dir, pid
 	}
 	joinPublic := []string{"--network", "nat-test", "--bootstrap", "public", "--public-bootstrap", public}
-	run(name+"-relay", pubNet, nil, append(joinPublic, "--reachability", "public")...)
+	// Several public agents: each relays, and libp2p trusts an address it
+	// is observed at only once several peers report it (hole punching
+	// needs the homes' observed public addresses).
+	for i := range publicAgents {
+		run(fmt.Sprintf("%s-relay%d", name, i), pubNet, nil, append(joinPublic, "--reachability", "public")...)
+	}
 	// The gateways: an idle agent of another network keeps each running.
 	gateway := func(home, subnet string) string {
 		cname := name + "-gw-" + home
@@ -199,10 +220,13 @@ func TestDockerNAT(t *testing.T) {
 			}
 		}
 	}
-	// libp2p punches holes only with public observed addresses; the
-	// docker networks here use private ranges, so the homes stay relayed.
+	// libp2p punches holes only with public observed addresses: on private
+	// ranges the homes stay relayed; on a public one they may go direct.
 	t.Logf("job across the two homes done, verified; their connection at the end: %s", conn)
 }
+
+// publicAgents is how many agents the public network holds.
+const publicAgents = 4
 
 // agentID waits for the agent of data dir dir to answer and returns its ID.
 func agentID(t *testing.T, ctx context.Context, dir string) peer.ID {
