@@ -1,7 +1,6 @@
 package testnet
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -75,21 +74,9 @@ func homesBehindRelay(t *testing.T, gate bool) (a, b *node.Node) {
 	public := standInDHT(t, 2)
 	var ids [2]peer.ID
 	start := func(reach string, labels []string, opts ...node.Option) *node.Node {
-		cfg := node.DefaultConfig()
-		e2eConfig(&cfg, 1)
-		cfg.Network, cfg.Open, cfg.Labels, cfg.Reachability = "relay-test", true, labels, reach
-		cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-		cfg.Bootstrap, cfg.PublicBootstrap = []string{node.PublicBootstrapWord}, public
-		cfg.Rendezvous.Find, cfg.Rendezvous.Backoff = 200*time.Millisecond, 200*time.Millisecond
-		cfg.ShutdownTimeout = time.Second
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		nd, err := node.New(ctx, cfg, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = nd.Close() })
-		return nd
+		return publicAgent(t, "relay-test", public, func(cfg *node.Config) {
+			cfg.Labels, cfg.Reachability = labels, reach
+		}, opts...)
 	}
 	gater := func(other *peer.ID) []node.Option {
 		if !gate {

@@ -47,7 +47,8 @@ func standInDHT(t *testing.T, n int) []string {
 
 // publicAgent starts an agent that knows no other agent: only the
 // stand-in public DHT, through which it finds its network's agents.
-func publicAgent(t *testing.T, network string, public []string) *node.Node {
+// configure, if set, changes its config further; opts go to node.New.
+func publicAgent(t *testing.T, network string, public []string, configure func(*node.Config), opts ...node.Option) *node.Node {
 	t.Helper()
 	cfg := node.DefaultConfig()
 	e2eConfig(&cfg, 1)
@@ -56,9 +57,12 @@ func publicAgent(t *testing.T, network string, public []string) *node.Node {
 	cfg.Bootstrap, cfg.PublicBootstrap = []string{node.PublicBootstrapWord}, public
 	cfg.Rendezvous.Find, cfg.Rendezvous.Backoff = 200*time.Millisecond, 200*time.Millisecond
 	cfg.ShutdownTimeout = time.Second
+	if configure != nil {
+		configure(&cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nd, err := node.New(ctx, cfg)
+	nd, err := node.New(ctx, cfg, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +82,8 @@ func TestPublicRendezvous(t *testing.T) {
 	start := time.Now()
 	var ours, theirs []*node.Node
 	for range 3 {
-		ours = append(ours, publicAgent(t, "rdv-ours", public))
-		theirs = append(theirs, publicAgent(t, "rdv-theirs", public))
+		ours = append(ours, publicAgent(t, "rdv-ours", public, nil))
+		theirs = append(theirs, publicAgent(t, "rdv-theirs", public, nil))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -136,7 +140,7 @@ func TestPublicRendezvousUnreachable(t *testing.T) {
 	}
 	nobody := fmt.Sprintf("/ip4/127.0.0.1/tcp/1/p2p/%s", h.ID()) // nothing listens on port 1
 	_ = h.Close()
-	nd := publicAgent(t, "rdv-alone", []string{nobody})
+	nd := publicAgent(t, "rdv-alone", []string{nobody}, nil)
 	deadline := time.Now().Add(30 * time.Second)
 	var retries []time.Time
 	for len(retries) < 2 {
