@@ -1,5 +1,5 @@
-// Package overlay owns membership: a private Kademlia DHT (own protocol
-// prefix, every agent a server, no supernode) to find peers, application-level
+// Package overlay owns membership: a private Kademlia DHT (one per network
+// name, every agent a server, no supernode) to find peers, application-level
 // RTT measurement of the peers it knows, and the locality-aware neighbour set
 // that floods travel on: the k peers with the lowest RTT plus a few random
 // long-range peers that keep the graph connected across sites.
@@ -11,7 +11,7 @@
 //
 //   - Discovery: the DHT routing table, random-walk lookups (a DHT query for
 //     a random key), connected peers that speak the overlay protocol, and
-//     the neighbour exchange (ProtocolID): every ExchangeInterval an agent
+//     the neighbour exchange (ExchangeProtocol): every ExchangeInterval an agent
 //     asks one of its neighbours, in turn, for the peers it knows. The
 //     neighbours of a near peer are likely near, so locality spreads without
 //     measuring the whole network.
@@ -26,6 +26,16 @@
 //     keeps us as an inbound neighbour for InboundLease. Neighbours() is the
 //     union, so a flood reaches an agent that nobody picked as one of its
 //     nearest.
+//
+// Everything is scoped by the network name (Config.Network): the DHT
+// (/zorilla/net/NAME/kad/1.0.0) and the exchange (ExchangeProtocol), so
+// agents of different networks never become neighbours.
+//
+// Meeting without a known agent: Rendezvous finds a network's agents
+// through the public Amino DHT, as a client (provider records under
+// RendezvousKey, looked up periodically; an agent that cannot be dialled is
+// tried through the relays the agent knows), and LAN by multicast DNS
+// (MDNSService). Both hand what they find to Bootstrap.
 //
 // The DHT's own routing table is not the neighbour set: it is XOR-based,
 // and kad-dht v0.38.0 ignores its latency-tolerance option.
