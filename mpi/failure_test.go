@@ -20,7 +20,11 @@ const failBound = 3 * time.Second
 
 // runSessions runs fn on every rank with its Session (not just its Comm),
 // without finalizing, and returns each rank's error.
-func runSessions(t *testing.T, size int, fn func(s *mpi.Session) error) ([]error, *mpitest.Job) {
+//
+// A rank may still be in Init when another makes the job fail (the release
+// reaches the agents one by one): its Init then returns the job's failure,
+// which failed, if set, checks as fn would have.
+func runSessions(t *testing.T, size int, fn func(s *mpi.Session) error, failed func(*mpi.JobError) error) ([]error, *mpitest.Job) {
 	t.Helper()
 	j, err := cluster.AddJob(size, mpitest.RoundRobin(len(cluster.Hosts)))
 	if err != nil {
@@ -34,8 +38,12 @@ func runSessions(t *testing.T, size int, fn func(s *mpi.Session) error) ([]error
 	for r := 0; r < size; r++ {
 		go func() {
 			s, err := mpi.InitWith(ctx, j.Opts[r])
-			if err == nil {
+			var je *mpi.JobError
+			switch {
+			case err == nil:
 				err = fn(s)
+			case failed != nil && errors.As(err, &je):
+				err = failed(je)
 			}
 			errs[r] = err
 			done <- r
@@ -75,6 +83,14 @@ func blockedCall(c *mpi.Comm) (*mpi.JobError, error) {
 	return je, nil
 }
 
+// abortedBy3 checks TestAbort's failure.
+func abortedBy3(je *mpi.JobError) error {
+	if je.Cause != "aborted" || je.Rank != 3 || je.Code != 7 {
+		return fmt.Errorf("failure %+v, want rank 3 aborted with 7", je)
+	}
+	return nil
+}
+
 // TestAbort: one rank aborts; every other rank's blocked call returns a
 // JobError naming the rank and the code, on this agent and the others.
 func TestAbort(t *testing.T) {
@@ -88,19 +104,27 @@ func TestAbort(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if je.Cause != "aborted" || je.Rank != 3 || je.Code != 7 {
-			return fmt.Errorf("failure %+v, want rank 3 aborted with 7", je)
+		if err := abortedBy3(je); err != nil {
+			return err
 		}
 		if err := mpi.Send(c, []byte{1}, 0, 1); !errors.Is(err, mpi.ErrJobFailed) {
 			return fmt.Errorf("send after the failure: %v", err)
 		}
 		return nil
-	})
+	}, abortedBy3)
 	for r, err := range errs {
 		if err != nil {
 			t.Errorf("rank %d: %v", r, err)
 		}
 	}
+}
+
+// lost2 checks TestKilledRank's failure.
+func lost2(je *mpi.JobError) error {
+	if je.Cause != "rank lost" || je.Rank != 2 {
+		return fmt.Errorf("failure %+v, want rank 2 lost", je)
+	}
+	return nil
 }
 
 // TestKilledRank: a rank's connection closes without Finalize (the process
@@ -117,11 +141,8 @@ func TestKilledRank(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if je.Cause != "rank lost" || je.Rank != 2 {
-			return fmt.Errorf("failure %+v, want rank 2 lost", je)
-		}
-		return nil
-	})
+		return lost2(je)
+	}, lost2)
 	for r, err := range errs {
 		if err != nil {
 			t.Errorf("rank %d: %v", r, err)
