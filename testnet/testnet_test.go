@@ -159,8 +159,10 @@ func TestLoopbackKillAndRestart(t *testing.T) {
 		}
 		return n
 	}
-	if listedBy() == 0 {
-		t.Fatal("nobody has the victim as a neighbour before the kill")
+	// Full sets can come before any exchange has told the victim's
+	// neighbours that it chose them: wait for one to list it.
+	if err := net.Await(ctx, "someone has the victim as a neighbour before the kill", func() bool { return listedBy() > 0 }); err != nil {
+		t.Fatal(err)
 	}
 	killed := time.Now()
 	if err := net.Stop(victim); err != nil {
