@@ -144,7 +144,8 @@ func TestAgentIDAndPeers(t *testing.T) {
 	a, b := shortDataDir(t), shortDataDir(t)
 	ida := runAgentInProcess(t, a)
 	r := zorilla("id", "--data-dir", a)
-	if r.code != 0 || !strings.HasPrefix(r.stdout, ida.ID.String()+"\n/ip4/127.0.0.1/tcp/") || !strings.Contains(r.stdout, "/p2p/"+ida.ID.String()) {
+	if r.code != 0 || !strings.HasPrefix(r.stdout, ida.ID.String()+"\n/ip4/127.0.0.1/tcp/") || !strings.Contains(r.stdout, "/p2p/"+ida.ID.String()) ||
+		!strings.Contains(r.stdout, "\nnetwork zorilla\nreachability unknown\n") {
 		t.Fatalf("zorilla id: %v", r)
 	}
 	t.Setenv("ZORILLA_BOOTSTRAP", ida.Addrs[0])
