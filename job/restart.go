@@ -1,7 +1,6 @@
 package job
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,11 +59,7 @@ func (ss *session) restart(f failure, rec Recovery) error {
 func (ss *session) dropOutputs() error {
 	ss.outputs = map[string]string{}
 	ss.journal.forget("output")
-	err := os.RemoveAll(filepath.Join(ss.s.store.Dir(ss.id), "output"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
+	return os.RemoveAll(filepath.Join(ss.s.store.Dir(ss.id), "output")) // nil when there is none
 }
 
 // pause waits d between two attempts. Reports of the ended run are

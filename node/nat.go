@@ -34,9 +34,8 @@ const hopProtocol = "/libp2p/circuit/relay/0.2.0/hop"
 // runs: which peers are of its network (the relay serves only them) and
 // which known peers may be relays. It is filled in after the host exists.
 type natSide struct {
-	network string
-	isPeer  atomic.Pointer[func(peer.ID) bool]
-	known   atomic.Pointer[func() []peer.AddrInfo]
+	isPeer atomic.Pointer[func(peer.ID) bool]
+	known  atomic.Pointer[func() []peer.AddrInfo]
 }
 
 // AllowReserve lets only agents of this network hold a relay slot.

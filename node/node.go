@@ -148,7 +148,7 @@ func (n *Node) startHost(o options) error {
 		return err
 	}
 	if n.cfg.Public() {
-		n.nat = &natSide{network: n.cfg.Network}
+		n.nat = &natSide{}
 	}
 	h, err := newHost(n.cfg, key, n.nat, o.gater)
 	if err != nil {

@@ -18,13 +18,11 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
-// ProtocolID is the neighbour exchange of the default network (each
-// network has its own, ExchangeProtocol): the requester says whether it has
-// chosen the responder as a neighbour (a lease, renewed every round), the
-// responder answers with peers it knows, its neighbours first. Neighbours
-// of a near peer are likely near too, so locality spreads without
-// measuring everyone.
-var ProtocolID = ExchangeProtocol(DefaultNetwork)
+// The neighbour exchange (ExchangeProtocol, one per network): the
+// requester says whether it has chosen the responder as a neighbour (a
+// lease, renewed every round), the responder answers with peers it knows,
+// its neighbours first. Neighbours of a near peer are likely near too, so
+// locality spreads without measuring everyone.
 
 // Bounds of the exchange protocol.
 const (
@@ -168,7 +166,7 @@ func (o *Overlay) learn(found []peer.AddrInfo, now time.Time) {
 	}
 }
 
-// exchange is the requester's side of ProtocolID.
+// exchange is the requester's side of the exchange.
 func (o *Overlay) exchange(p peer.ID, neighbour bool) ([]peer.AddrInfo, error) {
 	ctx, cancel := context.WithTimeout(o.ctx, o.cfg.ExchangeTimeout)
 	defer cancel()
@@ -199,7 +197,7 @@ func (o *Overlay) roundTrip(s network.Stream, neighbour bool) ([]peer.AddrInfo, 
 	return decodeResponse(b)
 }
 
-// handleExchange is the responder's side of ProtocolID.
+// handleExchange is the responder's side of the exchange.
 func (o *Overlay) handleExchange(s network.Stream) {
 	select {
 	case o.slots <- struct{}{}:

@@ -125,10 +125,7 @@ func (r *running) kill(why string) {
 }
 
 func (r *running) release() {
-	r.mu.Lock()
-	m := r.mpi
-	r.mu.Unlock()
-	if m != nil {
+	if m := r.mpiJob(); m != nil {
 		r.released.Do(func() {
 			r.running.Store(true)
 			m.Release()
@@ -343,16 +340,18 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
 			}
 			exit := job.Report{Kind: job.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut}
-			if why := r.leftWhy(); why != "" && (x.Code != 0 || x.Signal != "") {
-				// The job's other agents carry on without this host: its
-				// copy is a lost copy, whatever status it ended with.
-				exit.Lost = why
-			}
-			if lost := r.lostPeer(); lost != "" && (x.Code != 0 || x.Signal != "") {
-				// The rank failed because the job lost a host: say which
-				// before its exit, which would read as the program's own
-				// failure (followMPI may not have said it yet).
-				k.send(r.ctx, job.Report{Kind: job.RepPeerLost, Peer: lost})
+			if f := r.mpiFailure(); f != nil && (x.Code != 0 || x.Signal != "") {
+				if f.Left() {
+					// The job's other agents carry on without this host:
+					// its copy is a lost copy, whatever status it ended with.
+					exit.Lost = "its host was counted lost by the job's other hosts, which carried on"
+				}
+				if f.Peer != "" {
+					// The rank failed because the job lost a host: say which
+					// before its exit, which would read as the program's own
+					// failure (followMPI may not have said it yet).
+					k.send(r.ctx, job.Report{Kind: job.RepPeerLost, Peer: f.Peer})
+				}
 			}
 			k.send(r.ctx, exit)
 		}()
@@ -360,36 +359,24 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 	wg.Wait()
 }
 
-// leftWhy says why this host left a replicated job whose other agents
-// carry on (they counted it lost, or it drained), or is "".
-func (r *running) leftWhy() string {
+// mpiJob is the job's MPI router state here, or nil before launch.
+func (r *running) mpiJob() *router.Job {
 	r.mu.Lock()
-	m := r.mpi
-	r.mu.Unlock()
-	var f *router.Failure
-	if m != nil && errors.As(m.Err(), &f) && f.Left() {
-		return "its host was counted lost by the job's other hosts, which carried on"
-	}
-	return ""
+	defer r.mu.Unlock()
+	return r.mpi
 }
 
-// lostPeer is the host whose loss failed the job's MPI here, if any.
-func (r *running) lostPeer() peer.ID {
-	r.mu.Lock()
-	m := r.mpi
-	r.mu.Unlock()
+// mpiFailure is why the job's MPI failed here, or nil.
+func (r *running) mpiFailure() *router.Failure {
 	var f *router.Failure
-	if m != nil && errors.As(m.Err(), &f) {
-		return f.Peer
+	if m := r.mpiJob(); m != nil && errors.As(m.Err(), &f) {
+		return f
 	}
-	return ""
+	return nil
 }
 
 func (r *running) failMPI(err error) {
-	r.mu.Lock()
-	m := r.mpi
-	r.mu.Unlock()
-	if m != nil {
+	if m := r.mpiJob(); m != nil {
 		m.Fail(err)
 	}
 }
