@@ -22,6 +22,12 @@ type offerIn struct {
 	reply chan OfferReply
 }
 
+// declineIn is a worker's decline handed to a session.
+type declineIn struct {
+	from peer.ID
+	msg  DeclineMsg
+}
+
 // session is one job on its submitter. Its run goroutine alone owns the
 // state below; offers, events and cancels reach it through channels.
 type session struct {
@@ -30,7 +36,8 @@ type session struct {
 	key Key
 	sub Submission
 
-	offers chan offerIn
+	offers   chan offerIn
+	declines chan declineIn
 	// pending counts offers that reached the submitter and are not in
 	// offers yet (their sender's RTT is being measured): a radius whose
 	// offers are still on their way has not brought "no new offer". The
@@ -43,6 +50,7 @@ type session struct {
 
 	rec      Record
 	rlist    []Offer
+	declined declines             // who declined the current flood, and why
 	hosts    map[peer.ID]*hostRun // the hosts of the current start attempt
 	kept     map[peer.ID]string   // after a failed start: the new lease key of each host that kept its slots
 	avoid    map[peer.ID]time.Time
@@ -56,7 +64,7 @@ type session struct {
 
 	feed    *feed
 	files   map[string]*os.File // the job folder's stdout and stderr
-	outputs map[string]string   // output file (host/name) -> path in the job folder
+	outputs map[string]string   // output file name in the job folder -> the copy that sends it (host/replica)
 }
 
 // run drives the job through its states until it ends. What a failure
@@ -109,7 +117,7 @@ func (ss *session) attempts(resumed bool) error {
 		case Rematch:
 			log.Infow("matching again", "job", ss.id, "why", f.why)
 			ss.cancelLeases(ss.held(plan))
-			ss.rlist, match = nil, true
+			ss.rlist, ss.declined, match = nil, declines{}, true
 			ss.note = rec.Reason
 			if rec.Restart {
 				if err := ss.restart(f, rec); err != nil {
@@ -158,16 +166,35 @@ func (ss *session) reserve() (Plan, error) {
 	radii := newRadiusClock(ss.s.cfg.Schedule, ss.s.cfg.OfferGrace, time.Now())
 	check := time.NewTimer(radii.next(time.Now()))
 	defer check.Stop()
-	offered := 0
+	offered, answers, lastAnswer := 0, 0, time.Now()
 	for {
 		select {
 		case <-check.C:
-			if len(ss.rlist) == offered && ss.pending.Load() == 0 && ss.feasible() {
+			feasible := ss.feasible()
+			if len(ss.rlist) == offered && ss.pending.Load() == 0 && feasible {
 				startGrace()
 			}
 			offered = len(ss.rlist)
+			// A radius that brought no answer at all, long enough after the
+			// last one: the flood has reached every agent it can.
+			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(lastAnswer) >= quietAfter
+			answers = ss.answers()
+			if Hopeless(quiet, feasible, ss.declined.counts()) {
+				return Plan{}, ss.notEnough("the flood reached every agent it could")
+			}
+			if quiet && !feasible && !ss.sub.DryRun {
+				// Some agents are busy: wait for them without holding
+				// slots others could use (the next radius offers again).
+				ss.cancelLeases(ss.rlist)
+				ss.rlist, offered = nil, 0
+				answers = ss.answers()
+			}
 			check.Reset(radii.next(time.Now()))
+		case dc := <-ss.declines:
+			ss.declined.add(dc.from, dc.msg)
+			lastAnswer = time.Now()
 		case o := <-ss.offers:
+			lastAnswer = time.Now()
 			ss.takeOffer(o)
 			if enough != nil && Enough(d.Strategy, ss.rlist, d.Nodes, d.Replicas) {
 				close(enough)
@@ -187,9 +214,7 @@ func (ss *session) reserve() (Plan, error) {
 			if ss.feasible() {
 				return ss.place()
 			}
-			ss.rec.Offers = append([]Offer(nil), ss.rlist...)
-			ss.cancelLeases(ss.rlist)
-			return Plan{}, fmt.Errorf("not enough resources (got %d of %d process slots)", ss.slots(), d.Nodes*d.Replicas)
+			return Plan{}, ss.notEnough("")
 		case why := <-ss.cancel:
 			ss.cancelLeases(ss.rlist)
 			return Plan{}, errCancelled{why}
@@ -201,6 +226,32 @@ func (ss *session) reserve() (Plan, error) {
 			return Plan{}, errCancelled{"agent shutting down"}
 		}
 	}
+}
+
+// quietAfter is how long after the last answer a radius with no new one
+// counts as the flood having reached every agent: answers of a loaded
+// network may take longer than the first radii's short waits.
+const quietAfter = 2 * time.Second
+
+// answers counts the agents that answered the flood so far.
+func (ss *session) answers() int { return len(ss.rlist) + len(ss.declined.by) }
+
+// notEnough gives back every offer held and says, in the job's record and
+// its error, what the flood found: the slots offered against those needed,
+// and why the agents that declined did.
+func (ss *session) notEnough(why string) error {
+	d := ss.sub.Desc
+	ss.rec.Offers = append([]Offer(nil), ss.rlist...)
+	ss.rec.Declines = ss.declined.counts()
+	ss.cancelLeases(ss.rlist)
+	err := fmt.Errorf("not enough resources (got %d of %d process slots)", ss.slots(), d.Nodes*d.Replicas)
+	if why != "" {
+		err = fmt.Errorf("%w: %s", err, why)
+	}
+	if seen := SeenSummary(ss.rlist, ss.rec.Declines); seen != "" {
+		err = fmt.Errorf("%w; %s", err, seen)
+	}
+	return err
 }
 
 func (ss *session) deadline() time.Duration {
@@ -232,9 +283,23 @@ func (ss *session) takeOffer(o offerIn) {
 	if len(addrs) > maxOfferAddrs {
 		addrs = addrs[:maxOfferAddrs]
 	}
-	ss.rlist = append(ss.rlist, Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
-		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs})
+	offer := Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
+		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs}
+	ss.rlist = append(ss.rlist, offer)
+	ss.declined.offered(o.from)
 	OrderRList(ss.rlist, ss.sub.Desc.Prefer)
+	d := ss.sub.Desc
+	if held := MaxHeld(d.Nodes, d.Replicas, ss.s.cfg.Spares); len(ss.rlist) > held {
+		// Overbooking is bounded: the farthest offer goes back, and it
+		// may be this one.
+		worst := ss.rlist[len(ss.rlist)-1]
+		ss.rlist = ss.rlist[:len(ss.rlist)-1]
+		if worst.Lease == offer.Lease {
+			o.reply <- OfferReply{Reason: fmt.Sprintf("the job holds the %d closer offers it can use", held)}
+			return
+		}
+		go ss.cancelLeases([]Offer{worst})
+	}
 	o.reply <- OfferReply{Keep: true}
 }
 
@@ -265,6 +330,7 @@ func (ss *session) place() (Plan, error) {
 		return Plan{}, err
 	}
 	ss.rec.Offers = append([]Offer(nil), ss.rlist...)
+	ss.rec.Declines = ss.declined.counts()
 	if ss.sub.DryRun {
 		ss.rec.Plan = &plan
 		ss.cancelLeases(ss.rlist)

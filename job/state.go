@@ -93,6 +93,9 @@ type Record struct {
 	Reason   string      `json:"reason,omitempty"`   // why it failed or was cancelled, e.g. "rank 3 exited 2"
 	Offers   []Offer     `json:"offers,omitempty"`   // the latency-sorted rlist of the last reservation
 	DryRun   bool        `json:"dry_run,omitempty"`  // list-match only: offers listed, then all cancelled
+	// Declines count the agents that saw the last reservation's advert and
+	// said why they made no offer (SeenSummary puts them in words).
+	Declines []DeclineCount `json:"declines,omitempty"`
 	// Unavailable are the hosts marked unavailable for this job because
 	// they failed a start or were lost: its matches leave them out.
 	Unavailable []peer.ID `json:"unavailable,omitempty"`

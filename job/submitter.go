@@ -129,6 +129,7 @@ func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advert
 	ep.Handle(OfferProtocol, s.handleOffer)
 	ep.Handle(ReportProtocol, s.handleReports)
 	ep.Handle(FetchProtocol, s.handleFetch)
+	ep.Handle(DeclineProtocol, s.handleDecline)
 	return s, nil
 }
 
@@ -215,7 +216,7 @@ func (s *Submitter) launch(ss *session, resumed bool) {
 func (s *Submitter) newSession(id ID, key Key, sub Submission) *session {
 	ctx, stop := context.WithCancel(s.ctx)
 	return &session{s: s, id: id, key: key, sub: sub,
-		offers: make(chan offerIn), events: make(chan reportIn, 64), cancel: make(chan string, 1),
+		offers: make(chan offerIn), declines: make(chan declineIn, declineQueue), events: make(chan reportIn, 64), cancel: make(chan string, 1),
 		ctx: ctx, stop: stop, avoid: map[peer.ID]time.Time{},
 		feed: newFeed(s.cfg.MaxOutputLines), files: map[string]*os.File{}, outputs: map[string]string{}}
 }
@@ -251,6 +252,33 @@ func (s *Submitter) lease(ctx context.Context, to peer.ID, req LeaseRequest) (Le
 		return rep, fmt.Errorf("%s refused: %s", req.Op, rep.Error)
 	}
 	return rep, nil
+}
+
+// declineQueue bounds the declines waiting for a session's run loop; more
+// are dropped (the tally is advice, not accounting).
+const declineQueue = 256
+
+// handleDecline counts a worker's decline for its job's session. A decline
+// for a job not reserving here, or one that does not parse, is dropped.
+func (s *Submitter) handleDecline(_ context.Context, from peer.ID, st rpc.Stream) {
+	_ = st.SetDeadline(time.Now().Add(5 * time.Second))
+	var msg DeclineMsg
+	err := wire.ReadJSON(bufio.NewReader(st), MaxDeclineSize, &msg)
+	if err == nil {
+		err = msg.Validate()
+	}
+	if err != nil {
+		log.Debugw("bad decline", "from", from, "err", err)
+		_ = st.Reset()
+		return
+	}
+	_ = st.Close()
+	if ss := s.session(msg.Job); ss != nil {
+		select {
+		case ss.declines <- declineIn{from: from, msg: msg}:
+		default:
+		}
+	}
 }
 
 // handleOffer hands a worker's offer to its job's session and answers.

@@ -88,7 +88,34 @@ func (n *Node) routes() {
 	n.Handle("GET /v1/peers", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, peersInfo(n.h, n.ov.Neighbours(), n.ov.Peers()))
 	}))
+	n.Handle("GET /v1/trust", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, n.Trust())
+	}))
+	n.Handle("POST /v1/trust", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e TrustEdit
+		if err := ReadJSON(r, maxTrustEdit, &e); err != nil {
+			WriteError(w, http.StatusBadRequest, err)
+			return
+		}
+		info, err := n.EditTrust(e)
+		if err != nil {
+			WriteError(w, http.StatusBadRequest, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, info)
+	}))
+	n.Handle("POST /v1/trust/reload", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		info, err := n.ReloadTrust()
+		if err != nil {
+			WriteError(w, http.StatusUnprocessableEntity, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, info)
+	}))
 }
+
+// maxTrustEdit bounds a TrustEdit body: a peer ID is ~52 characters.
+const maxTrustEdit = 1024
 
 func (n *Node) idInfo() IDInfo {
 	info := IDInfo{ID: n.ID(), Addrs: []string{}, Network: n.cfg.Network}

@@ -115,5 +115,24 @@ func (c *Client) Peers(ctx context.Context) (PeersInfo, error) {
 	return info, c.Do(ctx, http.MethodGet, "/v1/peers", nil, &info)
 }
 
+// Trust asks the agent whom it runs jobs for.
+func (c *Client) Trust(ctx context.Context) (TrustInfo, error) {
+	var info TrustInfo
+	return info, c.Do(ctx, http.MethodGet, "/v1/trust", nil, &info)
+}
+
+// EditTrust adds a peer to, or removes it from, the agent's allow or deny
+// list; the change is in force when it returns.
+func (c *Client) EditTrust(ctx context.Context, e TrustEdit) (TrustInfo, error) {
+	var info TrustInfo
+	return info, c.Do(ctx, http.MethodPost, "/v1/trust", e, &info)
+}
+
+// ReloadTrust makes the agent read its allow and deny files again.
+func (c *Client) ReloadTrust(ctx context.Context) (TrustInfo, error) {
+	var info TrustInfo
+	return info, c.Do(ctx, http.MethodPost, "/v1/trust/reload", nil, &info)
+}
+
 // Close releases the client's idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }

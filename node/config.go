@@ -60,13 +60,14 @@ type Config struct {
 	MaxProcs int      // P: processes of one application on this host
 	Memory   int64    // bytes offered
 	Labels   []string // e.g. "gpu", "site=nancy"; jobs may require them
-	// AllowFile and DenyFile list submitter peer IDs, one per line.
+	// AllowFile and DenyFile list submitter peer IDs, one per line; empty:
+	// <DataDir>/allow and <DataDir>/deny, which may be absent (empty
+	// lists) and which `zorilla trust` edits. Trust by default: only the
+	// agent itself and the submitters allowed are accepted, unless Open,
+	// which ignores the allow list (testnets, demos). The deny list always
+	// applies. Node.ReloadTrust reads the files again (SIGHUP).
 	AllowFile, DenyFile string
-	// With no AllowFile every submitter not in DenyFile is accepted (issue
-	// 3's default, until a later issue tightens it). With an AllowFile only
-	// the submitters it lists, and the agent itself, are accepted, unless
-	// Open, which ignores AllowFile (testnets). DenyFile always applies.
-	Open bool
+	Open                bool
 
 	// Overlay tunes membership and the neighbour set.
 	Overlay overlay.Config
@@ -154,10 +155,6 @@ func (c Config) validate() error {
 	add(err)
 	if _, err := ParseBootstrap(c.PublicBootstrap); err != nil {
 		add(fmt.Errorf("public %w", err))
-	}
-	if c.Public() && c.AllowFile == "" && !c.Open {
-		add(errors.New("bootstrap public: this agent would run jobs from anyone on the public network; " +
-			"give --allow FILE (the peer IDs of the submitters to accept, one per line) or --open to accept everyone"))
 	}
 	add(checkOwner(c))
 	for _, s := range c.TrustedSubnets {

@@ -38,6 +38,7 @@ type Node struct {
 	sub   *job.Submitter
 	blobs *blob.Store
 	lease *worker.Leases
+	trust *trust // the allow and deny lists, applied to lease's policy
 	work  *worker.Service
 	rdv   *overlay.Rendezvous // nil unless the agent joins through the public DHT
 	nat   *natSide            // nil unless the agent joins through the public DHT

@@ -136,25 +136,19 @@ func (n *Node) workDir() (string, error) {
 	return dir, nil
 }
 
-// policy is the owner policy from the agent's settings. With no allow list
-// every submitter that is not denied is accepted; with one, only those
-// listed and the agent itself, unless Open.
+// policy is the owner policy from the agent's settings, with the allow
+// and deny lists (trust by default: only the agent itself and the allowed
+// submitters, unless Open).
 func (n *Node) policy() (worker.Policy, error) {
 	p := worker.Policy{
 		MaxJobs: n.cfg.MaxJobs, MaxProcs: n.cfg.MaxProcs, Cores: n.cfg.Cores, Memory: n.cfg.Memory,
-		OS: runtime.GOOS, Arch: runtime.GOARCH, Labels: n.cfg.Labels, Self: n.h.ID(),
+		OS: runtime.GOOS, Arch: runtime.GOARCH, Labels: n.cfg.Labels,
 	}
-	var err error
-	if n.cfg.AllowFile != "" && !n.cfg.Open {
-		if p.Allow, err = worker.LoadPeerList(n.cfg.AllowFile); err != nil {
-			return p, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
+	n.trust = newTrust(n.cfg, n.h.ID())
+	if err := n.trust.load(); err != nil {
+		return p, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if n.cfg.DenyFile != "" {
-		if p.Deny, err = worker.LoadPeerList(n.cfg.DenyFile); err != nil {
-			return p, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
-	}
+	p = n.trust.apply(p)
 	return p, p.Validate()
 }
 

@@ -34,8 +34,21 @@
 // flood that reaches the machine again gets no second offer.
 //
 // Allow and deny files (--allow FILE, --deny FILE) hold one peer ID per
-// line with '#' comments; LoadPeerList reads them. With no allow list every
-// submitter that is not denied is accepted; an empty allow file accepts
-// nobody. Policy.Self, the agent's own ID, passes the allow list: an agent
-// is a worker for the jobs submitted through it.
+// line with '#' comments; LoadPeerList reads them and EditPeerList changes
+// one entry keeping the rest. In Policy a nil Allow accepts every
+// submitter that is not denied (the agent's --open) and an empty one
+// accepts nobody; the agent builds an empty one when the owner lists
+// nobody (trust by default). Policy.Self, the agent's own ID, passes the
+// allow list: an agent is a worker for the jobs submitted through it.
+//
+// # Declines
+//
+// A refusal the submitter can act on carries a job.DeclineCode (policy,
+// busy, slots, requirement, memory, draining) and, for a requirement, its
+// detail in --require's syntax ("mem=8G"). The worker tells the submitter
+// on job.DeclineProtocol, once per job and at most DeclineRate a second in
+// all, so that `submit` can say why a job found no room ("24 agents saw
+// the advert: 18 do not allow you, ..."). A lease key is used once: a
+// second commit on it is refused (ErrLeaseUsed), as is any lease request
+// from a peer other than the lease's submitter.
 package worker

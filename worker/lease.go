@@ -21,6 +21,7 @@ var log = logging.Logger("zorilla/worker")
 var (
 	ErrNoLease   = errors.New("worker: no such lease") // unknown, released or expired
 	ErrWrongJob  = errors.New("worker: lease is for another job")
+	ErrLeaseUsed = errors.New("worker: lease already committed (a commit is not taken twice)")
 	ErrCapacity  = errors.New("worker: not enough free capacity")
 	ErrJobLeased = errors.New("worker: job already holds a lease here")
 )
@@ -197,8 +198,9 @@ func newLeaseKey() string {
 }
 
 // Commit turns a lease into the job's hold on this machine: it stops
-// expiring. The key must name a live lease of that job. Committing twice is
-// harmless.
+// expiring. The key must name a live lease of that job, not yet committed:
+// a key is used once, so a replayed commit (a key already used, or
+// released) is refused with ErrLeaseUsed or ErrNoLease.
 func (l *Leases) Commit(key string, j job.ID) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -209,6 +211,9 @@ func (l *Leases) Commit(key string, j job.ID) error {
 	}
 	if ls.Job != j {
 		return fmt.Errorf("commit %s: %w", j, ErrWrongJob)
+	}
+	if ls.Committed {
+		return fmt.Errorf("commit %s: %w", j, ErrLeaseUsed)
 	}
 	ls.Committed, ls.Expires = true, time.Time{}
 	return nil

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -63,4 +64,38 @@ func ParsePeerList(r io.Reader) (map[peer.ID]bool, error) {
 		return nil, fmt.Errorf("line %d: %w", line+1, err)
 	}
 	return ids, nil
+}
+
+// EditPeerList returns a peer list file's content with id added (at the
+// end, when absent) or removed (every line naming it), keeping comments and
+// the other lines as the owner wrote them. The result is parsed before it
+// is returned, so an edit never produces a file LoadPeerList refuses; an
+// unchanged list reports changed false.
+func EditPeerList(content []byte, id peer.ID, add bool) (out []byte, changed bool, err error) {
+	ids, err := ParsePeerList(bytes.NewReader(content))
+	if err != nil {
+		return nil, false, err
+	}
+	if ids[id] == add {
+		return content, false, nil
+	}
+	if add {
+		out = append([]byte{}, content...)
+		if len(out) > 0 && out[len(out)-1] != '\n' {
+			out = append(out, '\n')
+		}
+		out = append(out, id.String()+"\n"...)
+	} else {
+		for _, line := range strings.SplitAfter(string(content), "\n") {
+			text, _, _ := strings.Cut(line, "#")
+			if strings.TrimSpace(text) == id.String() {
+				continue
+			}
+			out = append(out, line...)
+		}
+	}
+	if _, err := ParsePeerList(bytes.NewReader(out)); err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
 }

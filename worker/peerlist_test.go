@@ -106,3 +106,44 @@ func FuzzParsePeerList(f *testing.F) {
 		}
 	})
 }
+
+func TestEditPeerList(t *testing.T) {
+	ids := realPeers(t, 3)
+	a, b, c := ids[0].String(), ids[1].String(), ids[2].String()
+	tests := []struct {
+		name    string
+		in      string
+		id      peer.ID
+		add     bool
+		want    string
+		changed bool
+		err     string
+	}{
+		{name: "add to empty", in: "", id: ids[0], add: true, want: a + "\n", changed: true},
+		{name: "add keeps comments", in: "# lab\n" + b + " # bob\n", id: ids[0], add: true, want: "# lab\n" + b + " # bob\n" + a + "\n", changed: true},
+		{name: "add after a last line without newline", in: b, id: ids[0], add: true, want: b + "\n" + a + "\n", changed: true},
+		{name: "add present", in: a + "\n", id: ids[0], add: true, want: a + "\n"},
+		{name: "remove", in: "# lab\n" + a + "\n" + b + "\n", id: ids[0], want: "# lab\n" + b + "\n", changed: true},
+		{name: "remove every line naming it", in: a + "\n" + c + "\n  " + a + " # again\n", id: ids[0], want: c + "\n", changed: true},
+		{name: "remove absent", in: b + "\n", id: ids[0], want: b + "\n"},
+		{name: "a broken file is not edited", in: "nonsense\n", id: ids[0], add: true, err: "line 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, changed, err := EditPeerList([]byte(tt.in), tt.id, tt.add)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || string(out) != tt.want || changed != tt.changed {
+				t.Fatalf("got %q, %v, %v; want %q, %v", out, changed, err, tt.want, tt.changed)
+			}
+			got, err := ParsePeerList(strings.NewReader(string(out)))
+			if err != nil || got[tt.id] != tt.add {
+				t.Fatalf("the edited list parses to %v, %v", got, err)
+			}
+		})
+	}
+}

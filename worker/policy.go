@@ -93,10 +93,14 @@ type Decision struct {
 	Cores  int
 	Memory int64
 	Reason string
+	// Code and Detail are a refusal's reason as the submitter is told it
+	// (job.DeclineMsg); an empty Code (a malformed request) is not told.
+	Code   job.DeclineCode
+	Detail string
 }
 
-func refuse(format string, a ...any) Decision {
-	return Decision{Reason: fmt.Sprintf(format, a...)}
+func refuse(code job.DeclineCode, detail, format string, a ...any) Decision {
+	return Decision{Code: code, Detail: detail, Reason: fmt.Sprintf(format, a...)}
 }
 
 // Decide applies the owner policy to an advert from submitter: the
@@ -106,48 +110,55 @@ func refuse(format string, a ...any) Decision {
 // arguments.
 func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
 	if err := need.Validate(); err != nil {
-		return refuse("bad request: %v", err)
+		return refuse("", "", "bad request: %v", err)
 	}
 	if p.Deny[submitter] {
-		return refuse("submitter %s is denied", submitter)
+		return refuse(job.DeclinePolicy, "", "submitter %s is denied", submitter)
 	}
 	if p.Allow != nil && !p.Allow[submitter] && (p.Self == "" || submitter != p.Self) {
-		return refuse("submitter %s is not in the allow list", submitter)
+		return refuse(job.DeclinePolicy, "", "submitter %s is not in the allow list", submitter)
 	}
 	if u.Jobs >= p.MaxJobs {
-		return refuse("busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
+		return refuse(job.DeclineBusy, "", "busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
 	}
-	if why := unmet(p, need.Req); why != "" {
-		return refuse("%s", why)
+	if detail, why := unmet(p, need.Req); why != "" {
+		return refuse(job.DeclineRequirement, detail, "%s", why)
 	}
 	freeCores, freeMem := p.Cores-u.Cores, p.Memory-u.Memory
 	if need.Req.MinCores > freeCores {
-		return refuse("requires %d cores, %d free", need.Req.MinCores, max(freeCores, 0))
+		return refuse(job.DeclineRequirement, fmt.Sprintf("cores=%d", need.Req.MinCores),
+			"requires %d cores, %d free", need.Req.MinCores, max(freeCores, 0))
+	}
+	if need.Req.MinMemory > p.Memory {
+		// Never lent: waiting for the jobs here to end does not help.
+		return refuse(job.DeclineRequirement, "mem="+job.FormatSize(need.Req.MinMemory),
+			"requires %s of memory, %s lent in all", job.FormatSize(need.Req.MinMemory), job.FormatSize(p.Memory))
 	}
 	if need.Req.MinMemory > freeMem {
-		return refuse("requires %s of memory, %s free", job.FormatSize(need.Req.MinMemory), job.FormatSize(max(freeMem, 0)))
+		return refuse(job.DeclineMemory, "mem="+job.FormatSize(need.Req.MinMemory),
+			"requires %s of memory, %s free", job.FormatSize(need.Req.MinMemory), job.FormatSize(max(freeMem, 0)))
 	}
 	slots := min(p.MaxProcs, freeCores, need.N)
 	if slots < 1 {
-		return refuse("no free slot: P=%d, %d cores free", p.MaxProcs, max(freeCores, 0))
+		return refuse(job.DeclineSlots, "", "no free slot: P=%d, %d cores free", p.MaxProcs, max(freeCores, 0))
 	}
 	return Decision{Accept: true, Slots: slots, Cores: max(slots, need.Req.MinCores),
 		Memory: need.Req.MinMemory, Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
 }
 
 // unmet says which fixed requirement (OS, arch, labels) this machine does
-// not meet, or "".
-func unmet(p Policy, r job.Requirements) string {
+// not meet, in --require's syntax and in words, or "", "".
+func unmet(p Policy, r job.Requirements) (detail, why string) {
 	if r.OS != "" && r.OS != p.OS {
-		return fmt.Sprintf("requires os=%s, this host is %s", r.OS, p.OS)
+		return "os=" + r.OS, fmt.Sprintf("requires os=%s, this host is %s", r.OS, p.OS)
 	}
 	if r.Arch != "" && r.Arch != p.Arch {
-		return fmt.Sprintf("requires arch=%s, this host is %s", r.Arch, p.Arch)
+		return "arch=" + r.Arch, fmt.Sprintf("requires arch=%s, this host is %s", r.Arch, p.Arch)
 	}
 	for _, l := range r.Labels {
 		if !slices.Contains(p.Labels, l) {
-			return fmt.Sprintf("requires label %q", l)
+			return "label=" + l, fmt.Sprintf("requires label %q", l)
 		}
 	}
-	return ""
+	return "", ""
 }

@@ -52,6 +52,10 @@ type ServiceConfig struct {
 	// MaxOffersInFlight bounds concurrent offers, so a burst of adverts
 	// cannot make the agent open unbounded streams.
 	MaxOffersInFlight int
+	// DeclineRate and DeclineBurst bound the declines (job.DeclineMsg) the
+	// worker sends, per second, in all; each job is told at most once.
+	DeclineRate  float64
+	DeclineBurst int
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -62,6 +66,10 @@ func DefaultServiceConfig() ServiceConfig {
 		MaxStage:          1 << 30,
 		MaxOutputFile:     256 << 20,
 		MaxOffersInFlight: 32,
+		// 10 a second, 20 at once: a busy network advertises a few jobs a
+		// second; a flood of adverts costs at most this many streams.
+		DeclineRate:  10,
+		DeclineBurst: 20,
 	}
 }
 
@@ -79,6 +87,8 @@ func (c ServiceConfig) validate() error {
 		return errors.New("worker: stage and output file limits must be positive")
 	case c.MaxOffersInFlight <= 0:
 		return errors.New("worker: MaxOffersInFlight must be positive")
+	case c.DeclineRate < 0 || c.DeclineBurst < 0:
+		return errors.New("worker: DeclineRate and DeclineBurst must not be negative")
 	}
 	return nil
 }
@@ -103,10 +113,11 @@ type Service struct {
 	blobs  *blob.Store
 	mpi    MPI
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	offers chan struct{} // semaphore of offers in flight
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	offers   chan struct{} // semaphore of offers in flight
+	declines *decliner
 
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running
@@ -124,8 +135,9 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 	s := &Service{
 		cfg: cfg, h: h, ep: ep, runner: runner, blobs: blobs, mpi: mpi,
 		leases: leases, ctx: ctx, cancel: cancel,
-		offers: make(chan struct{}, cfg.MaxOffersInFlight),
-		jobs:   map[job.ID]*running{},
+		offers:   make(chan struct{}, cfg.MaxOffersInFlight),
+		declines: newDecliner(cfg.DeclineRate, cfg.DeclineBurst),
+		jobs:     map[job.ID]*running{},
 	}
 	ep.Handle(job.LeaseProtocol, s.handleLease)
 	return s, nil
@@ -170,9 +182,6 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
 		return
 	}
-	if s.draining.Load() {
-		return
-	}
 	select {
 	case s.offers <- struct{}{}:
 	default:
@@ -193,9 +202,16 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 	if _, held := s.leases.ByJob(need.Job); held {
 		return // a later, wider flood of a job already offered to
 	}
+	if s.draining.Load() {
+		s.decline(a, need.Job, Decision{Code: job.DeclineDraining})
+		return
+	}
 	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)
 	if !d.Accept || err != nil {
 		log.Debugw("advert refused", "job", need.Job, "reason", d.Reason, "err", err)
+		if err == nil {
+			s.decline(a, need.Job, d)
+		}
 		return
 	}
 

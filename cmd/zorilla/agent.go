@@ -54,25 +54,49 @@ func runAgent(c *cli.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	// SIGHUP is caught from before the socket answers: its default action
+	// would end the agent.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	n, err := node.New(startCtx, cfg)
 	if err != nil {
 		return startError(err)
 	}
-	fmt.Fprintf(c.App.Writer, "zorilla agent %s\ndata dir %s\n", n.ID(), cfg.DataDir)
+	fmt.Fprintf(c.App.Writer, "zorilla agent %s\ndata dir %s\naccepting jobs from %s\n", n.ID(), cfg.DataDir, trustSummary(n.Trust()))
 	for _, a := range n.Addrs() {
 		fmt.Fprintf(c.App.Writer, "listening on %s\n", a)
 	}
 	if len(cfg.TestnetDelay) > 0 {
 		fmt.Fprintf(c.App.Writer, "testnet delay on what is sent over TCP: %s\n", strings.Join(cfg.TestnetDelay, " "))
 	}
+	go reloadOnHangup(ctx, c, n, hup)
 	<-ctx.Done()
 	drain(c, n, context.Cause(ctx), signals)
 	if err := n.Close(); err != nil {
 		return cli.Exit(fmt.Sprintf("agent stopped with errors: %v", err), 1)
 	}
 	return nil
+}
+
+// reloadOnHangup reads the allow and deny lists again on each SIGHUP and
+// says in one line what is now in force, or why the old lists stay.
+func reloadOnHangup(ctx context.Context, c *cli.Context, n *node.Node, hup <-chan os.Signal) {
+	for {
+		select {
+		case <-hup:
+			info, err := n.ReloadTrust()
+			if err != nil {
+				fmt.Fprintf(c.App.ErrWriter, "zorilla agent: SIGHUP: %v; the lists in force are unchanged\n", err)
+				continue
+			}
+			fmt.Fprintf(c.App.Writer, "SIGHUP: allow and deny lists reloaded: %s\n", trustSummary(info))
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // drain lets the jobs running here leave before the agent stops (their

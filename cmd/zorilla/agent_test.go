@@ -54,6 +54,10 @@ func TestAgentBadInputExits2(t *testing.T) {
 	}
 	dir := shortDataDir(t)
 	const id = "12D3KooWLRPJAA5o6Cj9GDcC5AjByEEKjy1k3ZXgtU3K4E3vTnBR"
+	badList := filepath.Join(t.TempDir(), "allow")
+	if err := os.WriteFile(badList, []byte(id+"\nnot-a-peer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  map[string]string
@@ -77,7 +81,7 @@ func TestAgentBadInputExits2(t *testing.T) {
 		{"drain timeout", nil, []string{"--drain-timeout", "-1s"}, "--drain-timeout: must not be negative"},
 		{"reachability", nil, []string{"--reachability", "maybe"}, `reachability "maybe": want auto, public or private`},
 		{"relay circuits", nil, []string{"--relay-circuits", "0"}, "relay reservations 128 and circuits 0 must be >= 1"},
-		{"public, no allow list", nil, []string{"--bootstrap", "public"}, "bootstrap public: this agent would run jobs from anyone on the public network; give --allow FILE"},
+		{"allow file does not parse", nil, []string{"--allow", badList}, `allow list: peer list ` + badList + `: line 2: "not-a-peer" is not a peer ID`},
 		{"public bootstrap does not parse", nil, []string{"--bootstrap", "public", "--open", "--public-bootstrap", "/ip4/1.2.3/tcp/1"}, `public bootstrap address "/ip4/1.2.3/tcp/1"`},
 		{"allow file missing", nil, []string{"--allow", file + ".nope"}, "no such file"},
 		{"max procs", nil, []string{"--max-procs", "-2"}, "max procs -2"},

@@ -20,7 +20,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands: []*cli.Command{
 			agentCommand(), idCommand(), peersCommand(),
 			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(), benchCommand(),
-			testnetCommand(),
+			testnetCommand(), trustCommand(),
 		},
 		// A bad global flag or an unknown command is a usage error, exit 2.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {

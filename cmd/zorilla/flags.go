@@ -47,11 +47,13 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "label", EnvVars: []string{"ZORILLA_LABEL", "ZORILLA_LABELS"},
 			Usage: "label jobs may require, e.g. gpu or site=nancy (repeatable)"},
 		&cli.StringFlag{Name: "allow", EnvVars: []string{"ZORILLA_ALLOW"}, TakesFile: true,
-			Usage: "file of submitter peer IDs allowed to run jobs here, one per line"},
+			Usage: "file of the submitters' peer IDs allowed to run jobs here, one per line; with none given, <data-dir>/allow\n" +
+				"\tif it exists. Only this agent and the submitters listed are accepted (`zorilla trust add` edits the list;\n" +
+				"\tSIGHUP or `zorilla trust reload` reads it again)"},
 		&cli.StringFlag{Name: "deny", EnvVars: []string{"ZORILLA_DENY"}, TakesFile: true,
-			Usage: "file of submitter peer IDs never allowed"},
+			Usage: "file of submitter peer IDs never accepted, even with --open (with none given, <data-dir>/deny if it exists)"},
 		&cli.BoolFlag{Name: "open", EnvVars: []string{"ZORILLA_OPEN"},
-			Usage: "ignore --allow: accept jobs from any submitter not denied (testnets)"},
+			Usage: "accept jobs from any submitter not denied, ignoring the allow list (testnets, demos)"},
 		&cli.DurationFlag{Name: "drain-timeout", EnvVars: []string{"ZORILLA_DRAIN_TIMEOUT"}, Value: 15 * time.Second,
 			Usage: "on SIGTERM or SIGINT, how long jobs running here get to leave (replicas take over, others start again elsewhere) before the agent stops"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"ZORILLA_LOG_LEVEL"}, Value: "error",

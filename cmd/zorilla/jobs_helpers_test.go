@@ -23,6 +23,12 @@ import (
 // offer per process, so on a small network it floods to the last radius.
 func agents(t *testing.T, n, procs int) []*node.Node {
 	t.Helper()
+	return agentsWith(t, n, procs, nil)
+}
+
+// agentsWith is agents with agent i's config adjusted by configure first.
+func agentsWith(t *testing.T, n, procs int, configure func(i int, cfg *node.Config)) []*node.Node {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var nodes []*node.Node
@@ -33,6 +39,9 @@ func agents(t *testing.T, n, procs int) []*node.Node {
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		cfg := fastAgent(dir, procs)
+		if configure != nil {
+			configure(i, &cfg)
+		}
 		if i > 0 {
 			for _, a := range nodes[0].Addrs() {
 				cfg.Bootstrap = append(cfg.Bootstrap, a.String())

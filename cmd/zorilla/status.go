@@ -73,6 +73,9 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	if r.Reason != "" {
 		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)
 	}
+	if seen := job.SeenSummary(r.Offers, r.Declines); seen != "" {
+		fmt.Fprintf(tw, "advert\t%s\n", seen)
+	}
 	if r.Attempts > 1 || r.Matches > 1 {
 		fmt.Fprintf(tw, "retries\t%d starts, %d matches\n", r.Attempts, r.Matches)
 	}

@@ -1,0 +1,119 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+)
+
+func TestSeenSummary(t *testing.T) {
+	offers := func(slots ...int) []Offer {
+		var out []Offer
+		for i, s := range slots {
+			out = append(out, Offer{Peer: peer.ID(fmt.Sprint(i)), Slots: s})
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		offers   []Offer
+		declined []DeclineCount
+		want     string
+	}{
+		{name: "nobody answered", want: ""},
+		{name: "the issue's example", offers: nil, declined: []DeclineCount{
+			{Code: DeclinePolicy, Agents: 18}, {Code: DeclineBusy, Agents: 5}, {Code: DeclineMemory, Detail: "mem=8G", Agents: 1}},
+			want: "24 agents saw the advert: 18 do not allow you, 5 are busy, 1 lacks mem=8G"},
+		{name: "offers and declines", offers: offers(2, 4), declined: []DeclineCount{
+			{Code: DeclineRequirement, Detail: "os=windows", Agents: 3}, {Code: DeclineSlots, Agents: 1}},
+			want: "6 agents saw the advert: 2 offered 6 slots, 3 lack os=windows, 1 has no free slot"},
+		{name: "one agent", declined: []DeclineCount{{Code: DeclinePolicy, Agents: 1}},
+			want: "1 agent saw the advert: 1 does not allow you"},
+		{name: "draining", declined: []DeclineCount{{Code: DeclineDraining, Agents: 2}},
+			want: "2 agents saw the advert: 2 are stopping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SeenSummary(tt.offers, tt.declined); got != tt.want {
+				t.Fatalf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// An agent counts once, with its first reason; one that offers after all
+// leaves the declines; the kinds a record keeps are bounded.
+func TestDeclineTally(t *testing.T) {
+	var d declines
+	d.add("a", DeclineMsg{Code: DeclineBusy})
+	d.add("a", DeclineMsg{Code: DeclinePolicy})
+	d.add("b", DeclineMsg{Code: DeclinePolicy})
+	d.add("c", DeclineMsg{Code: DeclinePolicy})
+	d.add("e", DeclineMsg{Code: DeclineMemory, Detail: "mem=8G"})
+	d.offered("e")
+	got := d.counts()
+	want := []DeclineCount{{Code: DeclinePolicy, Agents: 2}, {Code: DeclineBusy, Agents: 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+	var many declines
+	for i := range 3 * MaxDeclineKinds {
+		many.add(peer.ID(fmt.Sprint("p", i)), DeclineMsg{Code: DeclineRequirement, Detail: fmt.Sprintf("label=l%d", i)})
+	}
+	kinds, agents := many.counts(), 0
+	for _, c := range kinds {
+		agents += c.Agents
+	}
+	if len(kinds) > MaxDeclineKinds || agents != 3*MaxDeclineKinds {
+		t.Fatalf("%d kinds for %d agents, want at most %d kinds for %d", len(kinds), agents, MaxDeclineKinds, 3*MaxDeclineKinds)
+	}
+}
+
+func TestDeclineMsgValidate(t *testing.T) {
+	for _, tt := range []struct {
+		m  DeclineMsg
+		ok bool
+	}{
+		{DeclineMsg{Job: "j1", Code: DeclineBusy}, true},
+		{DeclineMsg{Job: "j1", Code: DeclineMemory, Detail: "mem=8G"}, true},
+		{DeclineMsg{Job: "../x", Code: DeclineBusy}, false},
+		{DeclineMsg{Job: "j1", Code: "bored"}, false},
+		{DeclineMsg{Job: "j1", Code: DeclineRequirement, Detail: strings.Repeat("x", MaxDeclineDetail+1)}, false},
+		{DeclineMsg{Job: "j1", Code: DeclineRequirement, Detail: "os=\x1b[2J"}, false},
+	} {
+		if err := tt.m.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%+v: %v", tt.m, err)
+		}
+	}
+}
+
+func FuzzDecodeDecline(f *testing.F) {
+	f.Add([]byte(`{"job":"j1","code":"busy"}`))
+	f.Add([]byte(`{"job":"j1","code":"memory","detail":"mem=8G"}`))
+	f.Add([]byte(`{"job":"j1","code":"policy","extra":1}`))
+	f.Add([]byte(`{"job":"j1","code":"requirement","detail":"\u0000"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m DeclineMsg
+		if wire.DecodeJSON(b, &m) != nil || m.Validate() != nil {
+			return
+		}
+		var d declines
+		d.add("p", m)
+		if s := SeenSummary(nil, d.counts()); !strings.HasPrefix(s, "1 agent saw the advert: 1 ") {
+			t.Fatalf("summary %q", s)
+		}
+		enc, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back DeclineMsg
+		if err := wire.DecodeJSON(enc, &back); err != nil || back != m {
+			t.Fatalf("round trip: %+v, %v", back, err)
+		}
+	})
+}

@@ -1,0 +1,26 @@
+package job
+
+import "testing"
+
+func TestHopeless(t *testing.T) {
+	busy := []DeclineCount{{Code: DeclinePolicy, Agents: 3}, {Code: DeclineBusy, Agents: 1}}
+	never := []DeclineCount{{Code: DeclinePolicy, Agents: 3}, {Code: DeclineRequirement, Detail: "mem=999T", Agents: 5}}
+	for _, tt := range []struct {
+		name            string
+		quiet, feasible bool
+		declined        []DeclineCount
+		want            bool
+	}{
+		{"answers still coming", false, false, never, false},
+		{"feasible", true, true, never, false},
+		{"nobody can ever take it", true, false, never, true},
+		{"no answer at all, quiet", true, false, nil, true},
+		{"an agent is busy: wait for it", true, false, busy, false},
+		{"memory in use may free", true, false, []DeclineCount{{Code: DeclineMemory, Agents: 1}}, false},
+		{"no free slot may free", true, false, []DeclineCount{{Code: DeclineSlots, Agents: 1}}, false},
+	} {
+		if got := Hopeless(tt.quiet, tt.feasible, tt.declined); got != tt.want {
+			t.Errorf("%s: Hopeless = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"golang.org/x/time/rate"
+
+	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// maxToldJobs bounds the jobs a worker remembers having declined, so it
+// tells each submitter once per job, not once per radius.
+const maxToldJobs = 1024
+
+// decliner decides whether a decline may be sent: once per job (the most
+// recent maxToldJobs), and at most DeclineRate per second in all, so a
+// flood of adverts cannot make the worker open a flood of streams. Its
+// lock is held only for the bookkeeping, never across I/O.
+type decliner struct {
+	lim *rate.Limiter
+
+	mu    sync.Mutex
+	told  map[job.ID]bool
+	order []job.ID // told, oldest first
+}
+
+func newDecliner(perSecond float64, burst int) *decliner {
+	return &decliner{lim: rate.NewLimiter(rate.Limit(perSecond), burst), told: map[job.ID]bool{}}
+}
+
+// claim reports whether a decline for j may be sent now, and if so
+// remembers that it was.
+func (d *decliner) claim(j job.ID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.told[j] || !d.lim.Allow() {
+		return false
+	}
+	if len(d.order) >= maxToldJobs {
+		delete(d.told, d.order[0])
+		d.order = d.order[1:]
+	}
+	d.told[j], d.order = true, append(d.order, j)
+	return true
+}
+
+// decline tells the submitter of advert a why this worker makes no offer
+// for job j, when the decliner lets it. Best effort: a decline that cannot
+// be delivered is only logged.
+func (s *Service) decline(a flood.Advert, j job.ID, d Decision) {
+	if d.Code == "" || !s.declines.claim(j) {
+		return
+	}
+	detail := d.Detail
+	if len(detail) > job.MaxDeclineDetail {
+		detail = detail[:job.MaxDeclineDetail]
+	}
+	if a.Submitter != s.h.ID() {
+		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	st, err := s.ep.Open(ctx, a.Submitter, job.DeclineProtocol)
+	if err != nil {
+		log.Debugw("decline not sent", "job", j, "err", err)
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
+	defer stop()
+	if err := wire.WriteJSON(st, job.DeclineMsg{Job: j, Code: d.Code, Detail: detail}); err != nil {
+		_ = st.Reset()
+		return
+	}
+	_ = st.Close()
+}
