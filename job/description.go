@@ -21,7 +21,7 @@ type Description struct {
 	Require    Requirements      // what every host must have
 	Prefer     Preference        // rank preference: which offers are used first
 	Inputs     []string          // files staged into each process's job folder, by base name
-	Outputs    []string          // files (relative to the job folder) brought back when the job ends
+	Outputs    []string          // files, folders or globs, in each rank's working folder, brought back when the job ends (as NAME.<rank>)
 	Env        map[string]string // extra environment of every process
 	Stdout     string            // file in the submitter's job folder holding the tagged stdout of all ranks
 	Stderr     string            // same for stderr

@@ -82,7 +82,10 @@ func (ss *session) output(from peer.ID, e Report) (string, int64) {
 		path, err := ss.writeChunk(from, e)
 		if err != nil {
 			ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
-				Line: fmt.Sprintf("zorilla: output file %s: %v", e.Name, err)})
+				Line: fmt.Sprintf("output file %s of rank %d: %v", e.Name, e.Rank, err)})
+			return "", 0
+		}
+		if path == "" {
 			return "", 0
 		}
 		rel, _ := filepath.Rel(dir, path)
@@ -104,35 +107,44 @@ func (ss *session) outFile(stream string) *os.File {
 	return f
 }
 
-// writeChunk appends an output file chunk under <job folder>/output. Two
-// hosts returning the same name are kept apart by the second one's peer ID.
+// writeChunk appends an output file chunk under <job folder>/output, as
+// OutputName(name, rank): each rank's file comes back under a name of its
+// own, so ranks sharing a host never overwrite each other's. Of a
+// replicated rank, the first copy that sends a file is kept and the other
+// copies' chunks of it are dropped (every copy computes the same).
 func (ss *session) writeChunk(from peer.ID, e Report) (string, error) {
 	if err := plainFileName(e.Name); err != nil {
 		return "", err
+	}
+	if e.Rank < 0 || e.Rank >= ss.sub.Desc.Nodes {
+		return "", fmt.Errorf("from rank %d of a job of %d", e.Rank, ss.sub.Desc.Nodes)
 	}
 	dir := filepath.Join(ss.s.store.Dir(ss.id), "output")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
-	key := from.String() + "/" + e.Name
-	path, ok := ss.outputs[key]
-	if !ok {
-		path = filepath.Join(dir, e.Name)
-		if _, err := os.Stat(path); err == nil {
-			path += "." + from.ShortString()
-		}
-		ss.outputs[key] = path
-		if err := os.WriteFile(path, nil, 0o600); err != nil {
-			return "", err
-		}
+	name := OutputName(e.Name, e.Rank)
+	copyID := fmt.Sprintf("%s/%d", from, e.Replica)
+	if owner, ok := ss.outputs[name]; !ok {
+		ss.outputs[name] = copyID
+	} else if owner != copyID {
+		return "", nil // another copy of the rank sends it
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
+	// A file may already be there only for a job re-attached after this
+	// agent restarted: the journal cut it back to what was taken, and the
+	// host sends the rest, so chunks are always appended.
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return "", err
 	}
 	_, werr := f.Write(e.Data)
 	return path, errors.Join(werr, f.Close())
 }
+
+// OutputName is the name an output file of a rank comes back under:
+// "result.txt" of rank 3 is "result.txt.3".
+func OutputName(name string, rank int) string { return fmt.Sprintf("%s.%d", name, rank) }
 
 func (ss *session) closeOutputs() {
 	for _, f := range ss.files {

@@ -223,12 +223,12 @@ func (ss *session) exited(from peer.ID, e Report) error {
 		return failure{kind: RankFailed, rank: e.Rank, code: max(e.Code, 1),
 			why: fmt.Sprintf("rank %d has no copy left: the last %s", e.Rank, e.Lost)}
 	}
-	why := fmt.Sprintf("rank %d exited with status %d", e.Rank, e.Code)
+	why := fmt.Sprintf("rank %d exited with status %d on host %s", e.Rank, e.Code, shortPeer(from))
 	switch {
 	case e.TimedOut:
-		why = fmt.Sprintf("rank %d killed: wall-clock limit %v reached", e.Rank, ss.sub.Desc.Timeout)
+		why = fmt.Sprintf("rank %d killed on host %s: wall-clock limit %v reached", e.Rank, shortPeer(from), ss.sub.Desc.Timeout)
 	case e.Signal != "":
-		why = fmt.Sprintf("rank %d killed by signal %s", e.Rank, e.Signal)
+		why = fmt.Sprintf("rank %d killed by signal %s on host %s", e.Rank, e.Signal, shortPeer(from))
 	}
 	if ss.sub.Desc.Replicas > 1 && e.Signal != "" && !e.TimedOut {
 		copyWhy := "its process was killed by signal " + e.Signal

@@ -32,7 +32,10 @@ type JobError struct {
 }
 
 func (e *JobError) Error() string {
-	s := "mpi: job failed: " + e.Cause
+	s := "mpi: job failed"
+	if e.Cause != "failed" && e.Cause != "" { // "failed" would say it twice
+		s += ": " + e.Cause
+	}
 	if e.Rank >= 0 {
 		s += fmt.Sprintf(" (rank %d", e.Rank)
 		if e.Cause == "aborted" {

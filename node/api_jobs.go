@@ -50,6 +50,30 @@ func (a *jobsAPI) register(handle func(string, http.Handler)) {
 	handle("GET /v1/jobs/{id}", http.HandlerFunc(a.get))
 	handle("POST /v1/jobs/{id}/cancel", http.HandlerFunc(a.cancel))
 	handle("GET /v1/jobs/{id}/watch", http.HandlerFunc(a.watch))
+	handle("GET /v1/jobs/{id}/outputs", http.HandlerFunc(a.outputs))
+	handle("GET /v1/jobs/{id}/outputs/{name}", http.HandlerFunc(a.output))
+}
+
+// outputs lists the output files a job brought back.
+func (a *jobsAPI) outputs(w http.ResponseWriter, r *http.Request) {
+	files, err := a.sub.Outputs(job.ID(r.PathValue("id")))
+	if err != nil {
+		WriteError(w, statusOf(err), err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, files)
+}
+
+// output sends one output file's bytes.
+func (a *jobsAPI) output(w http.ResponseWriter, r *http.Request) {
+	f, err := a.sub.OpenOutput(job.ID(r.PathValue("id")), r.PathValue("name"))
+	if err != nil {
+		WriteError(w, statusOf(err), err)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = io.Copy(w, f)
 }
 
 func (a *jobsAPI) putBlob(w http.ResponseWriter, r *http.Request) {
@@ -128,7 +152,7 @@ func (a *jobsAPI) watch(w http.ResponseWriter, r *http.Request) {
 }
 
 func statusOf(err error) int {
-	if errors.Is(err, job.ErrUnknownJob) {
+	if errors.Is(err, job.ErrUnknownJob) || errors.Is(err, job.ErrNoOutput) {
 		return http.StatusNotFound
 	}
 	return http.StatusBadRequest

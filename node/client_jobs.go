@@ -60,6 +60,31 @@ func (c *Client) Cancel(ctx context.Context, id job.ID) error {
 	return c.Do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(string(id))+"/cancel", nil, nil)
 }
 
+// Outputs lists the output files a job brought back.
+func (c *Client) Outputs(ctx context.Context, id job.ID) ([]job.OutputFile, error) {
+	var files []job.OutputFile
+	return files, c.Do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(string(id))+"/outputs", nil, &files)
+}
+
+// Output copies one output file of a job to w; it returns the bytes copied.
+func (c *Client) Output(ctx context.Context, id job.ID, name string, w io.Writer) (int64, error) {
+	path := "http://agent/v1/jobs/" + url.PathEscape(string(id)) + "/outputs/" + url.PathEscape(name)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("output %s of job %s: %w", name, id, err)
+	}
+	return n, nil
+}
+
 // Watch calls fn with each update of a job until it ends or ctx ends. A
 // broken stream is picked up again where it stopped.
 func (c *Client) Watch(ctx context.Context, id job.ID, fn func(job.Update)) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -221,10 +220,13 @@ func (r *running) launch(k *sink) ([]proc.Process, error) {
 	}
 	var procs []proc.Process
 	for _, p := range r.c.Procs {
-		p := p
+		if err := r.stageRank(p); err != nil {
+			killAll(procs)
+			return nil, err
+		}
 		spec := proc.Spec{
 			Job: r.routeID(), Rank: p.Rank, Replica: p.Replica, Size: r.c.N,
-			Dir: r.dir, Program: filepath.Join(r.dir, r.c.Program.Name),
+			Dir: r.rankDir(p), Program: filepath.Join(r.dir, r.c.Program.Name),
 			Args: r.c.Args, Env: append(r.env(sock), r.c.Env...),
 			Timeout: r.c.Timeout, Limits: s.cfg.Limits,
 		}
@@ -233,15 +235,20 @@ func (r *running) launch(k *sink) ([]proc.Process, error) {
 		}
 		pr, err := s.runner.Start(r.ctx, spec, out)
 		if err != nil {
-			for _, q := range procs {
-				_ = q.Kill()
-				q.Wait()
-			}
+			killAll(procs)
 			return nil, fmt.Errorf("start rank %d.%d: %w", p.Rank, p.Replica, err)
 		}
 		procs = append(procs, pr)
 	}
 	return procs, nil
+}
+
+// killAll ends processes started and waits for them.
+func killAll(procs []proc.Process) {
+	for _, q := range procs {
+		_ = q.Kill()
+		q.Wait()
+	}
 }
 
 func (r *running) env(sock string) []string {
@@ -378,48 +385,5 @@ func (r *running) mpiFailure() *router.Failure {
 func (r *running) failMPI(err error) {
 	if m := r.mpiJob(); m != nil {
 		m.Fail(err)
-	}
-}
-
-// sendOutputs streams the job's output files back in chunks.
-func (r *running) sendOutputs(k *sink) {
-	for _, pattern := range r.c.Outputs {
-		matches, _ := filepath.Glob(filepath.Join(r.dir, pattern))
-		for _, path := range matches {
-			if err := r.sendFile(k, path); err != nil {
-				k.send(r.ctx, job.Report{Kind: job.RepOutput, Stream: "stderr", Rank: -1,
-					Data: []byte(fmt.Sprintf("zorilla: output %s not sent: %v", filepath.Base(path), err))})
-			}
-		}
-	}
-}
-
-func (r *running) sendFile(k *sink, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file")
-	}
-	if st.Size() > r.svc.cfg.MaxOutputFile {
-		return fmt.Errorf("%d bytes exceeds the %d-byte limit", st.Size(), r.svc.cfg.MaxOutputFile)
-	}
-	name := filepath.Base(path)
-	buf := make([]byte, job.FileChunkSize)
-	for {
-		n, err := io.ReadFull(f, buf)
-		eof := err == io.EOF || err == io.ErrUnexpectedEOF
-		if err != nil && !eof {
-			return err
-		}
-		if !k.send(r.ctx, job.Report{Kind: job.RepFile, Name: name, Data: append([]byte(nil), buf[:n]...), EOF: eof}) {
-			return errors.New("submitter lost")
-		}
-		if eof {
-			return nil
-		}
 	}
 }

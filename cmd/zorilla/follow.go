@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"text/tabwriter"
@@ -15,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -82,6 +84,11 @@ type printer struct {
 	id     job.ID
 	start  time.Time
 	rec    *job.Record
+	// failLines are the MPI failure lines already shown (as a rank printed
+	// them, its tag aside): every rank of a failed job tends to print the
+	// same one, which is said once; repeats counts the others.
+	failLines map[string]bool
+	repeats   int
 }
 
 func newPrinter(stdout, stderr io.Writer, id job.ID) *printer {
@@ -102,16 +109,46 @@ func (p *printer) update(u job.Update) {
 			fmt.Fprintln(p.stderr, "zorilla:", joinNote(u.Line, u.Note))
 			return
 		}
+		if p.repeatedFailure(u) {
+			return
+		}
 		fmt.Fprintf(w, "[%s] %s\n", procTag(u.Rank, u.Replica), u.Line)
 	case "state":
 		fmt.Fprintf(p.stderr, "zorilla: job %s %s (+%v)%s\n", p.id, u.State,
 			time.Since(p.start).Round(time.Millisecond), withColon(u.Note))
 	case "end":
+		if p.repeats > 0 {
+			fmt.Fprintf(p.stderr, "zorilla: %d more ranks printed the same MPI failure (every line is in the job's stderr file)\n", p.repeats)
+		}
 		if u.Record != nil {
 			rec := *u.Record
 			p.rec = &rec
 		}
 	}
+}
+
+// maxFailLines bounds the distinct failure lines remembered.
+const maxFailLines = 64
+
+// repeatedFailure reports whether u is an MPI failure line that another
+// rank already printed, and counts it.
+func (p *printer) repeatedFailure(u job.Update) bool {
+	at := strings.Index(u.Line, mpi.ErrJobFailed.Error())
+	if u.Stream != "stderr" || at < 0 {
+		return false
+	}
+	key := u.Line[at:] // what the program put before it may name the rank
+	if p.failLines[key] {
+		p.repeats++
+		return true
+	}
+	if p.failLines == nil {
+		p.failLines = map[string]bool{}
+	}
+	if len(p.failLines) < maxFailLines {
+		p.failLines[key] = true
+	}
+	return false
 }
 
 // notef prints one line of the command's own on stderr.
@@ -156,6 +193,9 @@ func writeDryRun(w io.Writer, rec job.Record) error {
 	d := rec.Desc
 	plan, perr := job.Place(d.Strategy, rec.Offers, d.Nodes, d.Replicas)
 	writeOffers(w, rec.Offers, plan)
+	if seen := job.SeenSummary(rec.Offers, rec.Declines); seen != "" {
+		fmt.Fprintln(w, seen)
+	}
 	if perr != nil {
 		fmt.Fprintf(w, "not feasible: n=%d r=%d: %v\n", d.Nodes, d.Replicas, perr)
 		return cli.Exit(fmt.Sprintf("job %s: dry run: not feasible", rec.ID), 1)

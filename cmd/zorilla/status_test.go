@@ -260,3 +260,32 @@ func procs(rr ...int) []job.Proc {
 	}
 	return ps
 }
+
+// The MPI failure every rank of a failed job prints is shown once, then
+// counted; other stderr lines, and stdout, are never folded.
+func TestPrinterSaysTheFailureOnce(t *testing.T) {
+	var out, errw bytes.Buffer
+	p := newPrinter(&out, &errw, "j1")
+	rec := job.Record{ID: "j1", State: job.Failed}
+	for _, u := range []job.Update{
+		{Kind: "output", Rank: 0, Stream: "stderr", Line: "rank 0: recv: mpi: job failed: rank 1 exited with 3"},
+		{Kind: "output", Rank: 2, Stream: "stderr", Line: "rank 2: send: mpi: job failed: rank 1 exited with 3"},
+		{Kind: "output", Rank: 3, Stream: "stderr", Line: "rank 3: recv: mpi: job failed: rank 1 exited with 3"},
+		{Kind: "output", Rank: 3, Stream: "stderr", Line: "warn"},
+		{Kind: "output", Rank: 2, Stream: "stderr", Line: "warn"},
+		{Kind: "output", Rank: 2, Stream: "stdout", Line: "mpi: job failed: rank 1 exited with 3"},
+		{Kind: "state", State: job.Failed, Note: "rank 1 exited with status 3 on host 12D3KooW…abcdef"},
+		{Kind: "end", State: job.Failed, Record: &rec},
+	} {
+		p.update(u)
+	}
+	if strings.Count(errw.String(), "mpi: job failed") != 1 || strings.Count(errw.String(), "warn") != 2 {
+		t.Errorf("stderr:\n%s", errw.String())
+	}
+	if !strings.Contains(errw.String(), "zorilla: 2 more ranks printed the same MPI failure") {
+		t.Errorf("the repeats are not counted:\n%s", errw.String())
+	}
+	if out.String() != "[2] mpi: job failed: rank 1 exited with 3\n" {
+		t.Errorf("stdout %q", out.String())
+	}
+}

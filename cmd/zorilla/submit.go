@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,8 @@ func submitFlags() []cli.Flag {
 		&cli.IntFlag{Name: "r", Usage: "copies of each rank, on distinct hosts", Value: 1},
 		&cli.StringFlag{Name: "a", Aliases: []string{"strategy"}, Usage: "placement: spread (one per host first) or concentrate (fill the closest hosts)", Value: string(job.DefaultStrategy)},
 		&cli.GenericFlag{Name: "input", Usage: "`FILE` staged beside the program on every host (repeatable)", Value: &listFlag{}},
-		&cli.GenericFlag{Name: "output", Usage: "`FILE` (relative to the job folder) brought back when the job ends (repeatable)", Value: &listFlag{}},
+		&cli.GenericFlag{Name: "output", Usage: "`FILE` or folder (or glob), in each rank's working folder, brought back when the job ends as FILE.<rank> (a folder as FOLDER.tar.<rank>; repeatable)", Value: &listFlag{}},
+		&cli.StringFlag{Name: "output-dir", Usage: "`DIR` the --output files are copied into when the job ends", Value: ".", DefaultText: "the current folder"},
 		&cli.GenericFlag{Name: "env", Usage: "`K=V` added to every process's environment (repeatable)", Value: &listFlag{}},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the run", Value: job.DefaultTimeout},
 		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
@@ -64,6 +66,10 @@ func submitAction(c *cli.Context) error {
 	d, err := descriptionFrom(c)
 	if err != nil {
 		return usageError(err)
+	}
+	outDir := c.String("output-dir")
+	if st, err := os.Stat(outDir); err == nil && !st.IsDir() {
+		return usageErrorf("--output-dir %s is not a folder", outDir)
 	}
 	dryRun := c.Bool("dry-run")
 	if dryRun && !c.IsSet("deadline") && d.Deadline == job.DefaultDeadline {
@@ -91,7 +97,50 @@ func submitAction(c *cli.Context) error {
 	if dryRun {
 		return writeDryRun(c.App.Writer, rec)
 	}
+	if len(d.Outputs) > 0 {
+		if err := fetchOutputs(c.Context, cl, id, outDir, c.App.ErrWriter); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "zorilla: %v (they stay in the agent's job folder; see zorilla status %s)\n", err, id)
+		}
+	}
 	return jobExit(rec)
+}
+
+// fetchOutputs copies the output files a job brought back into dir, and
+// says where they went.
+func fetchOutputs(ctx context.Context, cl *node.Client, id job.ID, dir string, stderr io.Writer) error {
+	files, err := cl.Outputs(ctx, id)
+	if err != nil {
+		return fmt.Errorf("output files: %w", agentError(err))
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "zorilla: no output file came back")
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("output files: %w", err)
+	}
+	names := make([]string, 0, len(files))
+	for _, f := range files {
+		if err := fetchOutput(ctx, cl, id, f.Name, filepath.Join(dir, f.Name)); err != nil {
+			return err
+		}
+		names = append(names, f.Name)
+	}
+	abs, _ := filepath.Abs(dir)
+	fmt.Fprintf(stderr, "zorilla: %d output files in %s: %s\n", len(names), abs, strings.Join(names, " "))
+	return nil
+}
+
+func fetchOutput(ctx context.Context, cl *node.Client, id job.ID, name, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("output file: %w", err)
+	}
+	if _, err := cl.Output(ctx, id, name, f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // descriptionFrom builds the job description from --file and the flags the

@@ -65,7 +65,8 @@ func TestSubmitJobFileInputsEnvOutputs(t *testing.T) {
 	if err := os.WriteFile(file, []byte("executable: prog.sh\nnodes: 4\ninputs: [data.in]\noutputs: [result.txt]\nenv: {GREETING: hi}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := zorilla("submit", "--data-dir", nodes[0].Config().DataDir, "--file", file, "-n", "2", "--env", "GREETING=hey,you")
+	r := zorilla("submit", "--data-dir", nodes[0].Config().DataDir, "--file", file, "-n", "2", "--env", "GREETING=hey,you",
+		"--output-dir", t.TempDir())
 	if r.code != 0 {
 		t.Fatalf("submit: %v", r)
 	}

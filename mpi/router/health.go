@@ -1,6 +1,7 @@
 package router
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -45,7 +46,27 @@ func (j *Job) peerLost(p peer.ID, err error) {
 	log.Infof("job %s: agent %s lost: %v", j.spec.ID, p.ShortString(), err)
 	if len(orphans) > 0 {
 		j.fail(&Failure{Cause: proto.CauseAgentLost, Rank: orphans[0], Peer: p,
-			Reason: fmt.Sprintf("agent %s unreachable (%v): ranks %v have no copy left", p.ShortString(), err, orphans)})
+			Reason: fmt.Sprintf("agent %s %s: ranks %v have no copy left", p.ShortString(), lossWords(err), orphans)})
+	}
+}
+
+// errCountedLost is why an agent is lost that another agent of the job
+// counted lost and told of.
+var errCountedLost = errors.New("was counted lost by agent")
+
+// lossWords says in words why an agent was counted lost, for the ranks'
+// error and the user; the transport's own error (a stream reset, a dial
+// error) stays in the log.
+func lossWords(err error) string {
+	switch {
+	case errors.Is(err, errMismatch):
+		return "broke the job's link protocol"
+	case errors.Is(err, errGone):
+		return "left the job"
+	case errors.Is(err, errCountedLost):
+		return err.Error()
+	default:
+		return "was unreachable for longer than the heartbeat timeout"
 	}
 }
 
@@ -79,7 +100,7 @@ func (j *Job) reportedLost(from peer.ID, body []byte) error {
 	case p == j.self:
 		j.fenced(from)
 	case replicaOnAny(j.spec.Hosts, p):
-		j.peerLost(p, fmt.Errorf("agent %s lost sight of it", from.ShortString()))
+		j.peerLost(p, fmt.Errorf("%w %s", errCountedLost, from.ShortString()))
 	}
 	return nil
 }
