@@ -40,8 +40,9 @@ func demoCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "agents", Usage: "agents to start", Value: 8},
 			&cli.IntFlag{Name: "procs", Usage: "processes each agent accepts (its --max-procs and --cores)", Value: 2},
-			&cli.IntFlag{Name: "n", Usage: "ranks of the job (default: one per agent)"},
-			&cli.StringFlag{Name: "a", Usage: "placement: spread or concentrate (default: spread when there is an agent per rank, else concentrate)"},
+			&cli.IntFlag{Name: "n", Usage: "ranks of the job", DefaultText: "one per agent"},
+			&cli.StringFlag{Name: "a", Usage: "placement: spread or concentrate",
+				DefaultText: "spread when there is an agent per rank, else concentrate"},
 			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + demoExample},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
 			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the job", Value: time.Minute},

@@ -47,7 +47,8 @@ submits through a container's agent from the host.`,
 func testnetFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "name", Value: "zt", EnvVars: []string{"ZORILLA_TESTNET"}, Usage: "the testnet's name: prefix and label of its containers and networks"},
-		&cli.StringFlag{Name: "dir", EnvVars: []string{"ZORILLA_TESTNET_DIR"}, Usage: "host `FOLDER` of the state and the agents' data dirs (default ~/.zorilla-testnet/NAME)"},
+		&cli.StringFlag{Name: "dir", EnvVars: []string{"ZORILLA_TESTNET_DIR"}, Usage: "host `FOLDER` of the state and the agents' data dirs",
+			DefaultText: "~/.zorilla-testnet/NAME"},
 	}
 }
 
@@ -80,7 +81,8 @@ func testnetUpCommand() *cli.Command {
 			&cli.StringFlag{Name: "shaper", Value: docker.ShaperAuto, Usage: "latency by auto (netem, else transport; nfqueue with --quic), netem, transport, nfqueue or none"},
 			&cli.StringFlag{Name: "image", Value: docker.DefaultImage, Usage: "the agent image's tag"},
 			&cli.BoolFlag{Name: "no-build", Usage: "use the image as it is"},
-			&cli.StringFlag{Name: "src", Usage: "zorilla source `FOLDER` to build the image from (default: found from the working directory)"},
+			&cli.StringFlag{Name: "src", Usage: "zorilla source `FOLDER` to build the image from",
+				DefaultText: "found from the working directory"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the bootstrap choices"},
 			&cli.DurationFlag{Name: "wait", Value: 3 * time.Minute, Usage: "how long to wait for the agents to find neighbours"},
 			&cli.BoolFlag{Name: "quic", Usage: "agents listen on QUIC as well as TCP"},
