@@ -197,20 +197,57 @@ func testnetStatusCommand() *cli.Command {
 
 func testnetDownCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "down",
-		Usage:        "remove every container and network of the testnet, and its data dirs",
-		ArgsUsage:    " ",
-		Flags:        append(testnetFlags(), &cli.BoolFlag{Name: "keep-data", Usage: "keep the agents' data dirs"}),
+		Name:      "down",
+		Usage:     "remove every container and network of the testnet, and its data dirs (and its image with --images)",
+		ArgsUsage: " ",
+		Flags: append(testnetFlags(), &cli.BoolFlag{Name: "keep-data", Usage: "keep the agents' data dirs"},
+			&cli.BoolFlag{Name: "images", Usage: "also remove the testnet's image (--image) and the untagged images earlier builds left"},
+			&cli.StringFlag{Name: "image", Usage: "with --images: the image tag to remove", DefaultText: "the one the testnet was started with, else " + docker.DefaultImage}),
 		OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			r, err := docker.Down(c.Context, testnetConfig(c), c.Bool("keep-data"))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.Writer, "removed %d containers, %d networks, %d data dirs\n", r.Containers, r.Networks, r.DataDirs)
-			return nil
-		},
+		Action:       testnetDown,
 	}
+}
+
+func testnetDown(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("testnet down takes no arguments, got %q", c.Args().First())
+	}
+	if c.IsSet("image") && !c.Bool("images") {
+		return usageErrorf("testnet down: --image names the image --images removes; give --images too")
+	}
+	cfg := testnetConfig(c)
+	tag := downImage(c, cfg) // before Down removes the state that names it
+	r, err := docker.Down(c.Context, cfg, c.Bool("keep-data"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "removed %d containers, %d networks, %d data dirs\n", r.Containers, r.Networks, r.DataDirs)
+	if !c.Bool("images") {
+		return nil
+	}
+	removed, err := docker.RemoveImages(c.Context, cfg.Docker, tag)
+	for _, img := range removed {
+		fmt.Fprintf(c.App.Writer, "removed image %s\n", img)
+	}
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		fmt.Fprintf(c.App.Writer, "no image %s, no untagged testnet image\n", tag)
+	}
+	return nil
+}
+
+// downImage is the image down --images removes: --image, else the one the
+// testnet's state names, else the default.
+func downImage(c *cli.Context, cfg docker.Config) string {
+	if c.IsSet("image") {
+		return c.String("image")
+	}
+	if tn, err := docker.Open(cfg); err == nil && tn.State().Image != "" {
+		return tn.State().Image
+	}
+	return docker.DefaultImage
 }
 
 func testnetFaultCommand(name, usage string, op func(*docker.Testnet, context.Context, string) error) *cli.Command {
