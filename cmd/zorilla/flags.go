@@ -22,6 +22,8 @@ func agentFlags() []cli.Flag {
 		jobClientFlags()[0], // --data-dir, the same flag the client commands take
 		&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"ZORILLA_LISTEN"},
 			Value: cli.NewStringSlice(def.Listen...), Usage: "multiaddr to listen on (repeatable)"},
+		&cli.BoolFlag{Name: "reuse-port", EnvVars: []string{"ZORILLA_REUSE_PORT"},
+			Usage: "start even when another listener holds a --listen TCP port, and share it (SO_REUSEPORT; the kernel splits new connections between the two)"},
 		&cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"ZORILLA_BOOTSTRAP"},
 			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable), or \"public\": find the network's agents through the public libp2p DHT"},
 		&cli.BoolFlag{Name: "mdns", EnvVars: []string{"ZORILLA_MDNS"}, Value: true,
@@ -78,6 +80,7 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 		return cfg, usageErrorf("--network: %v", err)
 	}
 	cfg.Listen = c.StringSlice("listen")
+	cfg.ReusePort = c.Bool("reuse-port")
 	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))
 	cfg.PublicBootstrap = trimAll(c.StringSlice("public-bootstrap"))
 	cfg.MDNS = c.Bool("mdns")
