@@ -11,6 +11,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
 func TestBootStep(t *testing.T) {
@@ -77,12 +79,26 @@ func TestBootstrapReportsUnreachableThenReached(t *testing.T) {
 	}
 	want("no bootstrap peer can be reached (")
 	cfgB.Listen = []string{"/ip4/127.0.0.1/tcp/" + port}
-	startNode(t, cfgB, WithIdentity(key))
+	b = startNode(t, cfgB, WithIdentity(key))
 	want("reached the network")
-	select {
-	case msg := <-reports:
-		t.Errorf("a report while nothing changed: %q", msg)
-	default:
+	// An agent whose bootstrap peer answers at once reports nothing.
+	quiet := make(chan string, 16)
+	cfgC := testConfig("")
+	cfgC.Bootstrap = []string{b.Addrs()[0].String()}
+	c := startNode(t, cfgC, WithReport(func(msg string) { quiet <- msg }))
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.ContainsFunc(c.Overlay().Peers(), func(p overlay.PeerInfo) bool { return p.ID == b.ID() && !p.Dead }) {
+		if time.Now().After(deadline) {
+			t.Fatal("the third agent never listed its bootstrap peer")
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval
+	}
+	for _, ch := range []chan string{reports, quiet} {
+		select {
+		case msg := <-ch:
+			t.Errorf("a report while nothing changed: %q", msg)
+		default:
+		}
 	}
 }
 
