@@ -96,21 +96,33 @@ func DecodeDescription(b []byte) (Description, error) {
 		return Description{}, fmt.Errorf("job file: %d bytes, limit %d", len(b), MaxDescriptionSize)
 	}
 	var f descFile
-	var err error
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
-		err = wire.DecodeJSON(t, &f)
-	} else {
-		err = decodeYAML(b, &f)
-	}
-	if err != nil {
-		return Description{}, fmt.Errorf("job file: %w", err)
+		if err := decodeJSONFile(b, &f); err != nil {
+			return Description{}, fmt.Errorf("job file: %w", jsonFileError(err, b, indexFile(b)))
+		}
+	} else if err := decodeYAML(b, &f); err != nil {
+		return Description{}, fmt.Errorf("job file: %w", yamlFileError(err, indexFile(b)))
 	}
 	d := f.description()
 	d.SetDefaults()
 	if err := d.Validate(); err != nil {
-		return Description{}, fmt.Errorf("job file: %w", err)
+		return Description{}, fmt.Errorf("job file: %w", atLine(err, indexFile(b)))
 	}
 	return d, nil
+}
+
+// decodeJSONFile reads one JSON object, refusing unknown fields and
+// anything after it.
+func decodeJSONFile(b []byte, f *descFile) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(f); err != nil {
+		return err
+	}
+	if dec.More() {
+		return &valueError{lineAt(b, dec.InputOffset()), "", errors.New("more after the closing } of the job")}
+	}
+	return nil
 }
 
 func decodeYAML(b []byte, v any) error {
@@ -118,13 +130,13 @@ func decodeYAML(b []byte, v any) error {
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
 		if errors.Is(err, io.EOF) {
-			return errors.New("empty document")
+			return errors.New("the file is empty: it needs executable: and nodes: at least")
 		}
 		return err
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return errors.New("more than one YAML document")
+		return errors.New("more than one YAML document (a line \"---\" starts another)")
 	}
 	return nil
 }
@@ -177,11 +189,14 @@ func (s *fileSize) UnmarshalJSON(b []byte) error {
 
 func (s *fileSize) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: size must be a scalar such as 2G", n.Line)
+		return &valueError{n.Line, "", errors.New("want a size such as 2G")}
 	}
 	v, err := ParseSize(n.Value)
 	*s = fileSize(v)
-	return err
+	if err != nil {
+		return &valueError{n.Line, n.Value, err}
+	}
+	return nil
 }
 
 // fileDuration is a duration written as Go writes them: "90s", "1h30m".
@@ -201,9 +216,12 @@ func (d *fileDuration) UnmarshalJSON(b []byte) error {
 
 func (d *fileDuration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: duration must be a scalar such as 90m", n.Line)
+		return &valueError{n.Line, "", errors.New("want a duration such as 90m")}
 	}
-	return d.parse(n.Value)
+	if err := d.parse(n.Value); err != nil {
+		return &valueError{n.Line, n.Value, err}
+	}
+	return nil
 }
 
 func (d *fileDuration) parse(s string) error {

@@ -27,6 +27,12 @@ type Config struct {
 	DataDir string
 	// Listen are the multiaddrs the host listens on.
 	Listen []string
+	// ReusePort lets the agent listen on a TCP port another socket already
+	// holds (libp2p binds with SO_REUSEPORT: the kernel then splits new
+	// connections between them). False, the default: New refuses a port in
+	// use with ErrPortInUse, since a second agent on one port gets a share
+	// of the first one's connections and neither works well.
+	ReusePort bool
 	// Bootstrap are full multiaddrs (with /p2p/) of agents to join through.
 	// Empty: this is a first agent, that others bootstrap from.
 	Bootstrap []string

@@ -23,6 +23,12 @@
 // teardown with OnClose; Close runs teardowns in reverse order, so the API
 // stops first and the host last.
 //
+// Start-up refuses a fixed listen port another socket holds (ErrPortInUse)
+// unless Config.ReusePort: libp2p binds TCP with SO_REUSEPORT, which would
+// let two agents share a port. Bootstrap peers that cannot be reached are
+// tried again with backoff; WithReport receives one line each time the
+// agent stops or starts reaching them.
+//
 // Clients (the zorilla command, tests) use Dial(dataDir) and Client: ID,
 // Peers, and Do for any other route. A client whose agent is not running
 // gets ErrNotRunning.

@@ -56,9 +56,10 @@ type Node struct {
 type Option func(*options)
 
 type options struct {
-	host  host.Host
-	key   crypto.PrivKey
-	gater connmgr.ConnectionGater
+	host   host.Host
+	key    crypto.PrivKey
+	gater  connmgr.ConnectionGater
+	report func(string)
 }
 
 // WithConnectionGater makes the Node's host ask g before every connection;
@@ -127,7 +128,7 @@ func (n *Node) start(ctx context.Context, o options) error {
 		}
 		n.OnClose(api.Close)
 	}
-	return n.bootstrap(ctx)
+	return n.bootstrap(ctx, o.report)
 }
 
 func (n *Node) startHost(o options) error {
@@ -147,6 +148,11 @@ func (n *Node) startHost(o options) error {
 	key, err := n.identity(o)
 	if err != nil {
 		return err
+	}
+	if !n.cfg.ReusePort {
+		if err := checkPortsFree(n.cfg.Listen); err != nil {
+			return err
+		}
 	}
 	if n.cfg.Public() {
 		n.nat = &natSide{}
@@ -174,13 +180,21 @@ func (n *Node) identity(o options) (crypto.PrivKey, error) {
 	return key, nil
 }
 
-func (n *Node) bootstrap(ctx context.Context) error {
+// bootstrap joins the network through the bootstrap peers, LAN discovery
+// and the public rendezvous, as configured. Bootstrap peers that cannot be
+// reached are tried again with backoff, and report (or a warning) says
+// when the agent reaches none, and when it does again.
+func (n *Node) bootstrap(ctx context.Context, report func(string)) error {
 	peers, err := ParseBootstrap(n.cfg.Bootstrap)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	if err := n.ov.Bootstrap(ctx, peers); err != nil {
-		log.Warnw("bootstrap failed; will retry", "err", err)
+	first := n.ov.Bootstrap(ctx, peers) // nil without peers: a first agent
+	if len(peers) > 0 {
+		if report == nil {
+			report = func(msg string) { log.Warn(msg) }
+		}
+		n.watchBootstrap(peers, first, report)
 	}
 	if n.cfg.MDNS {
 		lan, err := overlay.StartLAN(n.h, n.ov, n.cfg.Network)

@@ -61,7 +61,10 @@ func runAgent(c *cli.Context) error {
 	defer signal.Stop(hup)
 	startCtx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	n, err := node.New(startCtx, cfg)
+	// Said at any log level: an agent that reaches no bootstrap peer
+	// otherwise runs silently, alone.
+	report := func(msg string) { fmt.Fprintf(c.App.ErrWriter, "zorilla agent: %s\n", msg) }
+	n, err := node.New(startCtx, cfg, node.WithReport(report))
 	if err != nil {
 		return startError(err)
 	}
@@ -122,6 +125,9 @@ func drain(c *cli.Context, n *node.Node, why error, signals <-chan os.Signal) {
 // startError maps the agent's start-up errors to exit codes: what the
 // owner gave wrong (a flag, the data dir) is a usage error, exit 2.
 func startError(err error) error {
+	if errors.Is(err, node.ErrPortInUse) {
+		return usageErrorf("%v; give --listen another port, or --reuse-port to share it", err)
+	}
 	if errors.Is(err, node.ErrInvalidConfig) || errors.Is(err, node.ErrDataDir) {
 		return usageError(err)
 	}

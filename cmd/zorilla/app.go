@@ -15,12 +15,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:      "zorilla",
 		Usage:     "a fully decentralized peer-to-peer supercomputer",
+		Version:   appVersion(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			agentCommand(), idCommand(), peersCommand(),
 			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(), benchCommand(),
-			testnetCommand(), trustCommand(),
+			testnetCommand(), trustCommand(), versionCommand(),
 		},
 		// A bad global flag or an unknown command is a usage error, exit 2.
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {

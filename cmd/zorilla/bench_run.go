@@ -51,11 +51,11 @@ func benchPingpongAction(c *cli.Context) error {
 // runBench starts the agents and the other configurations, then runs the
 // rounds. After an error it returns the rounds completed so far.
 func runBench(ctx context.Context, cfg benchConfig, net *demoNet) (*benchResults, error) {
-	if err := net.up(ctx, 2, 1); err != nil { // one slot each: rank 0 on a0, rank 1 on a1
-		return nil, err
-	}
 	prog, err := programOrExample(ctx, net, cfg.program, benchExample)
 	if err != nil {
+		return nil, err
+	}
+	if err := net.up(ctx, 2, 1); err != nil { // one slot each: rank 0 on a0, rank 1 on a1
 		return nil, err
 	}
 	runs := []*benchRun{{target: &zorillaTarget{cl: net.agents[0].client, prog: prog, timeout: cfg.timeout}}}

@@ -40,8 +40,9 @@ func demoCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "agents", Usage: "agents to start", Value: 8},
 			&cli.IntFlag{Name: "procs", Usage: "processes each agent accepts (its --max-procs and --cores)", Value: 2},
-			&cli.IntFlag{Name: "n", Usage: "ranks of the job (default: one per agent)"},
-			&cli.StringFlag{Name: "a", Usage: "placement: spread or concentrate (default: spread when there is an agent per rank, else concentrate)"},
+			&cli.IntFlag{Name: "n", Usage: "ranks of the job", DefaultText: "one per agent"},
+			&cli.StringFlag{Name: "a", Usage: "placement: spread or concentrate",
+				DefaultText: "spread when there is an agent per rank, else concentrate"},
 			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + demoExample},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
 			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the job", Value: time.Minute},
@@ -113,14 +114,15 @@ func demoAction(c *cli.Context) error {
 	return jobExit(rec)
 }
 
-// runDemo starts the network, gets the program, runs the job and prints
-// the summary.
+// runDemo gets the program, starts the network, runs the job and prints
+// the summary. The program is built first: agents need not wait idle
+// through a build that takes a minute with an empty Go build cache.
 func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Writer) (job.Record, error) {
-	if err := net.up(ctx, cfg.agents, cfg.procs); err != nil {
-		return job.Record{}, stepError(ctx, "demo", err)
-	}
 	prog, err := programOrExample(ctx, net, cfg.program, demoExample)
 	if err != nil {
+		return job.Record{}, stepError(ctx, "demo", err)
+	}
+	if err := net.up(ctx, cfg.agents, cfg.procs); err != nil {
 		return job.Record{}, stepError(ctx, "demo", err)
 	}
 	d := job.NewDescription(prog, cfg.args, cfg.n)
@@ -204,8 +206,14 @@ func programOrExample(ctx context.Context, net *demoNet, program, name string) (
 	if program != "" {
 		return program, nil
 	}
-	fmt.Fprintf(net.log, "zorilla %s: building examples/%s\n", net.who, name)
-	return buildExample(ctx, net.dir, name)
+	fmt.Fprintf(net.log, "zorilla %s: building examples/%s with go build (a minute or more with an empty Go build cache, seconds once built)\n", net.who, name)
+	t0 := time.Now()
+	prog, err := buildExample(ctx, net.dir, name)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(net.log, "zorilla %s: built examples/%s in %v\n", net.who, name, since(t0))
+	return prog, nil
 }
 
 // buildExample compiles examples/<name> into dir with the Go toolchain,

@@ -43,6 +43,11 @@ func TestDemoEndToEnd(t *testing.T) {
 				t.Errorf("stdout lacks %q:\n%v", want, r)
 			}
 		}
+		// The build says what it does before, and how long it took after:
+		// with an empty Go build cache it is the longest step.
+		if !regexp.MustCompile(`(?m)^zorilla demo: building examples/pi with go build .*\nzorilla demo: built examples/pi in \d\S*s\n`).MatchString(r.stderr) {
+			t.Errorf("the demo did not say it built examples/pi and how long it took:\n%v", r)
+		}
 		t.Logf("demo took %v", time.Since(start))
 		assertGone(t, dir)
 	})

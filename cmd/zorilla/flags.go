@@ -22,6 +22,8 @@ func agentFlags() []cli.Flag {
 		jobClientFlags()[0], // --data-dir, the same flag the client commands take
 		&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"ZORILLA_LISTEN"},
 			Value: cli.NewStringSlice(def.Listen...), Usage: "multiaddr to listen on (repeatable)"},
+		&cli.BoolFlag{Name: "reuse-port", EnvVars: []string{"ZORILLA_REUSE_PORT"},
+			Usage: "start even when another listener holds a --listen TCP port, and share it (SO_REUSEPORT; the kernel splits new connections between the two)"},
 		&cli.StringSliceFlag{Name: "bootstrap", EnvVars: []string{"ZORILLA_BOOTSTRAP"},
 			Usage: "full multiaddr (ending in /p2p/<peer ID>) of an agent to join through (repeatable), or \"public\": find the network's agents through the public libp2p DHT"},
 		&cli.BoolFlag{Name: "mdns", EnvVars: []string{"ZORILLA_MDNS"}, Value: true,
@@ -41,9 +43,9 @@ func agentFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-jobs", EnvVars: []string{"ZORILLA_MAX_JOBS"}, Value: def.MaxJobs,
 			Usage: "J: applications running or reserved at once"},
 		&cli.IntFlag{Name: "max-procs", EnvVars: []string{"ZORILLA_MAX_PROCS"},
-			Usage: "P: processes of one application on this machine (default: --cores)"},
+			Usage: "P: processes of one application on this machine", DefaultText: "--cores"},
 		&cli.StringFlag{Name: "memory", EnvVars: []string{"ZORILLA_MEMORY"}, Value: formatSize(def.Memory),
-			Usage: "memory offered, e.g. 2G or 512M (default: all of it)"},
+			Usage: "memory offered, e.g. 2G or 512M", DefaultText: "all of it"},
 		&cli.StringSliceFlag{Name: "label", EnvVars: []string{"ZORILLA_LABEL", "ZORILLA_LABELS"},
 			Usage: "label jobs may require, e.g. gpu or site=nancy (repeatable)"},
 		&cli.StringFlag{Name: "allow", EnvVars: []string{"ZORILLA_ALLOW"}, TakesFile: true,
@@ -80,6 +82,7 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 		return cfg, usageErrorf("--network: %v", err)
 	}
 	cfg.Listen = c.StringSlice("listen")
+	cfg.ReusePort = c.Bool("reuse-port")
 	cfg.Bootstrap = trimAll(c.StringSlice("bootstrap"))
 	cfg.PublicBootstrap = trimAll(c.StringSlice("public-bootstrap"))
 	cfg.MDNS = c.Bool("mdns")

@@ -207,6 +207,15 @@ func writeDryRun(w io.Writer, rec job.Record) error {
 	return nil
 }
 
+// heldMemory is the memory an offer holds for the job: what the job asks
+// with mem=, so "-" when it asks none (the agent then holds none).
+func heldMemory(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return job.FormatSize(n)
+}
+
 // writeOffers prints an rlist in its order, with how many processes plan
 // puts on each offer.
 func writeOffers(w io.Writer, offers []job.Offer, plan job.Plan) {
@@ -222,7 +231,7 @@ func writeOffers(w io.Writer, offers []job.Offer, plan job.Plan) {
 	fmt.Fprintln(tw, "  #\tPEER\tSLOTS\tCORES\tMEMORY\tRTT\tPLACED")
 	for i, o := range offers {
 		fmt.Fprintf(tw, "  %d\t%s\t%d\t%d\t%s\t%v\t%d\n", i+1, o.Peer, o.Slots, o.Cores,
-			job.FormatSize(o.Memory), o.RTT.Round(time.Microsecond), use[o.Lease])
+			heldMemory(o.Memory), o.RTT.Round(time.Microsecond), use[o.Lease])
 	}
 	tw.Flush()
 }

@@ -70,10 +70,7 @@ func writeJobs(w io.Writer, recs []job.Record) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tN x R\tCREATED\tEXIT\tPROGRAM")
 	for _, r := range recs {
-		exit := "-"
-		if r.State.Terminal() {
-			exit = fmt.Sprint(r.Exit)
-		}
+		exit := exitText(r)
 		state := string(r.State)
 		if r.DryRun {
 			state += " (dry run)"

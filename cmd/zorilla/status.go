@@ -68,7 +68,7 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	}
 	fmt.Fprintf(tw, "state\t%s\n", state)
 	if r.State.Terminal() {
-		fmt.Fprintf(tw, "exit\t%d\n", r.Exit)
+		fmt.Fprintf(tw, "exit\t%s\n", exitText(r))
 	}
 	if r.Reason != "" {
 		fmt.Fprintf(tw, "reason\t%s\n", r.Reason)

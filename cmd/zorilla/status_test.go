@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -103,6 +104,45 @@ func TestWriteStatusShowsHistoryHostsAndRanks(t *testing.T) {
 	}
 }
 
+// A cancelled job's status shows the status submit exited with (130),
+// not the 0 of a rank that never failed; a job that failed with no rank
+// failing shows 1, as submit exits.
+func TestWriteStatusExitAgreesWithSubmit(t *testing.T) {
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.Local)
+	for _, tc := range []struct {
+		state job.State
+		exit  int
+		want  string
+	}{
+		{job.Cancelled, 0, "exit     130 (cancelled)\n"},
+		{job.Failed, 0, "exit     1\n"},
+		{job.Failed, 3, "exit     3\n"},
+		{job.Done, 0, "exit     0\n"},
+	} {
+		rec := job.NewRecord("abc", "", job.NewDescription("/home/u/ring", nil, 2), t0)
+		var err error
+		if rec, err = job.Transition(rec, job.Reserving, t0.Add(time.Second), ""); err != nil {
+			t.Fatal(err)
+		}
+		if tc.state == job.Done {
+			rec, _ = job.Transition(rec, job.Starting, t0.Add(2*time.Second), "")
+			rec, _ = job.Transition(rec, job.Running, t0.Add(3*time.Second), "")
+		}
+		if rec, err = job.Transition(rec, tc.state, t0.Add(4*time.Second), "why"); err != nil {
+			t.Fatal(err)
+		}
+		rec.Exit = tc.exit
+		var w bytes.Buffer
+		writeStatus(&w, rec, t0.Add(time.Hour))
+		if !strings.Contains(w.String(), tc.want) {
+			t.Errorf("%s with exit %d: status lacks %q:\n%s", tc.state, tc.exit, tc.want, w.String())
+		}
+		if got, want := exitCodeOf(jobExit(rec)), strings.Fields(tc.want)[1]; fmt.Sprint(got) != want {
+			t.Errorf("%s with exit %d: submit exits %d, status says %s", tc.state, tc.exit, got, want)
+		}
+	}
+}
+
 func TestWriteStatusListsAttempts(t *testing.T) {
 	a, b, c := testPeer(t), testPeer(t), testPeer(t)
 	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.Local)
@@ -142,11 +182,17 @@ func TestWriteJobs(t *testing.T) {
 	done.State, done.Exit = job.Done, 0
 	dry := job.NewRecord("two", "", job.NewDescription("/x/prog", nil, 2), t0.Add(time.Minute))
 	dry.State, dry.DryRun = job.Reserving, true
+	cancelled := job.NewRecord("three", "", job.NewDescription("/x/prog", nil, 1), t0.Add(2*time.Minute))
+	cancelled.State = job.Cancelled
+	unplaced := job.NewRecord("four", "", job.NewDescription("/x/prog", nil, 1), t0.Add(3*time.Minute))
+	unplaced.State = job.Failed // no rank ran: submit exits 1
 	w.Reset()
-	writeJobs(&w, []job.Record{done, dry})
-	want := "ID   STATE                N x R  CREATED              EXIT  PROGRAM\n" +
-		"one  done                 4 x 1  2025-03-01 10:00:00  0     prog A\n" +
-		"two  reserving (dry run)  2 x 1  2025-03-01 10:01:00  -     prog\n"
+	writeJobs(&w, []job.Record{done, dry, cancelled, unplaced})
+	want := "ID     STATE                N x R  CREATED              EXIT             PROGRAM\n" +
+		"one    done                 4 x 1  2025-03-01 10:00:00  0                prog A\n" +
+		"two    reserving (dry run)  2 x 1  2025-03-01 10:01:00  -                prog\n" +
+		"three  cancelled            1 x 1  2025-03-01 10:02:00  130 (cancelled)  prog\n" +
+		"four   failed               1 x 1  2025-03-01 10:03:00  1                prog\n"
 	if w.String() != want {
 		t.Errorf("jobs table\n got:\n%s\nwant:\n%s", w.String(), want)
 	}
@@ -161,7 +207,7 @@ func TestWriteDryRun(t *testing.T) {
 	rec.Offers = []job.Offer{
 		{Peer: a, Lease: "la", Slots: 2, Cores: 2, Memory: 1 << 30, RTT: 0},
 		{Peer: b, Lease: "lb", Slots: 4, Cores: 4, Memory: 2 << 30, RTT: 400 * time.Microsecond},
-		{Peer: c, Lease: "lc", Slots: 1, Cores: 1, Memory: 1 << 29, RTT: 3 * time.Millisecond},
+		{Peer: c, Lease: "lc", Slots: 1, Cores: 1, RTT: 3 * time.Millisecond}, // the job asked no memory
 	}
 	var w bytes.Buffer
 	if err := writeDryRun(&w, rec); err != nil {
@@ -170,7 +216,7 @@ func TestWriteDryRun(t *testing.T) {
 	for _, s := range []string{"offers (rlist, closest first): 3",
 		"1  " + a.String() + "  2      2      1G      0s     1",
 		"2  " + b.String() + "  4      4      2G      400µs  1",
-		"3  " + c.String() + "  1      1      512M    3ms    1",
+		"3  " + c.String() + "  1      1      -       3ms    1",
 		"feasible: n=3 r=1 spread on 3 of 3 hosts"} {
 		if !strings.Contains(w.String(), s) {
 			t.Errorf("dry run lacks %q:\n%s", s, w.String())

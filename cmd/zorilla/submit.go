@@ -298,20 +298,47 @@ func interruptedOr(ctx context.Context, err error) error {
 // hosts were found), 130 when cancelled. The printer has already shown the
 // end and its reason, so the exit carries no message.
 func jobExit(rec job.Record) error {
-	switch rec.State {
-	case job.Done:
-		return nil
-	case job.Cancelled:
-		return cli.Exit("", exitInterrupted)
-	case job.Running:
+	if code, ok := exitStatus(rec); ok {
+		if code == 0 {
+			return nil
+		}
+		return cli.Exit("", code)
+	}
+	if rec.State == job.Running {
 		// The agent stopped while the job ran; it takes the job back when it
 		// starts again (zorilla status tells how it ended).
 		return cli.Exit(fmt.Sprintf("zorilla: the agent stopped while job %s ran; once it is back, see zorilla status %s", rec.ID, rec.ID), 1)
 	}
-	if rec.Exit == 0 {
-		return cli.Exit("", 1)
+	return cli.Exit("", 1)
+}
+
+// exitStatus is the status submit exits with for a job that ended, and
+// what status and jobs show: 0 when done, the first failing rank's status
+// when failed (1 if no rank failed), 130 when cancelled. ok is false while
+// the job has not ended.
+func exitStatus(rec job.Record) (code int, ok bool) {
+	switch rec.State {
+	case job.Done:
+		return 0, true
+	case job.Cancelled:
+		return exitInterrupted, true
+	case job.Failed:
+		return max(rec.Exit, 1), true
 	}
-	return cli.Exit("", rec.Exit)
+	return 0, false
+}
+
+// exitText is a job's exit status as status and jobs show it: the code
+// submit exits with, "130 (cancelled)", or "-" while it has not ended.
+func exitText(rec job.Record) string {
+	code, ok := exitStatus(rec)
+	switch {
+	case !ok:
+		return "-"
+	case rec.State == job.Cancelled:
+		return fmt.Sprintf("%d (cancelled)", code)
+	}
+	return fmt.Sprint(code)
 }
 
 // listFlag is a repeatable string flag whose values are kept whole (the

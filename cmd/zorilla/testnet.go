@@ -47,7 +47,8 @@ submits through a container's agent from the host.`,
 func testnetFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "name", Value: "zt", EnvVars: []string{"ZORILLA_TESTNET"}, Usage: "the testnet's name: prefix and label of its containers and networks"},
-		&cli.StringFlag{Name: "dir", EnvVars: []string{"ZORILLA_TESTNET_DIR"}, Usage: "host `FOLDER` of the state and the agents' data dirs (default ~/.zorilla-testnet/NAME)"},
+		&cli.StringFlag{Name: "dir", EnvVars: []string{"ZORILLA_TESTNET_DIR"}, Usage: "host `FOLDER` of the state and the agents' data dirs",
+			DefaultText: "~/.zorilla-testnet/NAME"},
 	}
 }
 
@@ -80,7 +81,8 @@ func testnetUpCommand() *cli.Command {
 			&cli.StringFlag{Name: "shaper", Value: docker.ShaperAuto, Usage: "latency by auto (netem, else transport; nfqueue with --quic), netem, transport, nfqueue or none"},
 			&cli.StringFlag{Name: "image", Value: docker.DefaultImage, Usage: "the agent image's tag"},
 			&cli.BoolFlag{Name: "no-build", Usage: "use the image as it is"},
-			&cli.StringFlag{Name: "src", Usage: "zorilla source `FOLDER` to build the image from (default: found from the working directory)"},
+			&cli.StringFlag{Name: "src", Usage: "zorilla source `FOLDER` to build the image from",
+				DefaultText: "found from the working directory"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the bootstrap choices"},
 			&cli.DurationFlag{Name: "wait", Value: 3 * time.Minute, Usage: "how long to wait for the agents to find neighbours"},
 			&cli.BoolFlag{Name: "quic", Usage: "agents listen on QUIC as well as TCP"},
@@ -195,20 +197,57 @@ func testnetStatusCommand() *cli.Command {
 
 func testnetDownCommand() *cli.Command {
 	return &cli.Command{
-		Name:         "down",
-		Usage:        "remove every container and network of the testnet, and its data dirs",
-		ArgsUsage:    " ",
-		Flags:        append(testnetFlags(), &cli.BoolFlag{Name: "keep-data", Usage: "keep the agents' data dirs"}),
+		Name:      "down",
+		Usage:     "remove every container and network of the testnet, and its data dirs (and its image with --images)",
+		ArgsUsage: " ",
+		Flags: append(testnetFlags(), &cli.BoolFlag{Name: "keep-data", Usage: "keep the agents' data dirs"},
+			&cli.BoolFlag{Name: "images", Usage: "also remove the testnet's image (--image) and the untagged images earlier builds left"},
+			&cli.StringFlag{Name: "image", Usage: "with --images: the image tag to remove", DefaultText: "the one the testnet was started with, else " + docker.DefaultImage}),
 		OnUsageError: onUsageError,
-		Action: func(c *cli.Context) error {
-			r, err := docker.Down(c.Context, testnetConfig(c), c.Bool("keep-data"))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.Writer, "removed %d containers, %d networks, %d data dirs\n", r.Containers, r.Networks, r.DataDirs)
-			return nil
-		},
+		Action:       testnetDown,
 	}
+}
+
+func testnetDown(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("testnet down takes no arguments, got %q", c.Args().First())
+	}
+	if c.IsSet("image") && !c.Bool("images") {
+		return usageErrorf("testnet down: --image names the image --images removes; give --images too")
+	}
+	cfg := testnetConfig(c)
+	tag := downImage(c, cfg) // before Down removes the state that names it
+	r, err := docker.Down(c.Context, cfg, c.Bool("keep-data"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.App.Writer, "removed %d containers, %d networks, %d data dirs\n", r.Containers, r.Networks, r.DataDirs)
+	if !c.Bool("images") {
+		return nil
+	}
+	removed, err := docker.RemoveImages(c.Context, cfg.Docker, tag)
+	for _, img := range removed {
+		fmt.Fprintf(c.App.Writer, "removed image %s\n", img)
+	}
+	if err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		fmt.Fprintf(c.App.Writer, "no image %s, no untagged testnet image\n", tag)
+	}
+	return nil
+}
+
+// downImage is the image down --images removes: --image, else the one the
+// testnet's state names, else the default.
+func downImage(c *cli.Context, cfg docker.Config) string {
+	if c.IsSet("image") {
+		return c.String("image")
+	}
+	if tn, err := docker.Open(cfg); err == nil && tn.State().Image != "" {
+		return tn.State().Image
+	}
+	return docker.DefaultImage
 }
 
 func testnetFaultCommand(name, usage string, op func(*docker.Testnet, context.Context, string) error) *cli.Command {

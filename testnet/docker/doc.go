@@ -83,7 +83,9 @@
 // Everything is labelled zorilla.testnet=<name>; Down removes every
 // container and network with the label, checks none is left, and removes
 // the data dirs. Shaping lives in the containers (their namespaces, or
-// the agents' command lines) and goes with them.
+// the agents' command lines) and goes with them. Images stay, for the next
+// Up; RemoveImages (zorilla testnet down --images) removes a tag and the
+// untagged agent images earlier builds left, except those a container uses.
 package docker
 
 import logging "github.com/ipfs/go-log/v2"

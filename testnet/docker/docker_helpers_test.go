@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,9 +49,12 @@ func shaperForTest() string {
 }
 
 // buildForTest builds the image from this module and keeps the binaries
-// for the host (zorilla submit and the hostname example).
+// for the host (zorilla submit and the hostname example). The image, and
+// the untagged ones builds left, are removed when the test ends (after its
+// testnet is down: cleanups run last registered first).
 func buildForTest(t *testing.T, ctx context.Context, tag string) string {
 	t.Helper()
+	t.Cleanup(func() { removeTestImage(t, tag) })
 	bin := t.TempDir()
 	src, err := filepath.Abs("../..")
 	if err != nil {
@@ -62,6 +66,23 @@ func buildForTest(t *testing.T, ctx context.Context, tag string) string {
 	}
 	t.Logf("image %s built in %v", tag, time.Since(start).Round(time.Millisecond))
 	return bin
+}
+
+// removeTestImage removes a test's image tag and the untagged agent
+// images. A tag still in use is only logged: another run of the docker
+// tests on this machine may be using it.
+func removeTestImage(t *testing.T, tag string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	removed, err := RemoveImages(ctx, "docker", tag)
+	switch {
+	case errors.Is(err, ErrImageInUse):
+		t.Logf("image %s kept: %v", tag, err)
+	case err != nil:
+		t.Errorf("remove the test's images: %v", err)
+	default:
+		t.Logf("removed images %s", strings.Join(removed, " "))
+	}
 }
 
 // siteRTTs gathers the RTTs the agents measured to their neighbours, as
