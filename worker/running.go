@@ -192,14 +192,17 @@ func (r *running) stage() error {
 		return fmt.Errorf("job folder: %w", err)
 	}
 	files := append([]job.FileRef{r.c.Program}, r.c.Inputs...)
+	left := r.svc.cfg.Abuse.MaxJobStage
 	for i, f := range files {
 		mode := os.FileMode(0o600)
 		if i == 0 {
 			mode = 0o700
 		}
-		if err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode); err != nil {
+		n, err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode, left)
+		if err != nil {
 			return fmt.Errorf("stage %s: %w", f.Name, err)
 		}
+		left -= n
 	}
 	return nil
 }

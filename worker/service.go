@@ -52,6 +52,8 @@ type ServiceConfig struct {
 	// MaxOffersInFlight bounds concurrent offers, so a burst of adverts
 	// cannot make the agent open unbounded streams.
 	MaxOffersInFlight int
+	// Abuse bounds what one submitter can make this worker do.
+	Abuse AbuseLimits
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -62,6 +64,7 @@ func DefaultServiceConfig() ServiceConfig {
 		MaxStage:          1 << 30,
 		MaxOutputFile:     256 << 20,
 		MaxOffersInFlight: 32,
+		Abuse:             DefaultAbuseLimits(),
 	}
 }
 
@@ -80,7 +83,7 @@ func (c ServiceConfig) validate() error {
 	case c.MaxOffersInFlight <= 0:
 		return errors.New("worker: MaxOffersInFlight must be positive")
 	}
-	return nil
+	return c.Abuse.validate()
 }
 
 // MPI is what the worker needs of the agent's MPI router: register a job's
@@ -107,6 +110,7 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	offers chan struct{} // semaphore of offers in flight
+	abuse  *abuse
 
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running
@@ -126,6 +130,7 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		leases: leases, ctx: ctx, cancel: cancel,
 		offers: make(chan struct{}, cfg.MaxOffersInFlight),
 		jobs:   map[job.ID]*running{},
+		abuse:  newAbuse(cfg.Abuse),
 	}
 	ep.Handle(job.LeaseProtocol, s.handleLease)
 	return s, nil
@@ -163,19 +168,27 @@ func sweepJobsDir(dir string) {
 func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 	need, err := job.DecodeNeed(a.Body)
 	if err != nil {
+		s.abuse.refused.Add(RefusedBadAdvert)
 		log.Debugw("advert with a bad need", "job", a.Job, "err", err)
 		return
 	}
 	if !job.IsFloodKeyOf(a.Job, need.Job) {
+		s.abuse.refused.Add(RefusedBadAdvert)
 		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
 		return
 	}
 	if s.draining.Load() {
+		s.abuse.refused.Add(RefusedDraining)
+		return
+	}
+	if !s.abuse.admitAdvert(need) {
+		log.Debugw("advert for a job too large", "job", a.Job, "n", need.N, "r", need.R)
 		return
 	}
 	select {
 	case s.offers <- struct{}{}:
 	default:
+		s.abuse.refused.Add(RefusedOffersInFlight)
 		log.Debugw("too many offers in flight, advert dropped", "job", a.Job)
 		return
 	}
@@ -195,7 +208,15 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 	}
 	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)
 	if !d.Accept || err != nil {
+		if !d.Accept {
+			s.abuse.refused.Add(RefusedPolicy)
+		}
 		log.Debugw("advert refused", "job", need.Job, "reason", d.Reason, "err", err)
+		return
+	}
+	if !s.abuse.allowOffer(a.Submitter, time.Now()) {
+		log.Debugw("over the offer rate to this submitter", "job", need.Job, "submitter", a.Submitter)
+		s.endLease(l.Key)
 		return
 	}
 
@@ -225,6 +246,7 @@ func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) 
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
 	var req job.LeaseRequest
 	if err := wire.ReadJSON(bufio.NewReader(st), job.MaxLeaseSize, &req); err != nil {
+		s.abuse.refused.Add(RefusedBadLease)
 		log.Debugw("bad lease request", "from", from, "err", err)
 		_ = st.Reset()
 		return
@@ -237,6 +259,7 @@ func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) 
 		err = s.apply(from, req)
 	}
 	if err != nil {
+		s.abuse.countLeaseError(err)
 		reply = job.LeaseReply{Error: err.Error()}
 	}
 	if err := wire.WriteJSON(st, reply); err != nil {
@@ -264,6 +287,9 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		}
 		if s.draining.Load() {
 			return fmt.Errorf("commit %s: %w", req.Job, ErrDraining)
+		}
+		if err := s.abuse.admitCommit(from, *req.Commit, time.Now()); err != nil {
+			return fmt.Errorf("commit %s: %w", req.Job, err)
 		}
 		return s.start(from, req.Job, req.Lease, *req.Commit)
 	case job.OpRelease:
