@@ -145,11 +145,11 @@ func checkJobSize(lim AbuseLimits, c job.Commit) error {
 		if f.Size < 0 {
 			return fmt.Errorf("file %q of negative size %d", f.Name, f.Size)
 		}
-		total += f.Size
-		if total > lim.MaxJobStage {
+		if f.Size > lim.MaxJobStage-total { // total + f.Size, which could overflow
 			return fmt.Errorf("%w: files of more than %d bytes, this agent stages at most %d per job: %w",
-				ErrTooLarge, total, lim.MaxJobStage, errStage)
+				ErrTooLarge, lim.MaxJobStage, lim.MaxJobStage, errStage)
 		}
+		total += f.Size
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ func TestCheckJobSize(t *testing.T) {
 		{"n×r overflowing int", job.Commit{N: 1 << 62, R: 4, Program: file(1)}, RefusedJobTooLarge},
 		{"program over", job.Commit{N: 1, R: 1, Program: file(101)}, RefusedStageTooLarge},
 		{"inputs add up over", job.Commit{N: 1, R: 1, Program: file(50), Inputs: []job.FileRef{file(30), file(30)}}, RefusedStageTooLarge},
+		{"sizes adding up past int64", job.Commit{N: 1, R: 1, Program: file(50), Inputs: []job.FileRef{file(1<<63 - 1)}}, RefusedStageTooLarge},
 		{"negative size", job.Commit{N: 1, R: 1, Program: file(-1)}, RefusedLeaseRequest},
 	} {
 		err := checkJobSize(lim, c.c)
