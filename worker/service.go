@@ -111,6 +111,7 @@ type Service struct {
 	wg     sync.WaitGroup
 	offers chan struct{} // semaphore of offers in flight
 	abuse  *abuse
+	staged stagedBlobs // blobs the running jobs staged, removed after them when fetched
 
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running

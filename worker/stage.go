@@ -29,6 +29,7 @@ func (s *Service) fetchInto(ctx context.Context, from peer.ID, id job.ID, key st
 		if err := s.fetch(ctx, from, id, key, h, min(left, s.cfg.MaxStage)); err != nil {
 			return 0, err
 		}
+		s.staged.markFetched(h)
 	}
 	if err := s.blobs.CopyTo(h, path, mode); err != nil {
 		return 0, err
