@@ -38,4 +38,14 @@
 // submitter that is not denied is accepted; an empty allow file accepts
 // nobody. Policy.Self, the agent's own ID, passes the allow list: an agent
 // is a worker for the jobs submitted through it.
+//
+// # Abuse limits
+//
+// Whatever the policy lets a submitter run, AbuseLimits bound what it can
+// make this worker do: no offer to a job of more than MaxJobProcs copies
+// (n×r), at most MaxJobStage bytes staged per job (MaxStage per file), and
+// per-submitter token buckets on the offers made to it and the commits it
+// sends. Every refusal, these and the policy's, is counted by reason
+// (Service.Refusals, the Refused* constants) for the agent's stats. Blobs
+// fetched for a job leave the store when the last job using them ends.
 package worker
