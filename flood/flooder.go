@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/zorilla-p2p/zorilla/internal/ratelimit"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
@@ -57,7 +58,7 @@ type Flooder struct {
 	deliver DeliverFunc
 	cfg     Config
 	key     crypto.PrivKey
-	lim     *limiter
+	lim     *ratelimit.Peers
 	stats   counters
 
 	events   chan event   // to the run loop
@@ -104,7 +105,7 @@ func New(h host.Host, nb Neighbours, deliver DeliverFunc, cfg Config) (*Flooder,
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Flooder{
 		h: h, nb: nb, deliver: deliver, cfg: cfg, key: key,
-		lim:      newLimiter(cfg.Rate, cfg.Burst),
+		lim:      ratelimit.MustPeers(ratelimit.Limit{Rate: cfg.Rate, Burst: cfg.Burst}, 0),
 		events:   make(chan event),
 		sendQ:    make(chan sendJob, cfg.SendQueue),
 		deliverQ: make(chan Advert, cfg.DeliverQueue),
@@ -318,7 +319,7 @@ func (f *Flooder) handleStream(s network.Stream) {
 }
 
 func (f *Flooder) receive(s network.Stream, from peer.ID) (Advert, error) {
-	if !f.lim.allow(from, f.cfg.Clock.Now()) {
+	if !f.lim.Allow(from, f.cfg.Clock.Now()) {
 		return Advert{}, errRateLimited
 	}
 	_ = s.SetDeadline(time.Now().Add(f.cfg.StreamTimeout))

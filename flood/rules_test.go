@@ -98,35 +98,6 @@ func TestSeenCacheLRUAndExpiry(t *testing.T) {
 	}
 }
 
-func TestBucket(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	b := bucket{tokens: 2, last: t0}
-	got := []bool{b.take(t0, 1, 2), b.take(t0, 1, 2), b.take(t0, 1, 2),
-		b.take(t0.Add(500*time.Millisecond), 1, 2), b.take(t0.Add(time.Second), 1, 2),
-		b.take(t0.Add(time.Hour), 1, 2), b.take(t0.Add(time.Hour), 1, 2), b.take(t0.Add(time.Hour), 1, 2)}
-	want := []bool{true, true, false, false, true, true, true, false}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("takes %v, want %v (refill 1/s, burst 2, capped)", got, want)
-	}
-}
-
-func TestLimiterPerPeerAndBounded(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	l := newLimiter(1, 1)
-	if !l.allow("a", t0) || l.allow("a", t0) {
-		t.Fatal("a: want one allowed, then refused")
-	}
-	if !l.allow("b", t0) {
-		t.Fatal("b is limited by a's bucket")
-	}
-	for i := range maxLimited + 10 {
-		l.allow(peer.ID(fmt.Sprint("x", i)), t0)
-	}
-	if n := len(l.buckets); n > maxLimited {
-		t.Fatalf("limiter holds %d buckets, bound %d", n, maxLimited)
-	}
-}
-
 func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().validate(); err != nil {
 		t.Fatalf("default config: %v", err)

@@ -29,7 +29,13 @@
 // tried again with backoff; WithReport receives one line each time the
 // agent stops or starts reaching them.
 //
+// Limits: the host's resource manager runs with limits chosen for an agent
+// (agentLimits in resources.go, the same on every machine), the job
+// protocols' endpoint refuses a peer's lease requests, offers and fetches
+// over Services.RPC, and Stats (GET /v1/stats) counts every refusal by
+// reason: the flood's drops, the endpoint's and the worker's.
+//
 // Clients (the zorilla command, tests) use Dial(dataDir) and Client: ID,
-// Peers, and Do for any other route. A client whose agent is not running
+// Peers, Stats, and Do for any other route. A client whose agent is not running
 // gets ErrNotRunning.
 package node

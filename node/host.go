@@ -62,14 +62,12 @@ func newHost(cfg Config, key crypto.PrivKey, nat *natSide, gater coreconnmgr.Con
 	return h, nil
 }
 
-// newResourceManager is libp2p's default resource manager with the
-// per-IP connection limit and connection rate limit lifted for loopback
-// and the trusted subnets. libp2p allows 8 connections per remote IPv4
+// newResourceManager is libp2p's resource manager with the agent's limits
+// (agentLimits), and the per-IP connection limit and connection rate limit
+// lifted for loopback and the trusted subnets. libp2p allows 8 connections per remote IPv4
 // address outside 127.0.0.0/8: agents of a testnet behind one address
 // would stall at 8 peers.
 func newResourceManager(subnets []string) (network.ResourceManager, error) {
-	limits := rcmgr.DefaultLimits
-	libp2p.SetDefaultServiceLimits(&limits)
 	v4 := append([]rcmgr.NetworkPrefixLimit{}, rcmgr.DefaultNetworkPrefixLimitV4...)
 	v6 := append([]rcmgr.NetworkPrefixLimit{}, rcmgr.DefaultNetworkPrefixLimitV6...)
 	unlimitedRate := []rate.PrefixLimit{
@@ -91,7 +89,7 @@ func newResourceManager(subnets []string) (network.ResourceManager, error) {
 		unlimitedRate = append(unlimitedRate, rate.PrefixLimit{Prefix: p})
 	}
 	rm, err := rcmgr.NewResourceManager(
-		rcmgr.NewFixedLimiter(limits.AutoScale()),
+		rcmgr.NewFixedLimiter(agentLimits()),
 		rcmgr.WithNetworkPrefixLimit(v4, v6),
 		rcmgr.WithConnRateLimiters(connRateLimiter(unlimitedRate)),
 		rcmgr.WithMetricsDisabled(), // its trace costs CPU on every stream

@@ -19,6 +19,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/overlay"
 	"github.com/zorilla-p2p/zorilla/worker"
@@ -40,6 +41,7 @@ type Node struct {
 	lease *worker.Leases
 	trust *trust // the allow and deny lists, applied to lease's policy
 	work  *worker.Service
+	ep    *rpc.Endpoint       // the job protocols' endpoint, with its rate limits
 	rdv   *overlay.Rendezvous // nil unless the agent joins through the public DHT
 	nat   *natSide            // nil unless the agent joins through the public DHT
 	reach atomic.Value        // string: the host's reachability (watchReachability)

@@ -28,6 +28,7 @@ type Services struct {
 	Submitter job.SubmitterConfig
 	Proc      proc.Config
 	Router    router.Config
+	RPC       RPCLimits // per-peer rate limits on lease requests, offers and fetches
 }
 
 // DefaultServices returns each service's default configuration.
@@ -39,6 +40,7 @@ func DefaultServices() Services {
 		Submitter: job.DefaultSubmitterConfig(),
 		Proc:      proc.DefaultConfig(),
 		Router:    router.DefaultConfig(),
+		RPC:       DefaultRPCLimits(),
 	}
 }
 
@@ -54,6 +56,10 @@ func (n *Node) startServices() error {
 	}
 	ep := rpc.New(n.h)
 	n.OnClose(ep.Close)
+	if err := n.cfg.Services.RPC.apply(ep); err != nil {
+		return err
+	}
+	n.ep = ep
 	blobs, err := blob.New(blob.DefaultConfig(filepath.Join(work, "blobs")))
 	if err != nil {
 		return fmt.Errorf("node: blob store: %w", err)
@@ -98,6 +104,7 @@ func (n *Node) startServices() error {
 	n.sub = sub
 	api := jobsAPI{sub: sub, blobs: blobs, maxBlob: wcfg.MaxStage}
 	api.register(n.Handle)
+	n.statsRoute()
 	return nil
 }
 

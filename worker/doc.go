@@ -51,4 +51,14 @@
 // the advert: 18 do not allow you, ..."). A lease key is used once: a
 // second commit on it is refused (ErrLeaseUsed), as is any lease request
 // from a peer other than the lease's submitter.
+//
+// # Abuse limits
+//
+// Whatever the policy lets a submitter run, AbuseLimits bound what it can
+// make this worker do: no offer to a job of more than MaxJobProcs copies
+// (n×r), at most MaxJobStage bytes staged per job (MaxStage per file), and
+// per-submitter token buckets on the offers made to it and the commits it
+// sends. Every refusal, these and the policy's, is counted by reason
+// (Service.Refusals, the Refused* constants) for the agent's stats. Blobs
+// fetched for a job leave the store when the last job using them ends.
 package worker

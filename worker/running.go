@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
@@ -30,6 +31,8 @@ type running struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has cleaned up and ended the lease
+
+	held []blob.Hash // the blobs stage acquired; run's end releases them
 
 	mu       sync.Mutex // guards mpi, sink and why
 	mpi      *router.Job
@@ -144,6 +147,7 @@ func (r *running) run() {
 		if err := os.RemoveAll(r.dir); err != nil {
 			log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
 		}
+		s.releaseBlobs(r.held)
 		s.mu.Lock()
 		delete(s.jobs, r.id)
 		s.mu.Unlock()
@@ -191,14 +195,21 @@ func (r *running) stage() error {
 		return fmt.Errorf("job folder: %w", err)
 	}
 	files := append([]job.FileRef{r.c.Program}, r.c.Inputs...)
+	left := r.svc.cfg.Abuse.MaxJobStage
 	for i, f := range files {
 		mode := os.FileMode(0o600)
 		if i == 0 {
 			mode = 0o700
 		}
-		if err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode); err != nil {
+		if h, err := blob.ParseHash(f.Hash); err == nil {
+			r.svc.staged.acquire(h)
+			r.held = append(r.held, h)
+		}
+		n, err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode, left)
+		if err != nil {
 			return fmt.Errorf("stage %s: %w", f.Name, err)
 		}
+		left -= n
 	}
 	return nil
 }

@@ -56,6 +56,8 @@ type ServiceConfig struct {
 	// worker sends, per second, in all; each job is told at most once.
 	DeclineRate  float64
 	DeclineBurst int
+	// Abuse bounds what one submitter can make this worker do.
+	Abuse AbuseLimits
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -70,6 +72,7 @@ func DefaultServiceConfig() ServiceConfig {
 		// second; a flood of adverts costs at most this many streams.
 		DeclineRate:  10,
 		DeclineBurst: 20,
+		Abuse:        DefaultAbuseLimits(),
 	}
 }
 
@@ -90,7 +93,7 @@ func (c ServiceConfig) validate() error {
 	case c.DeclineRate < 0 || c.DeclineBurst < 0:
 		return errors.New("worker: DeclineRate and DeclineBurst must not be negative")
 	}
-	return nil
+	return c.Abuse.validate()
 }
 
 // MPI is what the worker needs of the agent's MPI router: register a job's
@@ -118,6 +121,8 @@ type Service struct {
 	wg       sync.WaitGroup
 	offers   chan struct{} // semaphore of offers in flight
 	declines *decliner
+	abuse    *abuse
+	staged   stagedBlobs // blobs the running jobs staged, removed after them when fetched
 
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running
@@ -138,6 +143,7 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		offers:   make(chan struct{}, cfg.MaxOffersInFlight),
 		declines: newDecliner(cfg.DeclineRate, cfg.DeclineBurst),
 		jobs:     map[job.ID]*running{},
+		abuse:    newAbuse(cfg.Abuse),
 	}
 	ep.Handle(job.LeaseProtocol, s.handleLease)
 	return s, nil
@@ -175,16 +181,23 @@ func sweepJobsDir(dir string) {
 func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 	need, err := job.DecodeNeed(a.Body)
 	if err != nil {
+		s.abuse.refused.Add(RefusedBadAdvert)
 		log.Debugw("advert with a bad need", "job", a.Job, "err", err)
 		return
 	}
 	if !job.IsFloodKeyOf(a.Job, need.Job) {
+		s.abuse.refused.Add(RefusedBadAdvert)
 		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
+		return
+	}
+	if !s.abuse.admitAdvert(need) {
+		log.Debugw("advert for a job too large", "job", a.Job, "n", need.N, "r", need.R)
 		return
 	}
 	select {
 	case s.offers <- struct{}{}:
 	default:
+		s.abuse.refused.Add(RefusedOffersInFlight)
 		log.Debugw("too many offers in flight, advert dropped", "job", a.Job)
 		return
 	}
@@ -203,15 +216,24 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		return // a later, wider flood of a job already offered to
 	}
 	if s.draining.Load() {
+		s.abuse.refused.Add(RefusedDraining)
 		s.decline(a, need.Job, Decision{Code: job.DeclineDraining})
 		return
 	}
 	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)
 	if !d.Accept || err != nil {
+		if !d.Accept {
+			s.abuse.refused.Add(RefusedPolicy)
+		}
 		log.Debugw("advert refused", "job", need.Job, "reason", d.Reason, "err", err)
 		if err == nil {
 			s.decline(a, need.Job, d)
 		}
+		return
+	}
+	if !s.abuse.allowOffer(a.Submitter, time.Now()) {
+		log.Debugw("over the offer rate to this submitter", "job", need.Job, "submitter", a.Submitter)
+		s.endLease(l.Key)
 		return
 	}
 
@@ -241,6 +263,7 @@ func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) 
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
 	var req job.LeaseRequest
 	if err := wire.ReadJSON(bufio.NewReader(st), job.MaxLeaseSize, &req); err != nil {
+		s.abuse.refused.Add(RefusedBadLease)
 		log.Debugw("bad lease request", "from", from, "err", err)
 		_ = st.Reset()
 		return
@@ -253,6 +276,7 @@ func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) 
 		err = s.apply(from, req)
 	}
 	if err != nil {
+		s.abuse.countLeaseError(err)
 		reply = job.LeaseReply{Error: err.Error()}
 	}
 	if err := wire.WriteJSON(st, reply); err != nil {
@@ -280,6 +304,9 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		}
 		if s.draining.Load() {
 			return fmt.Errorf("commit %s: %w", req.Job, ErrDraining)
+		}
+		if err := s.abuse.admitCommit(from, *req.Commit, time.Now()); err != nil {
+			return fmt.Errorf("commit %s: %w", req.Job, err)
 		}
 		return s.start(from, req.Job, req.Lease, *req.Commit)
 	case job.OpRelease:

@@ -17,23 +17,37 @@ import (
 
 // fetchInto puts file f at path with mode: from the local blob store when it
 // already holds it, else fetched from the submitter into the store first.
-// Either way the bytes are verified against f.Hash.
-func (s *Service) fetchInto(ctx context.Context, from peer.ID, id job.ID, key string, f job.FileRef, path string, mode os.FileMode) error {
+// Either way the bytes are verified against f.Hash. left is what the job
+// may still stage (AbuseLimits.MaxJobStage less its files so far); it
+// returns the file's size.
+func (s *Service) fetchInto(ctx context.Context, from peer.ID, id job.ID, key string, f job.FileRef, path string, mode os.FileMode, left int64) (int64, error) {
 	h, err := blob.ParseHash(f.Hash)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !s.blobs.Has(h) {
-		if err := s.fetch(ctx, from, id, key, h); err != nil {
-			return err
+		if err := s.fetch(ctx, from, id, key, h, min(left, s.cfg.MaxStage)); err != nil {
+			return 0, err
 		}
+		s.staged.markFetched(h)
 	}
-	return s.blobs.CopyTo(h, path, mode)
+	if err := s.blobs.CopyTo(h, path, mode); err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	if fi.Size() > left {
+		s.abuse.refused.Add(RefusedStageTooLarge)
+		return 0, fmt.Errorf("%w: the job's files pass the %d bytes this agent stages per job", ErrTooLarge, s.cfg.Abuse.MaxJobStage)
+	}
+	return fi.Size(), nil
 }
 
 // fetch asks the submitter for blob h and stores it, refusing bytes that do
 // not hash to h.
-func (s *Service) fetch(ctx context.Context, from peer.ID, id job.ID, key string, h blob.Hash) error {
+func (s *Service) fetch(ctx context.Context, from peer.ID, id job.ID, key string, h blob.Hash, limit int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	st, err := s.ep.Open(ctx, from, job.FetchProtocol)
@@ -54,8 +68,10 @@ func (s *Service) fetch(ctx context.Context, from peer.ID, id job.ID, key string
 	if rep.Error != "" {
 		return fmt.Errorf("submitter: %s", rep.Error)
 	}
-	if rep.Size < 0 || rep.Size > s.cfg.MaxStage {
-		return fmt.Errorf("file of %d bytes exceeds the %d-byte limit", rep.Size, s.cfg.MaxStage)
+	if rep.Size < 0 || rep.Size > limit {
+		s.abuse.refused.Add(RefusedStageTooLarge)
+		return fmt.Errorf("%w: file of %d bytes exceeds the %d bytes left to stage (at most %d per file, %d per job)",
+			ErrTooLarge, rep.Size, limit, s.cfg.MaxStage, s.cfg.Abuse.MaxJobStage)
 	}
 	n, err := s.blobs.PutHash(io.LimitReader(br, rep.Size), h, rep.Size)
 	if err != nil {

@@ -19,7 +19,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
-			agentCommand(), idCommand(), peersCommand(),
+			agentCommand(), idCommand(), peersCommand(), statsCommand(),
 			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(), benchCommand(),
 			testnetCommand(), trustCommand(), versionCommand(),
 		},

@@ -18,7 +18,7 @@ import (
 // comma-separated list.
 func agentFlags() []cli.Flag {
 	def := node.DefaultConfig()
-	return []cli.Flag{
+	flags := []cli.Flag{
 		jobClientFlags()[0], // --data-dir, the same flag the client commands take
 		&cli.StringSliceFlag{Name: "listen", EnvVars: []string{"ZORILLA_LISTEN"},
 			Value: cli.NewStringSlice(def.Listen...), Usage: "multiaddr to listen on (repeatable)"},
@@ -64,6 +64,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "testnet-delay", EnvVars: []string{"ZORILLA_TESTNET_DELAY"}, Hidden: true,
 			Usage: "testnets only: delay what is sent over TCP to SUBNET by DELAY, e.g. 10.90.1.0/24=5ms (repeatable; TCP only)"},
 	}
+	return append(flags, abuseFlags()...)
 }
 
 // agentConfig builds the agent's config from its flags. Bad values are
@@ -103,6 +104,9 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	cfg.AllowFile, cfg.DenyFile = expandHome(c.String("allow")), expandHome(c.String("deny"))
 	cfg.Open = c.Bool("open")
 	cfg.TestnetDelay = trimAll(c.StringSlice("testnet-delay"))
+	if err := abuseConfig(c, &cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/zorilla-p2p/zorilla/internal/ratelimit"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
@@ -51,15 +52,19 @@ type Endpoint struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.RWMutex // guards handlers and closed
+	mu       sync.RWMutex // guards handlers, limits and closed
 	handlers map[protocol.ID]Handler
+	limits   map[protocol.ID]*peerLimit
 	closed   bool
+
+	refused ratelimit.Counts // streams refused by a limit, by protocol name
 }
 
 // New returns an Endpoint on h. Its lifetime ends with Close.
 func New(h host.Host) *Endpoint {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Endpoint{h: h, ctx: ctx, cancel: cancel, handlers: map[protocol.ID]Handler{}}
+	return &Endpoint{h: h, ctx: ctx, cancel: cancel, handlers: map[protocol.ID]Handler{},
+		limits: map[protocol.ID]*peerLimit{}}
 }
 
 // Self is the local peer's ID.
@@ -71,12 +76,13 @@ func (e *Endpoint) Handle(p protocol.ID, fn Handler) {
 	e.handlers[p] = fn
 	e.mu.Unlock()
 	e.h.SetStreamHandler(p, func(s network.Stream) {
-		if !e.track() {
+		from := s.Conn().RemotePeer()
+		if !e.admit(p, from) || !e.track() {
 			_ = s.Reset()
 			return
 		}
 		defer e.wg.Done()
-		serve(e.ctx, fn, s.Conn().RemotePeer(), s)
+		serve(e.ctx, fn, from, s)
 	})
 }
 
