@@ -39,10 +39,13 @@ type Node struct {
 	blobs *blob.Store
 	lease *worker.Leases
 	work  *worker.Service
-	rdv   *overlay.Rendezvous // nil unless the agent joins through the public DHT
-	nat   *natSide            // nil unless the agent joins through the public DHT
-	reach atomic.Value        // string: the host's reachability (watchReachability)
-	mux   *http.ServeMux
+
+	jobsDir string              // where job folders go
+	sandbox SandboxInfo         // what the sandbox of jobs enforces
+	rdv     *overlay.Rendezvous // nil unless the agent joins through the public DHT
+	nat     *natSide            // nil unless the agent joins through the public DHT
+	reach   atomic.Value        // string: the host's reachability (watchReachability)
+	mux     *http.ServeMux
 
 	mu      sync.Mutex // guards closers and closed
 	closers []func() error
