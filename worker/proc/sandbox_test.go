@@ -191,24 +191,39 @@ func TestSandboxPidsLimit(t *testing.T) {
 	}
 }
 
-// The wall-clock limit still ends a sandboxed job, and Close ends a process
-// that left its process group (it is still in the cgroup and runs as the
-// job's user).
-func TestSandboxWallClockAndEscapee(t *testing.T) {
+// The wall-clock limit still ends a sandboxed job.
+func TestSandboxWallClock(t *testing.T) {
 	r := sandboxRunner(t)
 	base := reachableBase(t)
 	b := newSandbox(t, r, "job-slow", Resources{})
-	c := newCollector()
 	s := Spec{Job: "job-slow", Size: 1, Dir: filepath.Join(base, "job-slow"), Program: "/bin/sh",
-		Args: []string{"-c", `setsid sleep 60 </dev/null >/dev/null 2>&1 & echo escaped; sleep 60`}, Sandbox: b, Timeout: 300 * time.Millisecond}
+		Args: []string{"-c", "sleep 60"}, Sandbox: b, Timeout: 300 * time.Millisecond}
+	p, err := r.Start(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := wait(t, p); !e.TimedOut || e.Success() {
+		t.Fatalf("exit %s: want timed out", e)
+	}
+}
+
+// Close ends a process that left its process group: it is still in the
+// cgroup and runs as the job's user.
+func TestSandboxCloseEndsEscapee(t *testing.T) {
+	r := sandboxRunner(t)
+	base := reachableBase(t)
+	b := newSandbox(t, r, "job-escape", Resources{})
+	c := newCollector()
+	s := Spec{Job: "job-escape", Size: 1, Dir: filepath.Join(base, "job-escape"), Program: "/bin/sh",
+		Args: []string{"-c", `setsid sh -c 'echo $$ > escapee; exec sleep 60' </dev/null >/dev/null 2>&1 &
+while [ ! -s escapee ]; do sleep 0.01; done; echo escaped; sleep 60`}, Sandbox: b}
 	p, err := r.Start(context.Background(), s, c.out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := wait(t, p)
-	if !e.TimedOut {
-		t.Fatalf("exit %s: want timed out", e)
-	}
+	c.waitFor(t, "escaped")
+	_ = p.Kill()
+	wait(t, p)
 	uid := b.cred.UID
 	if busy, _ := uidInUse(uid); !busy {
 		t.Fatalf("the escaped sleep is not running as uid %d", uid)
