@@ -22,7 +22,7 @@ var sandboxSeq atomic.Int64
 // sandboxRunner is a runner with every part of the sandbox on, its cgroups
 // under a name of its own (removed at the end), as root. It skips the test
 // when not root or when cgroups cannot be written.
-func sandboxRunner(t *testing.T) *osRunner {
+func sandboxRunner(t testing.TB) *osRunner {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the sandbox needs the agent to run as root")
@@ -63,7 +63,7 @@ func newSandbox(t *testing.T, r *osRunner, name string, res Resources) *Sandbox 
 
 // reachableBase is a folder every user may traverse (not list), as an
 // agent's jobs folder is.
-func reachableBase(t *testing.T) string {
+func reachableBase(t testing.TB) string {
 	t.Helper()
 	base, err := os.MkdirTemp("", "zorilla-sandbox-")
 	if err != nil {
