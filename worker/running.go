@@ -427,7 +427,7 @@ func (r *running) sendOutputs(k *sink) {
 }
 
 func (r *running) sendFile(k *sink, path string) error {
-	f, err := os.Open(path)
+	f, err := openInJob(r.dir, path)
 	if err != nil {
 		return err
 	}
