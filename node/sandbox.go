@@ -139,6 +139,9 @@ func jobsRoot(work string, sandboxed bool) (string, error) {
 	if err := os.Chmod(work, 0o700); err != nil {
 		return "", fmt.Errorf("node: make %s private: %w", work, err)
 	}
+	if err := os.MkdirAll(filepath.Dir(sandboxRoot(work)), 0o755); err != nil {
+		return "", fmt.Errorf("node: jobs folder: %w", err)
+	}
 	root := sandboxRoot(work)
 	if err := os.Mkdir(root, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("node: jobs folder: %w", err)
@@ -153,12 +156,10 @@ func jobsRoot(work string, sandboxed bool) (string, error) {
 }
 
 // sandboxRoot is the folder of jobs of users of their own for the agent
-// whose work folder is work.
+// whose work folder is work: in /var/tmp, made if missing (a container
+// from scratch has none).
 func sandboxRoot(work string) string {
 	base := "/var/tmp"
-	if info, err := os.Stat(base); err != nil || !info.IsDir() {
-		base = os.TempDir()
-	}
 	if abs, err := filepath.Abs(work); err == nil {
 		work = abs
 	}
