@@ -5,14 +5,23 @@ package proc
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// probeNetns reports whether this process may make network namespaces: it
-// makes one on a thread of its own, which then ends with the goroutine (a
-// locked thread that is not unlocked is not reused).
-func probeNetns() error {
+// netnsProbe is the answer of probeNetns, asked once per process: a
+// testnet of hundreds of agents in one process need not make hundreds of
+// namespaces to learn it.
+var netnsProbe = sync.OnceValue(probeNetnsOnce)
+
+// probeNetns reports whether this process may make network namespaces.
+func probeNetns() error { return netnsProbe() }
+
+// probeNetnsOnce makes a network namespace on a thread of its own, which
+// then ends with the goroutine (a locked thread that is not unlocked is
+// not reused).
+func probeNetnsOnce() error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with its namespace
