@@ -313,3 +313,35 @@ func TestCgroupMounts(t *testing.T) {
 		t.Fatal("ownDir accepted a cgroup outside the mount")
 	}
 }
+
+// A runner that starts where a killed agent's runner left cgroups (same
+// CgroupName) kills their processes and removes them.
+func TestNewRunnerSweepsLeftoverCgroups(t *testing.T) {
+	r := sandboxRunner(t)
+	base := reachableBase(t)
+	b, err := r.NewSandbox("job-left", Resources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := newCollector()
+	s := Spec{Job: "job-left", Size: 1, Dir: filepath.Join(base, "job-left"), Program: "/bin/sh",
+		Args: []string{"-c", "echo up; sleep 60"}, Sandbox: b}
+	p, err := r.Start(context.Background(), s, c.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "up")
+	again := NewRunner(r.cfg).(*osRunner) // as a restarted agent would
+	if again.cgroups == nil {
+		t.Fatalf("second runner: %s", again.iso.Cgroups)
+	}
+	if e := wait(t, p); e.Signal != "SIGKILL" || e.Killed {
+		t.Fatalf("exit %s: want killed by the sweep", e)
+	}
+	for _, d := range b.cg.folders() {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Fatalf("leftover cgroup %s still there: %v", d, err)
+		}
+	}
+}
