@@ -24,6 +24,8 @@ func TestJobResources(t *testing.T) {
 			proc.Resources{MemoryBytes: gib, Pids: 300, CPUs: 4}},
 		{"cores held beyond the processes (min_cores)", Policy{MaxJobs: 1, Memory: gib}, Lease{Cores: 8}, 2,
 			proc.Resources{MemoryBytes: gib, Pids: 200, CPUs: 8}},
+		{"a tiny request: the floor", Policy{MaxJobs: 1, Memory: gib}, Lease{Memory: 1 << 10, Cores: 1}, 1,
+			proc.Resources{MemoryBytes: minJobMemory, Pids: 100, CPUs: 1}},
 		{"an expired lease: the processes count", Policy{MaxJobs: 1, Memory: gib}, Lease{}, 3,
 			proc.Resources{MemoryBytes: gib, Pids: 300, CPUs: 3}},
 	} {
