@@ -109,10 +109,16 @@ func (b *Sandbox) Close() error {
 			errs = append(errs, b.cg.remove(10*time.Second))
 		}
 		if b.lock != nil {
-			if n := killUser(b.cred.UID); n > 0 {
+			n, err := killUser(b.cred.UID, 10*time.Second)
+			if n > 0 {
 				log.Infow("killed processes left running as the job's user", "sandbox", b.name, "uid", b.cred.UID, "processes", n)
 			}
-			errs = append(errs, b.lock.Close())
+			if err == nil {
+				errs = append(errs, b.lock.Close())
+			} else {
+				// Keep the ID held: a process that will not die still runs as it.
+				errs = append(errs, err)
+			}
 		}
 		b.closeErr = errors.Join(errs...)
 	})

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -177,28 +178,35 @@ func containsUID(s []uint32, v uint32) bool {
 }
 
 // killUser sends SIGKILL to every process running as uid until none is
-// left or tries run out, and returns how many it signalled. Only a sandbox
-// whose uid is its own calls it: whatever runs as that uid is the job's,
-// even a process that left its group.
-func killUser(uid uint32) int {
+// left (a killed process takes a moment to become a zombie, which no longer
+// counts) or timeout has passed, and returns how many it signalled. Only a
+// sandbox whose uid is its own calls it: whatever runs as that uid is the
+// job's, even a process that left its group.
+func killUser(uid uint32, timeout time.Duration) (int, error) {
 	n := 0
-	for try := 0; try < 100; try++ {
+	deadline := time.Now().Add(timeout)
+	backoff := time.Millisecond
+	for {
 		pids, err := allPids()
 		if err != nil {
-			return n
+			return n, err
 		}
-		found := false
+		found := 0
 		for _, pid := range pids {
 			if containsUID(procUIDs(pid), uid) {
-				found = true
+				found++
 				if unix.Kill(pid, unix.SIGKILL) == nil {
 					n++
 				}
 			}
 		}
-		if !found {
-			return n
+		if found == 0 {
+			return n, nil
 		}
+		if time.Now().After(deadline) {
+			return n, fmt.Errorf("%d processes still run as uid %d after %v", found, uid, timeout)
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 50*time.Millisecond)
 	}
-	return n
 }
