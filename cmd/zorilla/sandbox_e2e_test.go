@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestSandboxThroughAgent(t *testing.T) {
 	thief := zorilla("submit", "--data-dir", data, script(t, fmt.Sprintf(
 		`id -u; cat %s/identity.key; ls %s; cat %s/mine; ls %s; echo end`, data, data, ownerDir, ownerDir)))
 	if strings.Count(thief.stdout+thief.stderr, "Permission denied") != 4 || strings.Contains(thief.stdout, "secret") ||
-		!strings.Contains(thief.stdout, "[0] end") || strings.Contains(thief.stdout, "[0] 0\n") {
+		!strings.Contains(thief.stdout, "[0] end") || !regexp.MustCompile(`(?m)^\[0\] 19\d{8}$`).MatchString(thief.stdout) {
 		t.Errorf("the job read what it must not, or ran as root:\n%v", thief)
 	}
 
