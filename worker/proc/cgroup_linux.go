@@ -160,6 +160,9 @@ func openV2(mounts []mount, own map[string]string, name string) (*cgroupRoot, er
 	if err != nil {
 		return nil, err
 	}
+	if filepath.Base(dir) == agentLeaf {
+		dir = filepath.Dir(dir) // an earlier runner of this process moved it there
+	}
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
 		return nil, err
@@ -187,6 +190,9 @@ func openV2(mounts []mount, own map[string]string, name string) (*cgroupRoot, er
 	return root, nil
 }
 
+// agentLeaf is the child cgroup v2 the agent moves itself to.
+const agentLeaf = "agent"
+
 // enableV2 turns on the controllers for the children of the agent's own
 // cgroup dir. cgroup v2 forbids that while dir holds processes (as the
 // agent's own cgroup does): the agent then moves itself to a child of its
@@ -197,7 +203,7 @@ func enableV2(dir string) error {
 	if !errors.Is(err, unix.EBUSY) {
 		return err
 	}
-	leaf := filepath.Join(dir, "agent")
+	leaf := filepath.Join(dir, agentLeaf)
 	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
