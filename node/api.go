@@ -38,6 +38,8 @@ type IDInfo struct {
 	// Rendezvous is how finding the network's agents through the public
 	// DHT goes, for an agent started with --bootstrap public.
 	Rendezvous *overlay.RendezvousStatus `json:"rendezvous,omitempty"`
+	// Sandbox is what the sandbox of jobs enforces here.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
 }
 
 // PeersInfo answers GET /v1/peers.
@@ -120,6 +122,10 @@ const maxTrustEdit = 1024
 func (n *Node) idInfo() IDInfo {
 	info := IDInfo{ID: n.ID(), Addrs: []string{}, Network: n.cfg.Network}
 	info.Reachability, _ = n.reach.Load().(string)
+	if n.sandbox.Users != "" {
+		sb := n.sandbox
+		info.Sandbox = &sb
+	}
 	if n.rdv != nil {
 		st := n.rdv.Status()
 		info.Rendezvous = &st

@@ -75,6 +75,14 @@ type Config struct {
 	AllowFile, DenyFile string
 	Open                bool
 
+	// The sandbox of jobs (see SECURITY.md). RunAs says who jobs run as
+	// when the agent is root: RunAsAuto, a user ID of their own per running
+	// job from UIDRange ("FIRST-LAST", empty: proc.DefaultUIDRange);
+	// RunAsNone, root; or a user name, UID or UID:GID. JobNetwork is
+	// JobNetworkIsolated (a network namespace with only loopback, where the
+	// kernel allows it) or JobNetworkHost.
+	RunAs, UIDRange, JobNetwork string
+
 	// Overlay tunes membership and the neighbour set.
 	Overlay overlay.Config
 	// Services tunes flood, worker, leases, submitter and processes.
@@ -127,6 +135,9 @@ func DefaultConfig() Config {
 		Memory:   TotalMemory(),
 		Overlay:  overlay.DefaultConfig(),
 		Services: DefaultServices(),
+		// The sandbox is on: a job's code is a stranger's.
+		RunAs:      RunAsAuto,
+		JobNetwork: JobNetworkIsolated,
 		// The private ranges (RFC 1918, carrier-grade NAT, IPv6 ULA): where
 		// container and lab testnets live.
 		TrustedSubnets: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"},
@@ -163,6 +174,7 @@ func (c Config) validate() error {
 		add(fmt.Errorf("public %w", err))
 	}
 	add(checkOwner(c))
+	add(checkSandbox(c))
 	for _, s := range c.TrustedSubnets {
 		if _, err := netip.ParsePrefix(s); err != nil {
 			add(fmt.Errorf("trusted subnet %q: %w", s, err))

@@ -42,10 +42,13 @@ type Node struct {
 	trust *trust // the allow and deny lists, applied to lease's policy
 	work  *worker.Service
 	ep    *rpc.Endpoint       // the job protocols' endpoint, with its rate limits
-	rdv   *overlay.Rendezvous // nil unless the agent joins through the public DHT
-	nat   *natSide            // nil unless the agent joins through the public DHT
-	reach atomic.Value        // string: the host's reachability (watchReachability)
-	mux   *http.ServeMux
+
+	jobsDir string              // where job folders go
+	sandbox SandboxInfo         // what the sandbox of jobs enforces
+	rdv     *overlay.Rendezvous // nil unless the agent joins through the public DHT
+	nat     *natSide            // nil unless the agent joins through the public DHT
+	reach   atomic.Value        // string: the host's reachability (watchReachability)
+	mux     *http.ServeMux
 
 	mu      sync.Mutex // guards closers and closed
 	closers []func() error

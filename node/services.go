@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -74,13 +75,18 @@ func (n *Node) startServices() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.lease = leases
-	wcfg := n.cfg.Services.Worker
-	wcfg.JobsDir = filepath.Join(work, "work")
-	mpi, err := n.startRouter(work)
+	root, runner, err := n.startSandbox(work)
 	if err != nil {
 		return err
 	}
-	w, err := worker.NewService(n.h, ep, wcfg, leases, proc.NewRunner(n.cfg.Services.Proc), blobs, mpi)
+	wcfg := n.cfg.Services.Worker
+	wcfg.JobsDir = filepath.Join(root, "work")
+	n.jobsDir = wcfg.JobsDir
+	mpi, err := n.startRouter(root)
+	if err != nil {
+		return err
+	}
+	w, err := worker.NewService(n.h, ep, wcfg, leases, runner, blobs, mpi)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -121,13 +127,58 @@ func (n *Node) startRouter(work string) (*router.Router, error) {
 		n.OnClose(func() error { return os.RemoveAll(dir) })
 		sock = filepath.Join(dir, "mpi.sock")
 	}
-	r, err := router.New(n.h, sock, n.cfg.Services.Router)
+	rcfg := n.cfg.Services.Router
+	if n.cfg.sandboxUsers() {
+		rcfg.SocketMode = 0o666 // jobs of other users connect; the router asks for the job's key
+	}
+	r, err := router.New(n.h, sock, rcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: mpi router: %w", err)
 	}
 	n.OnClose(r.Close)
 	return r, nil
 }
+
+// startSandbox finds where job folders go and makes the process runner
+// with the sandbox settings. Its cleanup runs after the worker's, which
+// closes the jobs' sandboxes.
+func (n *Node) startSandbox(work string) (string, proc.Runner, error) {
+	root, err := jobsRoot(work, n.cfg.sandboxUsers())
+	if err != nil {
+		return "", nil, err
+	}
+	if root != work {
+		// Runs last: an in-memory agent's folder goes; an agent with a data
+		// dir leaves nothing behind but what is still in use (the next
+		// start sweeps it when the agent was killed).
+		if n.cfg.DataDir == "" {
+			n.OnClose(func() error { return os.RemoveAll(root) })
+		} else {
+			n.OnClose(func() error { _ = os.Remove(filepath.Join(root, "work")); _ = os.Remove(root); return nil })
+		}
+	}
+	pc, err := n.cfg.procConfig(root)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	runner := proc.NewRunner(pc)
+	n.OnClose(runner.Close)
+	iso := runner.Isolation()
+	if iso.Err != nil {
+		return "", nil, fmt.Errorf("node: job sandbox: %w (--run-as none runs jobs without a user of their own)", iso.Err)
+	}
+	n.sandbox = SandboxInfo{Users: iso.Users, Cgroups: iso.Cgroups, Network: iso.Network}
+	if strings.HasPrefix(iso.Cgroups, "none") || strings.HasPrefix(iso.Network, "host:") {
+		log.Warnw("job sandbox incomplete", "sandbox", n.sandbox.String())
+	}
+	return root, runner, nil
+}
+
+// Sandbox says what the sandbox of jobs enforces on this agent.
+func (n *Node) Sandbox() SandboxInfo { return n.sandbox }
+
+// JobsDir is the folder that holds one folder per job running here.
+func (n *Node) JobsDir() string { return n.jobsDir }
 
 // workDir is where the agent keeps blobs, job records and job folders: the
 // data dir, or for an in-memory agent a temporary folder removed on Close.

@@ -110,7 +110,7 @@ func (ln *launchNet) awaitNeighbours(ctx context.Context) error {
 
 // jobDir is where agent i runs job id's processes.
 func (ln *launchNet) jobDir(i int, id job.ID) string {
-	return filepath.Join(ln.dirs[i], "work", string(id))
+	return filepath.Join(node.JobsDirOf(ln.dirs[i], os.Geteuid() == 0), string(id))
 }
 
 // awaitClean waits until every pid is gone (kill(pid, 0) gives ESRCH) and

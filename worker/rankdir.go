@@ -62,28 +62,33 @@ func (r *running) sendOutputs(k *sink) {
 }
 
 // sendOutput sends one output file, or a folder as a tar, for copy p.
+//
+// The agent may be root and the job's processes may have made anything of
+// their folder: every file is opened through openInJob (no symbolic link
+// followed, nothing outside the job folder), so a job cannot make the
+// agent send it a file the job itself could not read.
 func (r *running) sendOutput(k *sink, p job.Proc, path string) error {
-	st, err := os.Lstat(path)
+	f, err := openInJob(r.dir, path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return err
 	}
 	name := filepath.Base(path)
 	switch {
 	case st.Mode().IsRegular():
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
 		return r.sendFile(k, p, name, f, st.Size())
 	case st.IsDir():
-		tmp, err := os.CreateTemp(r.dir, ".out-*.tar")
+		tmp, err := os.CreateTemp(r.svc.cfg.JobsDir, ".out-*.tar")
 		if err != nil {
 			return err
 		}
 		defer os.Remove(tmp.Name())
 		defer tmp.Close()
-		if err := tarFolder(tmp, path, r.svc.cfg.MaxOutputFile); err != nil {
+		if err := tarFolder(tmp, r.dir, path, r.svc.cfg.MaxOutputFile); err != nil {
 			return fmt.Errorf("tar of the folder: %w", err)
 		}
 		size, err := tmp.Seek(0, io.SeekCurrent)
@@ -124,10 +129,10 @@ func (r *running) sendFile(k *sink, p job.Proc, name string, f io.Reader, size i
 // errTarTooLarge stops a tar that would exceed the output limit.
 var errTarTooLarge = errors.New("the folder exceeds the output file limit")
 
-// tarFolder writes a tar of folder root to w: regular files, folders and
-// symbolic links (as links, never followed), at most limit bytes of file
-// contents.
-func tarFolder(w io.Writer, root string, limit int64) error {
+// tarFolder writes a tar of folder root, inside job folder jobDir, to w:
+// regular files, folders and symbolic links (as links, never followed), at
+// most limit bytes of file contents. Files are opened with openInJob.
+func tarFolder(w io.Writer, jobDir, root string, limit int64) error {
 	tw := tar.NewWriter(w)
 	var total int64
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -167,7 +172,7 @@ func tarFolder(w io.Writer, root string, limit int64) error {
 		if !info.Mode().IsRegular() {
 			return nil
 		}
-		f, err := os.Open(path)
+		f, err := openInJob(jobDir, path)
 		if err != nil {
 			return err
 		}

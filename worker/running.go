@@ -27,6 +27,8 @@ type running struct {
 	submitter peer.ID
 	c         job.Commit
 	dir       string
+	sandbox   *proc.Sandbox  // owned by run; nil before stage
+	res       proc.Resources // the sandbox's limits
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -144,6 +146,11 @@ func (r *running) run() {
 		if s.mpi != nil {
 			s.mpi.RemoveJob(r.routeID())
 		}
+		if r.sandbox != nil {
+			if err := r.sandbox.Close(); err != nil {
+				log.Warnw("job sandbox not fully removed", "job", r.id, "err", err)
+			}
+		}
 		if err := os.RemoveAll(r.dir); err != nil {
 			log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
 		}
@@ -166,7 +173,7 @@ func (r *running) run() {
 	r.sink = k
 	r.mu.Unlock()
 
-	if err := r.stage(); err != nil {
+	if err := r.prepare(); err != nil {
 		k.send(r.ctx, job.Report{Kind: job.RepFailed, Reason: err.Error()})
 		k.send(r.ctx, job.Report{Kind: job.RepDone})
 		return
@@ -186,6 +193,31 @@ func (r *running) run() {
 		r.sendOutputs(k)
 	}
 	k.send(r.ctx, job.Report{Kind: job.RepDone})
+}
+
+// prepare stages the job's files, makes each copy's working folder, and
+// makes the job's sandbox, which then owns the job folder.
+func (r *running) prepare() error {
+	if err := r.stage(); err != nil {
+		return err
+	}
+	for _, p := range r.c.Procs {
+		if err := r.stageRank(p); err != nil {
+			return err
+		}
+	}
+	s := r.svc
+	l, _ := s.leases.Get(r.lease)
+	r.res = jobResources(s.leases.Policy(), l, len(r.c.Procs), s.cfg.PidsPerProcess)
+	b, err := s.runner.NewSandbox(filepath.Base(r.dir), r.res)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	r.sandbox = b
+	if err := b.Own(r.dir); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
 }
 
 // stage copies the program and inputs into the job folder, fetching from
@@ -231,15 +263,11 @@ func (r *running) launch(k *sink) ([]proc.Process, error) {
 	}
 	var procs []proc.Process
 	for _, p := range r.c.Procs {
-		if err := r.stageRank(p); err != nil {
-			killAll(procs)
-			return nil, err
-		}
 		spec := proc.Spec{
 			Job: r.routeID(), Rank: p.Rank, Replica: p.Replica, Size: r.c.N,
 			Dir: r.rankDir(p), Program: filepath.Join(r.dir, r.c.Program.Name),
 			Args: r.c.Args, Env: append(r.env(sock), r.c.Env...),
-			Timeout: r.c.Timeout, Limits: s.cfg.Limits,
+			Timeout: r.c.Timeout, Limits: s.cfg.Limits, Sandbox: r.sandbox,
 		}
 		out := func(stream string, line []byte) {
 			k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: stream, Data: append([]byte(nil), line...)})
@@ -343,12 +371,17 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 				_ = pr.Kill()
 			}
 			x := pr.Wait()
+			if why := sandboxWords(x, r.res); why != "" {
+				log.Infow("job copy ended by its sandbox", "job", r.id, "rank", p.Rank, "replica", p.Replica, "why", why)
+				k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,
+					Data: []byte(fmt.Sprintf("zorilla: rank %d copy %d %s", p.Rank, p.Replica, why))})
+			}
 			// A copy of a replicated rank killed by a signal is the
 			// router's to judge: the job fails only when the rank has no
 			// copy left. A non-zero status is the program's answer.
 			killedCopy := x.Signal != "" && r.c.R > 1 && !x.TimedOut
 			if (x.Code != 0 || x.Signal != "") && !killedCopy {
-				r.failMPI(fmt.Errorf("rank %d exited with %d", p.Rank, x.Code))
+				r.failMPI(fmt.Errorf("rank %d exited with %d%s", p.Rank, x.Code, suffix(sandboxWords(x, r.res))))
 			}
 			if killedCopy && !r.running.Load() {
 				// A replicated start cannot complete without this copy (its
@@ -397,4 +430,12 @@ func (r *running) failMPI(err error) {
 	if m := r.mpiJob(); m != nil {
 		m.Fail(err)
 	}
+}
+
+// suffix gives ": why", or "" for no why.
+func suffix(why string) string {
+	if why == "" {
+		return ""
+	}
+	return ": " + why
 }

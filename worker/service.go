@@ -49,6 +49,9 @@ type ServiceConfig struct {
 	MaxOutputFile int64
 	// Limits are applied to every process.
 	Limits proc.Limits
+	// PidsPerProcess bounds the processes and threads of a job's cgroup:
+	// this many for each of its processes here.
+	PidsPerProcess int64
 	// MaxOffersInFlight bounds concurrent offers, so a burst of adverts
 	// cannot make the agent open unbounded streams.
 	MaxOffersInFlight int
@@ -73,6 +76,9 @@ func DefaultServiceConfig() ServiceConfig {
 		DeclineRate:  10,
 		DeclineBurst: 20,
 		Abuse:        DefaultAbuseLimits(),
+		// 1024 per rank: room for a threaded runtime (Go, OpenMP) and a
+		// few helper processes, far from exhausting the machine's PIDs.
+		PidsPerProcess: 1024,
 	}
 }
 
@@ -92,6 +98,8 @@ func (c ServiceConfig) validate() error {
 		return errors.New("worker: MaxOffersInFlight must be positive")
 	case c.DeclineRate < 0 || c.DeclineBurst < 0:
 		return errors.New("worker: DeclineRate and DeclineBurst must not be negative")
+	case c.PidsPerProcess < 0:
+		return fmt.Errorf("worker: PidsPerProcess must not be negative, got %d", c.PidsPerProcess)
 	}
 	return c.Abuse.validate()
 }
@@ -136,6 +144,9 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		return nil, err
 	}
 	sweepJobsDir(cfg.JobsDir)
+	if err := prepareJobsDir(cfg.JobsDir); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Service{
 		cfg: cfg, h: h, ep: ep, runner: runner, blobs: blobs, mpi: mpi,
@@ -174,6 +185,18 @@ func sweepJobsDir(dir string) {
 		}
 	}
 	log.Infow("removed what an earlier run of the agent left", "folders", len(entries), "processes", n)
+}
+
+// prepareJobsDir makes the jobs folder 0711: job users (who own their own
+// folders in it) may pass through, nobody may list it.
+func prepareJobsDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("worker: jobs folder: %w", err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return fmt.Errorf("worker: jobs folder: %w", err)
+	}
+	return nil
 }
 
 // OnAdvert is the flood's delivery hook: decide locally, and if the job is

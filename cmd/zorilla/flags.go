@@ -11,6 +11,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/overlay"
+	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
 // agentFlags are the agent's settings. Each can also come from a ZORILLA_*
@@ -56,6 +57,12 @@ func agentFlags() []cli.Flag {
 			Usage: "file of submitter peer IDs never accepted, even with --open (with none given, <data-dir>/deny if it exists)"},
 		&cli.BoolFlag{Name: "open", EnvVars: []string{"ZORILLA_OPEN"},
 			Usage: "accept jobs from any submitter not denied, ignoring the allow list (testnets, demos)"},
+		&cli.StringFlag{Name: "run-as", EnvVars: []string{"ZORILLA_RUN_AS"}, Value: def.RunAs,
+			Usage: "when the agent runs as root, who jobs run as: auto (a user ID of their own per job, from --uid-range), a `USER` (name, UID or UID:GID), or none (root)"},
+		&cli.StringFlag{Name: "uid-range", EnvVars: []string{"ZORILLA_UID_RANGE"}, Value: proc.DefaultUIDRange.String(),
+			Usage: "`FIRST-LAST` user IDs that --run-as auto hands to jobs; no user may own them"},
+		&cli.StringFlag{Name: "job-network", EnvVars: []string{"ZORILLA_JOB_NETWORK"}, Value: def.JobNetwork,
+			Usage: "isolated: each job process gets a network namespace with only loopback (MPI goes through the agent); host: the host's network"},
 		&cli.DurationFlag{Name: "drain-timeout", EnvVars: []string{"ZORILLA_DRAIN_TIMEOUT"}, Value: 15 * time.Second,
 			Usage: "on SIGTERM or SIGINT, how long jobs running here get to leave (replicas take over, others start again elsewhere) before the agent stops"},
 		&cli.StringFlag{Name: "log-level", EnvVars: []string{"ZORILLA_LOG_LEVEL"}, Value: "error",
@@ -103,6 +110,7 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	cfg.Labels = trimAll(c.StringSlice("label"))
 	cfg.AllowFile, cfg.DenyFile = expandHome(c.String("allow")), expandHome(c.String("deny"))
 	cfg.Open = c.Bool("open")
+	cfg.RunAs, cfg.UIDRange, cfg.JobNetwork = c.String("run-as"), c.String("uid-range"), c.String("job-network")
 	cfg.TestnetDelay = trimAll(c.StringSlice("testnet-delay"))
 	if err := abuseConfig(c, &cfg); err != nil {
 		return cfg, err

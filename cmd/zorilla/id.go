@@ -35,6 +35,9 @@ func idCommand() *cli.Command {
 			if info.Reachability != "" {
 				fmt.Fprintln(c.App.Writer, "reachability", info.Reachability)
 			}
+			if sb := info.Sandbox; sb != nil {
+				fmt.Fprintln(c.App.Writer, "sandbox", sb)
+			}
 			if r := info.Rendezvous; r != nil {
 				fmt.Fprintf(c.App.Writer, "rendezvous %d public DHT peers, %d agents found", r.PublicPeers, r.Found)
 				if !r.Provided.IsZero() {

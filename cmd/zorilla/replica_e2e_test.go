@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,7 +68,7 @@ func TestReplicatedJobSurvivesKills(t *testing.T) {
 	if !strings.Contains(st.stdout, "lost copies: ") || !strings.Contains(st.stdout, "killed by signal SIGKILL") {
 		t.Errorf("status does not list the lost copies:\n%v", st)
 	}
-	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n)) == 0 })
 }
 
 // stencilCopy is one running copy of the stencil job.
@@ -81,11 +82,11 @@ type stencilCopy struct {
 func stencilCopies(t *testing.T, n *demoNet) []stencilCopy {
 	t.Helper()
 	var out []stencilCopy
-	for _, pid := range stencilProcs(n.dir) {
+	for _, pid := range stencilProcs(n) {
 		c := stencilCopy{pid: pid, agent: -1}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		for a, ag := range n.agents {
-			if bytes.HasPrefix(cmdline, []byte(ag.dir+"/")) {
+			if bytes.HasPrefix(cmdline, []byte(agentJobsDir(ag)+"/")) {
 				c.agent = a
 			}
 		}
@@ -108,12 +109,15 @@ func stencilCopies(t *testing.T, n *demoNet) []stencilCopy {
 }
 
 // stencilProcs lists the pids of the running copies of a program named
-// stencil that the agents under dir staged and started.
-func stencilProcs(dir string) []int {
+// stencil that the agents of n staged and started.
+func stencilProcs(n *demoNet) []int {
 	var pids []int
 	for f, cmdline := range processes() {
 		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-		if bytes.HasPrefix(argv0, []byte(dir)) && filepath.Base(string(argv0)) == "stencil" {
+		ours := slices.ContainsFunc(n.agents, func(a *demoAgent) bool {
+			return bytes.HasPrefix(argv0, []byte(agentJobsDir(a)+"/"))
+		})
+		if ours && filepath.Base(string(argv0)) == "stencil" {
 			pid, err := strconv.Atoi(strings.Split(f, "/")[2])
 			if err == nil {
 				pids = append(pids, pid)
@@ -177,7 +181,7 @@ func TestUnreplicatedJobRestartsAfterKill(t *testing.T) {
 	if !strings.Contains(st.stdout, "attempts: 2") || !strings.Contains(st.stdout, "lost while running") {
 		t.Errorf("status does not list both attempts:\n%v", st)
 	}
-	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n)) == 0 })
 }
 
 // TestDrainHandsJobsOver: SIGTERM to an agent that runs copies of a
@@ -216,7 +220,7 @@ func TestDrainHandsJobsOver(t *testing.T) {
 	if got := strings.Count(errw.String(), "(agent stopping: terminated)"); got != copies {
 		t.Errorf("%d notices of copies lost to the drain, want %d (one per copy on the agent):\n%s", got, copies, errw.String())
 	}
-	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n.dir)) == 0 })
+	waitFor(t, 30*time.Second, "no stencil process left", func() bool { return len(stencilProcs(n)) == 0 })
 }
 
 // TestSubmitterCrashReattach: the agent a replicated job was submitted
@@ -288,8 +292,13 @@ func TestSubmitterCrashReattach(t *testing.T) {
 		t.Errorf("no lost copy recorded; the killed agent ran copies of the job")
 	}
 	waitFor(t, 30*time.Second, "no stencil process and no job folder left", func() bool {
-		folders, _ := filepath.Glob(filepath.Join(n.dir, "*", "work", string(id)))
-		return len(stencilProcs(n.dir)) == 0 && len(folders) == 0
+		var folders []string
+		for _, a := range n.agents {
+			if _, err := os.Stat(filepath.Join(agentJobsDir(a), string(id))); err == nil {
+				folders = append(folders, a.dir)
+			}
+		}
+		return len(stencilProcs(n)) == 0 && len(folders) == 0
 	})
 }
 
@@ -346,3 +355,6 @@ func stencilNet(t *testing.T, ctx context.Context) (n *demoNet, bin, stencil str
 	}
 	return n, bin, stencil
 }
+
+// agentJobsDir is where agent a runs its jobs (with the default --run-as).
+func agentJobsDir(a *demoAgent) string { return node.JobsDirOf(a.dir, os.Geteuid() == 0) }

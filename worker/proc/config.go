@@ -3,6 +3,9 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -39,6 +42,26 @@ type Config struct {
 	// program must be reachable by that user. Off by default, since a
 	// suitable user differs between machines (e.g. "nobody", 65534).
 	RunAs *Credential
+	// AutoUsers, when set and the agent runs as root, gives each Sandbox
+	// a user and group ID of its own from this range, held while the
+	// sandbox lives (see NewSandbox). It takes precedence over RunAs.
+	AutoUsers *UIDRange
+	// UIDLockDir holds one lock file per user ID of AutoUsers in use, so
+	// that two agents on one machine never hand out the same ID. It must
+	// be the same for every agent of the machine.
+	UIDLockDir string
+	// Cgroups puts each Sandbox's processes in a cgroup of their own with
+	// its Resources as limits, when the agent can write cgroups (v2 with
+	// the memory, pids and cpu controllers, else v1's).
+	Cgroups bool
+	// CgroupName names the folder, below the agent's own cgroup, that
+	// holds the cgroups of this runner's sandboxes. Runners of agents that
+	// share a process or a cgroup need different names: NewRunner removes
+	// what is left in it.
+	CgroupName string
+	// IsolateNetwork runs each Sandbox's processes in a network namespace
+	// of their own with only loopback up, where the kernel allows it.
+	IsolateNetwork bool
 	// Subreaper makes the agent adopt the orphans of its processes
 	// (PR_SET_CHILD_SUBREAPER), so that it can reap what is left of a
 	// process group even where init does not reap (in containers, where
@@ -70,6 +93,12 @@ func DefaultConfig() Config {
 		// On: leaving no process behind matters more than the side effect
 		// of adopting orphans of the agent's own children.
 		Subreaper: true,
+		// The sandbox is on wherever the kernel allows it; the agent
+		// sets AutoUsers when it runs as root.
+		UIDLockDir:     "/run/zorilla/uids",
+		Cgroups:        true,
+		CgroupName:     "zorilla",
+		IsolateNetwork: true,
 	}
 }
 
@@ -91,6 +120,77 @@ func (c Config) validate() error {
 		return errors.New("proc: config: Path is empty")
 	case c.RunAs != nil && c.RunAs.UID == 0:
 		return errors.New("proc: config: RunAs uid 0 is root, not an unprivileged user")
+	case c.AutoUsers != nil:
+		if err := c.AutoUsers.validate(); err != nil {
+			return err
+		}
+		if !filepath.IsAbs(c.UIDLockDir) || filepath.Clean(c.UIDLockDir) != c.UIDLockDir {
+			return fmt.Errorf("proc: config: UIDLockDir %q is not a clean absolute path", c.UIDLockDir)
+		}
+	}
+	if c.Cgroups && !validName(c.CgroupName) {
+		return fmt.Errorf("proc: config: CgroupName %q: want 1-128 letters, digits, '-', '_', '.', not starting with '.'", c.CgroupName)
 	}
 	return nil
+}
+
+// UIDRange is a range of user IDs: First, First+1, ... First+Count-1.
+type UIDRange struct {
+	First, Count uint32
+}
+
+// DefaultUIDRange is the range AutoUsers takes by default: 65536 IDs from
+// 1900000000. It lies in the part of the 32-bit space that no distribution
+// allocates (systemd's table: regular users below 60000, dynamic users
+// 61184-65519, container ranges 524288-1879048191) and below 2^31, which
+// some tools mishandle; subordinate ranges (/etc/subuid) usually start at
+// 100000 and stay far below it. 65536 running jobs is more than any
+// machine holds.
+var DefaultUIDRange = UIDRange{First: 1900000000, Count: 65536}
+
+func (u UIDRange) validate() error {
+	last := uint64(u.First) + uint64(u.Count) - 1
+	switch {
+	case u.Count == 0:
+		return errors.New("proc: config: the user ID range is empty")
+	case u.First < 1000:
+		return fmt.Errorf("proc: config: user ID range %v starts among the system users (below 1000)", u)
+	case last >= 1<<32-1: // (uid_t)-1 means "no change" to the kernel
+		return fmt.Errorf("proc: config: user ID range %v ends past 4294967294", u)
+	}
+	return nil
+}
+
+// String gives the range as "FIRST-LAST".
+func (u UIDRange) String() string {
+	return fmt.Sprintf("%d-%d", u.First, uint64(u.First)+uint64(u.Count)-1)
+}
+
+// ParseUIDRange reads "FIRST-LAST", e.g. "1900000000-1900065535".
+func ParseUIDRange(s string) (UIDRange, error) {
+	a, b, ok := strings.Cut(s, "-")
+	first, err1 := strconv.ParseUint(a, 10, 32)
+	last, err2 := strconv.ParseUint(b, 10, 32)
+	if !ok || err1 != nil || err2 != nil || last < first {
+		return UIDRange{}, fmt.Errorf("user ID range %q is not FIRST-LAST with FIRST <= LAST", s)
+	}
+	if last-first+1 > 1<<32-1 {
+		return UIDRange{}, fmt.Errorf("user ID range %q is too large", s)
+	}
+	u := UIDRange{First: uint32(first), Count: uint32(last - first + 1)}
+	return u, u.validate()
+}
+
+// validName accepts a cgroup folder name: 1-128 letters, digits, '-',
+// '_' and '.', not starting with '.'.
+func validName(s string) bool {
+	if s == "" || len(s) > 128 || s[0] == '.' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

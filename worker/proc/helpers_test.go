@@ -18,6 +18,7 @@ func testConfig() Config {
 	c := DefaultConfig()
 	c.KillGrace = 200 * time.Millisecond
 	c.SettleTimeout = 3 * time.Second
+	c.Cgroups = false // sandbox tests turn them on, each under a name of its own
 	return c
 }
 

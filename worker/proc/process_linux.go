@@ -22,6 +22,8 @@ type process struct {
 	pid     int
 	cfg     Config
 	timeout time.Duration
+	sandbox *Sandbox // nil: none
+	events  Events   // the sandbox's events when the process started
 	files   *childFiles
 	sink    *sink
 
@@ -34,13 +36,16 @@ type process struct {
 
 // watch starts the goroutines that read the output of osp, notice its end,
 // and run its lifecycle.
-func watch(ctx context.Context, osp *os.Process, cfg Config, timeout time.Duration, files *childFiles, sk *sink) *process {
+func watch(ctx context.Context, osp *os.Process, cfg Config, s Spec, files *childFiles, sk *sink) *process {
 	p := &process{
-		os: osp, pid: osp.Pid, cfg: cfg, timeout: timeout, files: files, sink: sk,
+		os: osp, pid: osp.Pid, cfg: cfg, timeout: s.Timeout, sandbox: s.Sandbox, files: files, sink: sk,
 		killReq: make(chan bool, 1),
 		exited:  make(chan error, 1),
 		readers: make(chan struct{}),
 		done:    make(chan struct{}),
+	}
+	if p.sandbox != nil {
+		p.events = p.sandbox.Events()
 	}
 	var wg sync.WaitGroup
 	for stream, f := range map[string]*os.File{Stdout: files.stdout, Stderr: files.stderr} {
@@ -212,6 +217,14 @@ func (p *process) finish(st *lifecycle) Exit {
 			e.Code = 128 + int(ws.Signal())
 			e.Signal = unix.SignalName(ws.Signal())
 		}
+	}
+	if p.sandbox != nil {
+		// The counters are the job's: they count against this process
+		// only if it failed while they rose.
+		now := p.sandbox.Events()
+		failed := e.Code != 0 || e.Signal != ""
+		e.OutOfMemory = failed && now.OOMKills > p.events.OOMKills
+		e.PidsLimit = failed && now.PidsLimit > p.events.PidsLimit
 	}
 	return e
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,9 +22,13 @@ var log = logging.Logger("zorilla/proc")
 // osRunner starts real processes. It holds no mutable state; each process
 // has its own.
 type osRunner struct {
-	cfg   Config
-	err   error       // a configuration error, returned by every Start
-	runAs *Credential // cfg.RunAs when the agent is root, else nil
+	cfg     Config
+	err     error       // a configuration error, returned by every Start
+	runAs   *Credential // cfg.RunAs when the agent is root, else nil
+	users   *uidPool    // cfg.AutoUsers when the agent is root, else nil
+	cgroups *cgroupRoot // nil: no cgroups
+	netns   bool        // sandboxes get a network namespace
+	iso     Isolation
 }
 
 // NewRunner returns the Runner of this operating system. A Config that does
@@ -33,15 +38,12 @@ func NewRunner(cfg Config) Runner {
 	r := &osRunner{cfg: cfg}
 	if err := cfg.validate(); err != nil {
 		r.err = err
+		r.iso.Err = err
 		return r
 	}
-	if cfg.RunAs != nil {
-		if os.Geteuid() == 0 {
-			r.runAs = cfg.RunAs
-		} else {
-			log.Infof("RunAs uid %d ignored: the agent does not run as root", cfg.RunAs.UID)
-		}
-	}
+	r.setUsers()
+	r.setCgroups()
+	r.setNetwork()
 	if cfg.Subreaper {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			r.err = fmt.Errorf("proc: become child subreaper: %w", err)
@@ -49,6 +51,77 @@ func NewRunner(cfg Config) Runner {
 	}
 	return r
 }
+
+// setUsers picks who processes run as: as root, a user ID of their own
+// per sandbox (AutoUsers), else the fixed RunAs, else root.
+func (r *osRunner) setUsers() {
+	root := os.Geteuid() == 0
+	switch {
+	case !root:
+		r.iso.Users = "the agent's own (the agent does not run as root)"
+		if r.cfg.RunAs != nil || r.cfg.AutoUsers != nil {
+			log.Infof("run-as ignored: the agent does not run as root")
+		}
+	case r.cfg.AutoUsers != nil:
+		pool, err := newUIDPool(*r.cfg.AutoUsers, r.cfg.UIDLockDir)
+		if err != nil {
+			r.err = fmt.Errorf("proc: %w", err)
+			r.iso.Err = r.err
+			r.iso.Users = "error: " + err.Error()
+			return
+		}
+		r.users = pool
+		r.iso.Users = "own uid per job from " + r.cfg.AutoUsers.String()
+	case r.cfg.RunAs != nil:
+		r.runAs = r.cfg.RunAs
+		r.iso.Users = fmt.Sprintf("uid %d gid %d", r.runAs.UID, r.runAs.GID)
+	default:
+		r.iso.Users = "root (jobs run as the agent's user)"
+	}
+}
+
+// setCgroups finds where sandboxes' cgroups go, and sweeps what an earlier
+// life of the agent left there.
+func (r *osRunner) setCgroups() {
+	if !r.cfg.Cgroups {
+		r.iso.Cgroups = "none (turned off)"
+		return
+	}
+	root, err := openCgroups(r.cfg.CgroupName)
+	if err != nil {
+		r.iso.Cgroups = "none: cannot write cgroups: " + oneLine(err)
+		return
+	}
+	r.cgroups = root
+	r.iso.Cgroups = root.describe()
+	n, err := root.sweep()
+	if err != nil {
+		log.Warnw("leftover cgroups not all removed", "err", err)
+	}
+	if n > 0 {
+		log.Infow("removed the cgroups an earlier run of the agent left", "cgroups", n)
+	}
+}
+
+// setNetwork checks whether sandboxes can have a network namespace.
+func (r *osRunner) setNetwork() {
+	switch {
+	case !r.cfg.IsolateNetwork:
+		r.iso.Network = "host (turned off)"
+	case os.Geteuid() != 0:
+		r.iso.Network = "host: the agent is not root"
+	default:
+		if err := probeNetns(); err != nil {
+			r.iso.Network = "host: " + err.Error()
+			return
+		}
+		r.netns = true
+		r.iso.Network = "own namespace, loopback only"
+	}
+}
+
+// oneLine joins the lines of an error's text.
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
 // Start implements Runner.
 func (r *osRunner) Start(ctx context.Context, s Spec, out OutputFunc) (Process, error) {
@@ -62,7 +135,7 @@ func (r *osRunner) Start(ctx context.Context, s Spec, out OutputFunc) (Process, 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("proc: start %s: %w", what, err)
 	}
-	if err := r.makeDir(s.Dir); err != nil {
+	if err := r.makeDir(s.Dir, r.credential(s)); err != nil {
 		return nil, fmt.Errorf("proc: start %s: %w", what, err)
 	}
 	p, err := r.launch(ctx, s, out)
@@ -72,9 +145,17 @@ func (r *osRunner) Start(ctx context.Context, s Spec, out OutputFunc) (Process, 
 	return p, nil
 }
 
+// credential is the user the process of s runs as; nil: the agent's.
+func (r *osRunner) credential(s Spec) *Credential {
+	if s.Sandbox != nil {
+		return s.Sandbox.cred
+	}
+	return r.runAs
+}
+
 // makeDir creates the job folder (parents readable by all, the folder
-// itself private) and gives it to the RunAs user.
-func (r *osRunner) makeDir(dir string) error {
+// itself private) and gives it to the user the process runs as.
+func (r *osRunner) makeDir(dir string, cred *Credential) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("create parent of %s: %w", dir, err)
 	}
@@ -88,16 +169,26 @@ func (r *osRunner) makeDir(dir string) error {
 	if !info.IsDir() {
 		return fmt.Errorf("%s is not a folder", dir)
 	}
-	if r.runAs != nil {
-		if err := os.Lchown(dir, int(r.runAs.UID), int(r.runAs.GID)); err != nil {
-			return fmt.Errorf("give %s to uid %d: %w", dir, r.runAs.UID, err)
+	if cred != nil {
+		if err := os.Lchown(dir, int(cred.UID), int(cred.GID)); err != nil {
+			return fmt.Errorf("give %s to uid %d: %w", dir, cred.UID, err)
 		}
 	}
 	return nil
 }
 
-// needShim reports whether s must start through the limits shim.
-func (r *osRunner) needShim(s Spec) bool { return !s.Limits.IsZero() || r.runAs != nil }
+// shimFor is what the shim must do for s; ok is false when s needs no
+// shim (no limits, no change of user, no sandbox).
+func (r *osRunner) shimFor(s Spec) (spec shimSpec, ok bool) {
+	spec = shimSpec{Limits: s.Limits, RunAs: r.credential(s)}
+	if b := s.Sandbox; b != nil {
+		spec.Net = b.netns
+		if b.cg != nil {
+			spec.Cgroups = len(b.cg.folders())
+		}
+	}
+	return spec, !s.Limits.IsZero() || spec.RunAs != nil || s.Sandbox != nil
+}
 
 // childFiles are the files a child gets as fds 0, 1, 2 (and 3, 4 for the
 // shim) and the parent's ends of its pipes.
@@ -107,7 +198,7 @@ type childFiles struct {
 	report         *os.File   // read end of the shim's report pipe, or nil
 }
 
-func openChildFiles(shim bool, shimEnv []byte) (*childFiles, error) {
+func openChildFiles(shim bool, shimEnv []byte, sb *Sandbox) (*childFiles, error) {
 	f := &childFiles{}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
@@ -134,6 +225,14 @@ func openChildFiles(shim bool, shimEnv []byte) (*childFiles, error) {
 			return nil, err
 		}
 		f.child = append(f.child, env)
+		if sb != nil && sb.cg != nil {
+			cg, err := sb.cg.procsFiles()
+			if err != nil {
+				f.closeAll()
+				return nil, err
+			}
+			f.child = append(f.child, cg...)
+		}
 	}
 	return f, nil
 }
@@ -175,15 +274,15 @@ func (f *childFiles) closeAll() {
 // launch forks and execs s (through the shim if needed), starts watching
 // it, and for the shim waits until the program runs.
 func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process, error) {
-	shim := r.needShim(s)
+	spec, shim := r.shimFor(s)
 	path, argv, env := s.Program, append([]string{s.Program}, s.Args...), s.environ(r.cfg.Path)
 	var payload []byte // the program's environment, for the shim
 	if shim {
 		payload = encodeEnv(env)
 		path, argv = "/proc/self/exe", append([]string{shimArgv0}, argv...)
-		env = []string{shimEnv + "=" + shimSpec{Limits: s.Limits, RunAs: r.runAs}.encode()}
+		env = []string{shimEnv + "=" + spec.encode()}
 	}
-	files, err := openChildFiles(shim, payload)
+	files, err := openChildFiles(shim, payload, s.Sandbox)
 	if err != nil {
 		return nil, fmt.Errorf("open pipes: %w", err)
 	}
@@ -198,7 +297,7 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 		files.closeAll()
 		return nil, err
 	}
-	p := watch(ctx, osp, r.cfg, s.Timeout, files, newSink(out, r.cfg.TailLines, r.cfg.TailBytes))
+	p := watch(ctx, osp, r.cfg, s, files, newSink(out, r.cfg.TailLines, r.cfg.TailBytes))
 	if shim {
 		if err := awaitExec(files.report, r.cfg.StartTimeout, s.Program); err != nil {
 			p.abort()

@@ -13,10 +13,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The shim's extra files: its report pipe and the program's environment.
+// The shim's extra files: its report pipe, the program's environment, and
+// the cgroup.procs files it joins (cgroupFD, cgroupFD+1, ...).
 const (
-	shimFD = 3
-	envFD  = 4
+	shimFD   = 3
+	envFD    = 4
+	cgroupFD = 5
 )
 
 // init turns this process into the shim when the runner started it as one.
@@ -59,6 +61,14 @@ func shimExec(v string) (string, error) {
 	if err != nil {
 		return "env", err
 	}
+	if err := joinCgroups(spec.Cgroups); err != nil {
+		return "cgroup", err
+	}
+	if spec.Net {
+		if stage, err := enterNetns(); err != nil {
+			return stage, err
+		}
+	}
 	if err := applyLimits(spec.Limits); err != nil {
 		return "setrlimit", err
 	}
@@ -68,6 +78,20 @@ func shimExec(v string) (string, error) {
 		}
 	}
 	return "exec", retryBusy(func() error { return unix.Exec(os.Args[1], os.Args[1:], env) })
+}
+
+// joinCgroups moves the shim into the cgroups whose cgroup.procs files are
+// open on fds cgroupFD.. (writing "0" means the writer), and closes them:
+// the program must not keep a file that moves processes between cgroups.
+func joinCgroups(n int) error {
+	for fd := cgroupFD; fd < cgroupFD+n; fd++ {
+		_, err := unix.Write(fd, []byte("0"))
+		_ = unix.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rlimitResources are the resources of Limits, in the order of fields().

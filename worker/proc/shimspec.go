@@ -35,12 +35,18 @@ const maxShimSpec = 512
 
 // shimSpec is what the shim applies before it execs the program.
 type shimSpec struct {
-	Limits Limits
-	RunAs  *Credential // nil: keep the user
+	Limits  Limits
+	RunAs   *Credential // nil: keep the user
+	Cgroups int         // cgroup.procs files to join, open on fds 5, 6, ...
+	Net     bool        // enter a new network namespace with loopback up
 }
 
 // shimKeys are the fields of an encoded shimSpec, in encoding order.
-var shimKeys = []string{"cpu", "as", "nofile", "nproc", "fsize", "uid", "gid"}
+var shimKeys = []string{"cpu", "as", "nofile", "nproc", "fsize", "uid", "gid", "cg", "net"}
+
+// maxShimCgroups bounds the cgroup files the shim joins (one per v1
+// controller in use).
+const maxShimCgroups = 3
 
 // fields points at the limits of l, in the order of shimKeys.
 func (l *Limits) fields() []*uint64 {
@@ -59,11 +65,18 @@ func (s shimSpec) encode() string {
 	if s.RunAs != nil {
 		fmt.Fprintf(&b, " uid=%d gid=%d", s.RunAs.UID, s.RunAs.GID)
 	}
+	if s.Cgroups > 0 {
+		fmt.Fprintf(&b, " cg=%d", s.Cgroups)
+	}
+	if s.Net {
+		b.WriteString(" net=1")
+	}
 	return b.String()
 }
 
 // decodeShim parses what encode gives, and nothing else: unknown, repeated
-// or zero fields, and a uid without a gid, are refused.
+// or zero fields, a uid without a gid, and out-of-range cg and net are
+// refused.
 func decodeShim(v string) (shimSpec, error) {
 	var s shimSpec
 	if len(v) > maxShimSpec {
@@ -111,9 +124,14 @@ func (s shimSpec) fill(vals map[string]uint64) (shimSpec, error) {
 		return shimSpec{}, errors.New("proc: shim spec has uid and gid only together")
 	case uid > 1<<32-1 || gid > 1<<32-1:
 		return shimSpec{}, fmt.Errorf("proc: shim spec uid %d or gid %d out of range", uid, gid)
+	case vals["cg"] > maxShimCgroups:
+		return shimSpec{}, fmt.Errorf("proc: shim spec cg=%d exceeds %d", vals["cg"], maxShimCgroups)
+	case vals["net"] > 1:
+		return shimSpec{}, fmt.Errorf("proc: shim spec net=%d, want 1", vals["net"])
 	case hasUID:
 		s.RunAs = &Credential{UID: uint32(uid), GID: uint32(gid)}
 	}
+	s.Cgroups, s.Net = int(vals["cg"]), vals["net"] == 1
 	return s, nil
 }
 
@@ -152,7 +170,8 @@ func shimReport(stage string, errno syscall.Errno) string {
 }
 
 // shimStages are the stages the shim reports.
-var shimStages = map[string]bool{"decode": true, "args": true, "env": true, "setrlimit": true,
+var shimStages = map[string]bool{"decode": true, "args": true, "env": true, "cgroup": true,
+	"unshare": true, "loopback": true, "setrlimit": true,
 	"setgroups": true, "setgid": true, "setuid": true, "prctl": true, "exec": true}
 
 // decodeShimReport turns a report of the shim into the error it stands for;

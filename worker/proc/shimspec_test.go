@@ -15,13 +15,16 @@ func TestShimSpecRoundTrip(t *testing.T) {
 		{Limits: Limits{CPUSeconds: 1, MemoryBytes: 1 << 30, OpenFiles: 64, Processes: 10, FileBytes: 4096}},
 		{RunAs: &Credential{UID: 65534, GID: 65534}},
 		{Limits: Limits{FileBytes: 1<<64 - 1}, RunAs: &Credential{UID: 1<<32 - 1, GID: 1}},
+		{Cgroups: 3, Net: true, RunAs: &Credential{UID: 1900000000, GID: 1900000000}},
+		{Cgroups: 1},
+		{Net: true},
 	} {
 		enc := s.encode()
 		got, err := decodeShim(enc)
 		if err != nil {
 			t.Fatalf("decode(%q): %v", enc, err)
 		}
-		if got.Limits != s.Limits || (got.RunAs == nil) != (s.RunAs == nil) || (s.RunAs != nil && *got.RunAs != *s.RunAs) {
+		if got.Limits != s.Limits || got.Cgroups != s.Cgroups || got.Net != s.Net || (got.RunAs == nil) != (s.RunAs == nil) || (s.RunAs != nil && *got.RunAs != *s.RunAs) {
 			t.Fatalf("decode(%q) = %+v, want %+v", enc, got, s)
 		}
 	}
@@ -33,7 +36,7 @@ func TestShimSpecRoundTrip(t *testing.T) {
 func TestShimSpecRefused(t *testing.T) {
 	for _, in := range []string{
 		"", "v2", "v1 ", "v1 cpu", "v1 cpu=", "v1 cpu=0", "v1 cpu=-1", "v1 cpu=01", "v1 cpu=+1",
-		"v1 cpu=1 cpu=2", "v1 rss=1", "v1 uid=1", "v1 gid=1", "v1 uid=4294967296 gid=1",
+		"v1 cpu=1 cpu=2", "v1 rss=1", "v1 cg=4", "v1 net=2", "v1 net=0", "v1 cg=0", "v1 uid=1", "v1 gid=1", "v1 uid=4294967296 gid=1",
 		"v1 cpu=18446744073709551616", "v1  cpu=1", "v1 " + strings.Repeat("cpu=1 ", 100),
 	} {
 		if s, err := decodeShim(in); err == nil {
@@ -62,7 +65,7 @@ func TestShimReport(t *testing.T) {
 }
 
 func FuzzDecodeShim(f *testing.F) {
-	for _, s := range []string{"v1", "v1 cpu=1 as=2 nofile=3 nproc=4 fsize=5 uid=6 gid=7", "v1 uid=1", "v1 cpu=0", "v2 x"} {
+	for _, s := range []string{"v1", "v1 cpu=1 as=2 nofile=3 nproc=4 fsize=5 uid=6 gid=7 cg=3 net=1", "v1 uid=1", "v1 cpu=0", "v2 x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {

@@ -47,6 +47,10 @@ type Spec struct {
 
 	Timeout time.Duration // wall-clock limit; 0 means none
 	Limits  Limits        // resource limits; zero fields leave the agent's own
+	// Sandbox, when set, is the job's sandbox (Runner.NewSandbox): the
+	// process runs as its user, in its cgroup and, where it has one, in a
+	// network namespace of its own.
+	Sandbox *Sandbox
 }
 
 // Limits are the resource limits (setrlimit) of a process. A zero field
@@ -79,6 +83,15 @@ type Runner interface {
 	// process: when it ends, the process group is killed as by Kill. out may
 	// be nil.
 	Start(ctx context.Context, s Spec, out OutputFunc) (Process, error)
+	// NewSandbox makes what the processes of one job share: their user,
+	// their cgroup with res as limits, their network isolation. Close it
+	// once they have all ended.
+	NewSandbox(name string, res Resources) (*Sandbox, error)
+	// Isolation says what sandboxes enforce on this machine.
+	Isolation() Isolation
+	// Close removes what the runner made for its sandboxes (the folder of
+	// their cgroups). Call it after every sandbox is closed.
+	Close() error
 }
 
 // Process is a started process and its process group.
@@ -108,6 +121,12 @@ type Exit struct {
 	TimedOut bool
 	// Killed is set when Kill or the end of Start's ctx ended the process.
 	Killed bool
+	// OutOfMemory is set when the kernel's OOM killer ended a process of
+	// the sandbox, for exceeding its memory limit, while this one ran.
+	OutOfMemory bool
+	// PidsLimit is set when a fork in the sandbox was refused, for
+	// exceeding its process limit, while this process ran.
+	PidsLimit bool
 	// Err is a failure of the runner itself while watching the process
 	// (for instance, members of the group that would not go away); nil
 	// otherwise. It says nothing about the program's own success.
@@ -119,7 +138,7 @@ type Exit struct {
 
 // Success reports whether the program ran to the end with status 0.
 func (e Exit) Success() bool {
-	return e.Code == 0 && e.Signal == "" && !e.TimedOut && !e.Killed && e.Err == nil
+	return e.Code == 0 && e.Signal == "" && !e.TimedOut && !e.Killed && !e.OutOfMemory && e.Err == nil
 }
 
 // String describes e for people: "exit 0", "killed by SIGKILL (timed out)".
@@ -133,6 +152,11 @@ func (e Exit) String() string {
 		s += " (timed out)"
 	case e.Killed:
 		s += " (killed)"
+	case e.OutOfMemory:
+		s += " (out of memory: the job exceeded its memory limit)"
+	}
+	if e.PidsLimit {
+		s += " (the job reached its process limit: a fork failed)"
 	}
 	if e.Err != nil {
 		s += ": " + e.Err.Error()

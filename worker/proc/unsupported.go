@@ -20,5 +20,28 @@ func (unsupported) Start(context.Context, Spec, OutputFunc) (Process, error) {
 	return nil, errUnsupported
 }
 
+func (unsupported) Close() error { return nil }
+
+func (unsupported) NewSandbox(string, Resources) (*Sandbox, error) { return nil, errUnsupported }
+
+func (unsupported) Isolation() Isolation {
+	return Isolation{Users: "none", Cgroups: "none", Network: "host", Err: errUnsupported}
+}
+
+// Sandbox is a job's sandbox; there is none where processes do not run.
+type Sandbox struct{}
+
+// Credential is nil: there is no sandbox user.
+func (*Sandbox) Credential() *Credential { return nil }
+
+// Own does nothing.
+func (*Sandbox) Own(string) error { return nil }
+
+// Events is empty.
+func (*Sandbox) Events() Events { return Events{} }
+
+// Close does nothing.
+func (*Sandbox) Close() error { return nil }
+
 // KillLeftovers finds nothing where processes do not run.
 func KillLeftovers(string) (int, error) { return 0, nil }

@@ -1,0 +1,38 @@
+package worker
+
+import (
+	"fmt"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/proc"
+)
+
+// minJobMemory is the least memory limit of a job: its processes start
+// through the shim, a re-executed agent binary, which needs a few MiB.
+const minJobMemory = 16 << 20
+
+// jobResources are the limits of a job's cgroup here, from its lease and
+// the owner's policy: the memory the job asked for, or without a request
+// its share of what the owner lends (Memory / J), never more than that
+// nor less than minJobMemory; the cores its lease holds; pidsPerProc
+// processes (and threads) for each of its processes here.
+func jobResources(p Policy, l Lease, procs int, pidsPerProc int64) proc.Resources {
+	mem := l.Memory
+	if mem <= 0 && p.MaxJobs > 0 {
+		mem = p.Memory / int64(p.MaxJobs)
+	}
+	mem = max(min(mem, p.Memory), minJobMemory)
+	return proc.Resources{MemoryBytes: max(mem, 0), Pids: pidsPerProc * int64(max(procs, 1)), CPUs: float64(max(l.Cores, procs, 1))}
+}
+
+// sandboxWords says, for the submitter, what the sandbox did to a copy
+// that failed; "" when it did nothing.
+func sandboxWords(x proc.Exit, res proc.Resources) string {
+	switch {
+	case x.OutOfMemory:
+		return fmt.Sprintf("stopped: out of memory (the job may use %s on this host)", job.FormatSize(res.MemoryBytes))
+	case x.PidsLimit:
+		return fmt.Sprintf("a fork failed: the job reached its limit of %d processes on this host", res.Pids)
+	}
+	return ""
+}
