@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestDockerNAT(t *testing.T) {
 	// On a private range (what a lab has) libp2p does not hole-punch: the
 	// homes stay relayed and the job runs over the relay.
 	t.Run("private range", func(t *testing.T) {
-		r := natTopology(t, ctx, tag, bin, "")
+		r := natTopology(t, ctx, tag, bin, "", natVariant{gatewayDrop, true})
 		if r.conn != node.ConnRelayed {
 			t.Errorf("homes on a private range ended %s, want relayed (libp2p punches only public addresses)", r.conn)
 		}
@@ -38,7 +39,7 @@ func TestDockerNAT(t *testing.T) {
 	// On a public range (11.77.x.0/24, internal to this machine: nothing
 	// leaves it) they punch a hole through both NATs.
 	t.Run("public range", func(t *testing.T) {
-		r := natTopology(t, ctx, tag, bin, publicSubnet(0))
+		r := natTopology(t, ctx, tag, bin, publicSubnet(0), natVariant{gatewayDrop, true})
 		if r.conn != node.ConnDirect {
 			t.Errorf("homes on a public range ended %s, want direct (hole punched)", r.conn)
 		}
@@ -46,32 +47,66 @@ func TestDockerNAT(t *testing.T) {
 }
 
 // TestDockerNATRuns builds the public-range NAT topology
-// ZORILLA_NAT_RUNS times and prints, per run, whether the homes' pair
-// ended direct or relayed (BENCHMARKS.md, issue 12).
+// ZORILLA_NAT_RUNS times for each gateway mode of ZORILLA_NAT_GATEWAY
+// (comma-separated: drop, rst, listen; drop when unset) and each
+// transport set of ZORILLA_NAT_TRANSPORTS (tcp+quic, tcp; tcp+quic when
+// unset), and prints, per run, whether the homes' pair ended direct or
+// relayed (BENCHMARKS.md, issue 12).
 func TestDockerNATRuns(t *testing.T) {
 	runs := envInt(t, "ZORILLA_NAT_RUNS")
 	if runs == 0 {
 		t.Skip("skipped: set ZORILLA_NAT_RUNS=N to build the NAT topology N times and count direct and relayed pairs")
 	}
+	variants := natVariants(t)
 	needDocker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*3*time.Minute+5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs*len(variants))*2*time.Minute+5*time.Minute)
 	defer cancel()
 	tag := "zorilla-testnet:test"
 	bin := buildForTest(t, ctx, tag)
-	var rows []natRun
-	for i := range runs {
-		t.Run(fmt.Sprint(i+1), func(t *testing.T) { rows = append(rows, natTopology(t, ctx, tag, bin, publicSubnet(i))) })
-	}
-	direct := 0
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| run | neighbours after | direct after | pair ended | direct path seen | job |\n| --- | --- | --- | --- | --- | --- |\n")
-	for i, r := range rows {
-		if r.conn == node.ConnDirect {
-			direct++
+	fmt.Fprintf(&b, "\n| variant | run | neighbours after | direct after | pair ended | answered flows between the homes | reachability (AutoNAT) | job |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	var sums []string
+	for _, v := range variants {
+		direct, failed := 0, 0
+		for i := range runs {
+			var r natRun
+			if !t.Run(fmt.Sprintf("%s/%d", v, i+1), func(t *testing.T) { r = natTopology(t, ctx, tag, bin, publicSubnet(i), v) }) {
+				failed++
+				r.conn = "run failed"
+			}
+			if r.conn == node.ConnDirect {
+				direct++
+			}
+			fmt.Fprintf(&b, "| %s | %d | %v | %s | %s | %s | %s | %s |\n", v, i+1, r.neighbours.Round(10*time.Millisecond), r.directAfter(), r.conn, r.via, r.reach, r.job)
 		}
-		fmt.Fprintf(&b, "| %d | %v | %s | %s | %s | %s |\n", i+1, r.neighbours.Round(10*time.Millisecond), r.directAfter(), r.conn, r.via, r.job)
+		sums = append(sums, fmt.Sprintf("%s: %d of %d pairs direct, %d relayed, %d runs failed", v, direct, runs, runs-direct-failed, failed))
 	}
-	t.Logf("%s\n%d of %d pairs ended direct, %d relayed", b.String(), direct, len(rows), len(rows)-direct)
+	t.Logf("%s\n%s", b.String(), strings.Join(sums, "\n"))
+}
+
+// natVariants reads ZORILLA_NAT_GATEWAY and ZORILLA_NAT_TRANSPORTS.
+func natVariants(t *testing.T) []natVariant {
+	t.Helper()
+	list := func(env, def string, valid []string) []string {
+		v := os.Getenv(env)
+		if v == "" {
+			v = def
+		}
+		out := strings.Split(v, ",")
+		for _, s := range out {
+			if !slices.Contains(valid, s) {
+				t.Fatalf("%s: %q: want a comma-separated list of %v", env, s, valid)
+			}
+		}
+		return out
+	}
+	var vs []natVariant
+	for _, g := range list("ZORILLA_NAT_GATEWAY", gatewayDrop, gatewayModes) {
+		for _, tr := range list("ZORILLA_NAT_TRANSPORTS", "tcp+quic", []string{"tcp+quic", "tcp"}) {
+			vs = append(vs, natVariant{gateway: g, quic: tr == "tcp+quic"})
+		}
+	}
+	return vs
 }
 
 // natRun is what one build of the NAT topology showed.
@@ -81,6 +116,7 @@ type natRun struct {
 	neighbours time.Duration // from the homes' start until they are neighbours
 	direct     time.Duration // from the homes' start until a direct connection, 0 if none
 	job        string        // how the job across both homes ended
+	reach      string        // what each home says of its reachability and addresses
 }
 
 func (r natRun) directAfter() string {

@@ -11,9 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
-	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -30,10 +28,24 @@ type natNet struct {
 	tag     string
 	dataDir string
 	made    []string // containers, and networks as "net:NAME"
+	gw      string   // how the gateways treat unasked inbound: one of gatewayModes
+	quic    bool     // agents listen on QUIC too (as they do by default), not TCP alone
 }
 
-func newNatNet(t *testing.T, ctx context.Context, tag, name string) *natNet {
-	n := &natNet{t: t, ctx: ctx, d: dockerCLI{"docker"}, name: name, tag: tag, dataDir: t.TempDir()}
+// How a gateway treats what comes unasked from outside: a home router
+// drops it; a bare Linux NAT answers a SYN with a RST; and a gateway that
+// itself listens on the port the homes' mappings use (4001) accepts it, as
+// this test's gateways did before.
+const (
+	gatewayDrop   = "drop"
+	gatewayRST    = "rst"
+	gatewayListen = "listen"
+)
+
+var gatewayModes = []string{gatewayDrop, gatewayRST, gatewayListen}
+
+func newNatNet(t *testing.T, ctx context.Context, tag, name string, v natVariant) *natNet {
+	n := &natNet{t: t, ctx: ctx, d: dockerCLI{"docker"}, name: name, tag: tag, dataDir: t.TempDir(), gw: v.gateway, quic: v.quic}
 	t.Cleanup(func() { // runs last: after the removal below
 		for _, args := range [][]string{
 			{"ps", "-aq", "--filter", "label=" + LabelTestnet + "=" + name},
@@ -80,10 +92,20 @@ func (n *natNet) network(name string, internal bool, subnet string) (string, str
 	return f[0], f[1]
 }
 
+// listen is what an agent listens on, on ip: port 4001 of TCP, and of
+// QUIC too when n.quic.
+func (n *natNet) listen(ip string) []string {
+	l := []string{"--listen", "/ip4/" + ip + "/tcp/4001"}
+	if n.quic {
+		l = append(l, "--listen", "/ip4/"+ip+"/udp/4001/quic-v1")
+	}
+	return l
+}
+
 // agent starts a container running an agent listening on listen, and
 // returns its data dir on the host and its pid. ZORILLA_NAT_LOG, if set,
 // is the agents' GOLOG_LOG_LEVEL (their logs: docker logs).
-func (n *natNet) agent(cname, net, listen string, extra []string, flags ...string) (dir string, pid int) {
+func (n *natNet) agent(cname, net string, listen, extra []string, flags ...string) (dir string, pid int) {
 	n.t.Helper()
 	dir = filepath.Join(n.dataDir, cname)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -94,8 +116,8 @@ func (n *natNet) agent(cname, net, listen string, extra []string, flags ...strin
 	if lvl := os.Getenv("ZORILLA_NAT_LOG"); lvl != "" {
 		args = append(args, "-e", "GOLOG_LOG_LEVEL="+lvl)
 	}
-	args = append(args, n.tag, "agent", "--data-dir", containerDataDir, "--listen", listen,
-		"--mdns=false", "--open", "--cores", "1", "--max-procs", "1")
+	args = append(append(args, n.tag, "agent", "--data-dir", containerDataDir), listen...)
+	args = append(args, "--mdns=false", "--open", "--cores", "1", "--max-procs", "1")
 	if _, err := n.d.run(n.ctx, append(args, flags...)...); err != nil {
 		n.t.Fatal(err)
 	}
@@ -121,36 +143,55 @@ func (n *natNet) ip(cname, net string) string {
 // the public network that forwards and masquerades what leaves the home
 // (Linux keeps the source port where it is free, and maps one inside
 // address and port to one outside port whatever the destination: what
-// hole punching needs), and drops what comes unasked from outside, as a
-// home router does (an unasked SYN gets no RST that would abort a hole
-// punch). The rules go into its namespace from the host; an idle agent of
-// another network, listening on loopback only, keeps it running. It
-// returns the gateway's address in the home and on the public network.
-func (n *natNet) gateway(home, subnet, pubNet string) (string, string) {
+// hole punching needs), and treats what comes unasked from outside as
+// n.gw says: a home router drops it (an unasked SYN then gets no RST that
+// would abort a hole punch). The rules go into its namespace from the
+// host; an idle agent of another network, listening on loopback only
+// (on every address with gatewayListen), keeps it running. It returns the
+// gateway's address in the home and on the public network, and its pid.
+func (n *natNet) gateway(home, subnet, pubNet string) (string, string, int) {
 	n.t.Helper()
-	cname := n.name + "-gw-" + home
-	_, pid := n.agent(cname, home, "/ip4/127.0.0.1/tcp/4001", []string{"--cap-add", "NET_ADMIN", "--sysctl", "net.ipv4.ip_forward=1"}, "--network", "gateway")
+	cname, listen := n.name+"-gw-"+home, n.listen("127.0.0.1")
+	if n.gw == gatewayListen {
+		listen = n.listen("0.0.0.0")
+	}
+	_, pid := n.agent(cname, home, listen, []string{"--cap-add", "NET_ADMIN", "--sysctl", "net.ipv4.ip_forward=1"}, "--network", "gateway")
 	if _, err := n.d.run(n.ctx, "network", "connect", pubNet, cname); err != nil {
 		n.t.Fatal(err)
 	}
-	for _, rule := range [][]string{
-		{"-t", "nat", "-A", "POSTROUTING", "-s", subnet, "!", "-d", subnet, "-j", "MASQUERADE"},
-		{"-A", "INPUT", "!", "-s", subnet, "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP"},
-		{"-A", "FORWARD", "-d", subnet, "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP"},
-	} {
+	rules := [][]string{{"-t", "nat", "-A", "POSTROUTING", "-s", subnet, "!", "-d", subnet, "-j", "MASQUERADE"}}
+	if n.gw == gatewayDrop {
+		rules = append(rules,
+			[]string{"-A", "INPUT", "!", "-s", subnet, "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP"},
+			[]string{"-A", "FORWARD", "-d", subnet, "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP"})
+	}
+	for _, rule := range rules {
 		if _, err := nsenterRun(n.ctx, pid, append([]string{"iptables"}, rule...)...); err != nil {
 			n.t.Fatal(err)
 		}
 	}
-	return n.ip(cname, home), n.ip(cname, pubNet)
+	return n.ip(cname, home), n.ip(cname, pubNet), pid
 }
 
-// natTopology builds the two homes, their gateways and the public network
-// (on pubSubnet, or one docker picks), waits until the homes' agents are
+// natVariant is how a NAT topology's gateways and agents behave.
+type natVariant struct {
+	gateway string // one of gatewayModes
+	quic    bool   // agents listen on QUIC too, not TCP alone
+}
+
+func (v natVariant) String() string {
+	if v.quic {
+		return v.gateway + "/tcp+quic"
+	}
+	return v.gateway + "/tcp"
+}
+
+// natTopology builds the two homes, their gateways (as v says) and the
+// public network (on pubSubnet, or one docker picks), waits until the homes' agents are
 // neighbours and (on a public range) for a direct connection, runs a job
 // across both homes, and reports how the homes' agents ended up connected.
-func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string) natRun {
-	n := newNatNet(t, ctx, tag, fmt.Sprintf("zn%d%s", os.Getpid()%100000, strings.ReplaceAll(strings.TrimSuffix(pubSubnet, ".0/24"), ".", "")))
+func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string, v natVariant) natRun {
+	n := newNatNet(t, ctx, tag, fmt.Sprintf("zn%d%s", os.Getpid()%100000, strings.ReplaceAll(strings.TrimSuffix(pubSubnet, ".0/24"), ".", "")), v)
 	// The public network is internal (nothing leaves it). The homes are
 	// not: docker drops what an internal bridge forwards to an address
 	// outside its subnet, which is all a home sends through its gateway.
@@ -173,7 +214,7 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string) 
 	t.Cleanup(func() { _ = standin.Close() })
 	public := fmt.Sprintf("%s/p2p/%s", dh.Addrs()[0], dh.ID())
 
-	const listen = "/ip4/0.0.0.0/tcp/4001"
+	listen := n.listen("0.0.0.0")
 	joinPublic := []string{"--network", "nat-test", "--bootstrap", "public", "--public-bootstrap", public}
 	// Several public agents: each relays, and each is one more peer that
 	// tells the homes the address it sees them at (libp2p advertises an
@@ -181,8 +222,8 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string) 
 	for i := range publicAgents {
 		n.agent(fmt.Sprintf("%s-relay%d", n.name, i), pubNet, listen, nil, append(joinPublic, "--reachability", "public")...)
 	}
-	gw1, pub1 := n.gateway(h1Net, h1Sub, pubNet)
-	gw2, pub2 := n.gateway(h2Net, h2Sub, pubNet)
+	gw1, pub1, gwPid1 := n.gateway(h1Net, h1Sub, pubNet)
+	gw2, pub2, gwPid2 := n.gateway(h2Net, h2Sub, pubNet)
 	homeAgent := func(home, gw string) (string, int) {
 		dir, pid := n.agent(n.name+"-a-"+home, home, listen, nil, append(joinPublic, "--label", "home")...)
 		if _, err := nsenterRun(ctx, pid, "ip", "route", "replace", "default", "via", gw); err != nil {
@@ -191,7 +232,7 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string) 
 		return dir, pid
 	}
 	start := time.Now()
-	a1, pid1 := homeAgent(h1Net, gw1)
+	a1, _ := homeAgent(h1Net, gw1)
 	a2, _ := homeAgent(h2Net, gw2)
 	var r natRun
 	defer func() {
@@ -199,6 +240,10 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string) 
 			for _, c := range []string{n.name + "-a-" + h1Net, n.name + "-a-" + h2Net} {
 				out, _ := runTool(context.Background(), "sh", "-c", "docker logs "+c+" 2>&1 | tail -n 60")
 				t.Logf("%s (home %s via %s, home 2 at %s):\n%s", c, h1Net, pub1, pub2, out)
+			}
+			for i, pid := range []int{gwPid1, gwPid2} {
+				out, _ := nsenterRun(context.Background(), pid, "sh", "-c", "grep -e "+pub1+" /proc/net/nf_conntrack | grep -e "+pub2)
+				t.Logf("gateway %d's tracked flows between the gateways:\n%s", i+1, out)
 			}
 		}
 	}()
@@ -221,118 +266,20 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string) 
 	// A job spanning both homes, submitted in home 1.
 	r.job = runHomesJob(t, ctx, a1, bin)
 	r.conn = awaitConn(t, ctx, a1, id2, 0, func(string) bool { return true })
-	// A direct connection of home 1's agent to home 2's can only be a TCP
-	// connection to home 2's gateway's public address: through both NATs.
-	r.via, err = nsenterRun(ctx, pid1, "ss", "-Htn", "state", "established", "dst", pub2)
+	// A direct connection of home 1's agent to home 2's can only be a flow
+	// through both NATs: from home 1's agent to home 2's gateway's public
+	// address, answered (gateway 1's connection tracking shows it).
+	r.via, err = natFlows(ctx, gwPid1, n.ip(n.name+"-a-"+h1Net, h1Net), pub2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.via = strings.Join(strings.Fields(r.via), " ")
-	if (r.conn == node.ConnDirect) != (r.via != "") {
-		t.Errorf("home 1's agent is %s to home 2's, but its TCP connections to home 2's gateway %s are %q", r.conn, pub2, r.via)
+	if r.conn == node.ConnDirect && r.via == "" {
+		t.Errorf("home 1's agent is direct to home 2's, but gateway 1 has no answered flow from it to home 2's gateway %s", pub2)
 	}
+	reach1, addrs1 := reachOf(ctx, a1)
+	reach2, addrs2 := reachOf(ctx, a2)
+	r.reach = reach1 + " / " + reach2
+	t.Logf("the homes' reachability: %s; home 1 advertises %s, home 2 %s", r.reach, addrs1, addrs2)
 	t.Logf("job across the two homes %s; their connection at the end: %s (%s)", r.job, r.conn, r.via)
 	return r
-}
-
-// awaitConn polls how the agent of dir is connected to neighbour id until
-// ok says so or wait runs out (0: once), and returns the last answer: ""
-// while id is not its neighbour.
-func awaitConn(t *testing.T, ctx context.Context, dir string, id peer.ID, wait time.Duration, ok func(string) bool) string {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		conn := ""
-		if cl, err := node.Dial(dir); err == nil {
-			info, err := cl.Peers(ctx)
-			cl.Close()
-			for _, nb := range info.Neighbours {
-				if err == nil && nb.ID == id {
-					conn = nb.Conn
-				}
-			}
-		}
-		if ok(conn) || time.Now().After(deadline) {
-			return conn
-		}
-		select {
-		case <-ctx.Done():
-			return conn
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// runHomesJob runs a stencil job on the two agents labelled "home",
-// submitted to the agent of dir, and fails the test unless it ends done
-// and verified.
-func runHomesJob(t *testing.T, ctx context.Context, dir, bin string) string {
-	t.Helper()
-	cl, err := node.Dial(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	b, err := cl.Upload(ctx, filepath.Join(bin, "examples", "stencil"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	jd := job.NewDescription("stencil", []string{"-iters", "50", "-delay", "5ms", "-block", "10000"}, 2)
-	jd.Strategy, jd.Require.Labels = job.Spread, []string{"home"}
-	id, err := cl.Submit(ctx, node.SubmitRequest{Description: jd, Program: job.FileRef{Name: "stencil", Hash: b.Hash, Size: b.Size}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := awaitJob(ctx, dir, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := os.ReadFile(filepath.Join(dir, "jobs", string(id), "stdout"))
-	if rec.State != job.Done || !strings.Contains(string(out), "verified") {
-		t.Fatalf("job across the homes ended %s (%s):\n%s", rec.State, rec.Reason, out)
-	}
-	return "done, verified"
-}
-
-// agentID waits for the agent of data dir dir to answer and returns its ID.
-func agentID(t *testing.T, ctx context.Context, dir string) peer.ID {
-	t.Helper()
-	for {
-		if cl, err := node.Dial(dir); err == nil {
-			info, err := cl.ID(ctx)
-			cl.Close()
-			if err == nil {
-				return info.ID
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("agent of %s never answered", dir)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// describeAgents says what each agent under dir reports of itself and its
-// neighbours, for a failure message.
-func describeAgents(dir string) string {
-	var b strings.Builder
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		cl, err := node.Dial(filepath.Join(dir, e.Name()))
-		if err != nil {
-			fmt.Fprintf(&b, "\n%s: %v", e.Name(), err)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		id, ierr := cl.ID(ctx)
-		peers, perr := cl.Peers(ctx)
-		cancel()
-		cl.Close()
-		fmt.Fprintf(&b, "\n%s: %+v (%v); neighbours %+v (%v)", e.Name(), id, ierr, peers.Neighbours, perr)
-		if id.Rendezvous != nil {
-			fmt.Fprintf(&b, " rendezvous %+v", *id.Rendezvous)
-		}
-	}
-	return b.String()
 }
