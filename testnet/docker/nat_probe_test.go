@@ -45,8 +45,39 @@ func natFlows(ctx context.Context, pid int, from, to string) (string, error) {
 	return strings.Join(slices.Compact(flows), ", "), nil
 }
 
-// reachOf says what the agent of dir reports of its reachability, and the
-// addresses it advertises (relay addresses shortened to "circuit").
+// awaitReach reports the reachability of the homes' agents (of dirs a1
+// and a2) as "R1 / R2", and the addresses each advertises. AutoNAT (v1,
+// whose verdict the agents report) first asks 15 s after start, so a run
+// has usually ended before it answers: ZORILLA_NAT_REACH_WAIT waits that
+// long for both verdicts.
+func awaitReach(t *testing.T, ctx context.Context, a1, a2 string) (reach, addrs1, addrs2 string) {
+	t.Helper()
+	var wait time.Duration
+	if v := os.Getenv("ZORILLA_NAT_REACH_WAIT"); v != "" {
+		var err error
+		if wait, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("ZORILLA_NAT_REACH_WAIT=%q: want a duration: %v", v, err)
+		}
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		r1, addrs1 := reachOf(ctx, a1)
+		r2, addrs2 := reachOf(ctx, a2)
+		if (!strings.HasPrefix(r1, "unknown") && !strings.HasPrefix(r2, "unknown")) || time.Now().After(deadline) {
+			return r1 + " / " + r2, addrs1, addrs2
+		}
+		select {
+		case <-ctx.Done():
+			return r1 + " / " + r2, addrs1, addrs2
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// reachOf says what the agent of dir reports of its reachability (with
+// how many addresses AutoNAT v2 found reachable and not), and the
+// addresses it advertises (relay addresses shortened to "circuit") with
+// AutoNAT v2's verdicts.
 func reachOf(ctx context.Context, dir string) (string, string) {
 	cl, err := node.Dial(dir)
 	if err != nil {
@@ -68,7 +99,11 @@ func reachOf(ctx context.Context, dir string) (string, string) {
 			addrs = append(addrs, a)
 		}
 	}
-	return info.Reachability, strings.Join(addrs, " ")
+	reach := info.Reachability
+	if len(info.Reachable)+len(info.Unreachable) > 0 {
+		reach += fmt.Sprintf(" (v2: %d reachable, %d not)", len(info.Reachable), len(info.Unreachable))
+	}
+	return reach, fmt.Sprintf("%s; AutoNAT v2: reachable %v, unreachable %v", strings.Join(addrs, " "), info.Reachable, info.Unreachable)
 }
 
 // awaitConn polls how the agent of dir is connected to neighbour id until

@@ -265,6 +265,8 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string, 
 
 	// A job spanning both homes, submitted in home 1.
 	r.job = runHomesJob(t, ctx, a1, bin)
+	var addrs1, addrs2 string
+	r.reach, addrs1, addrs2 = awaitReach(t, ctx, a1, a2)
 	r.conn = awaitConn(t, ctx, a1, id2, 0, func(string) bool { return true })
 	// A direct connection of home 1's agent to home 2's can only be a flow
 	// through both NATs: from home 1's agent to home 2's gateway's public
@@ -276,9 +278,6 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string, 
 	if r.conn == node.ConnDirect && r.via == "" {
 		t.Errorf("home 1's agent is direct to home 2's, but gateway 1 has no answered flow from it to home 2's gateway %s", pub2)
 	}
-	reach1, addrs1 := reachOf(ctx, a1)
-	reach2, addrs2 := reachOf(ctx, a2)
-	r.reach = reach1 + " / " + reach2
 	t.Logf("the homes' reachability: %s; home 1 advertises %s, home 2 %s", r.reach, addrs1, addrs2)
 	t.Logf("job across the two homes %s; their connection at the end: %s (%s)", r.job, r.conn, r.via)
 	return r
