@@ -33,8 +33,13 @@ type IDInfo struct {
 	Addrs   []string `json:"addrs"` // full multiaddrs, ending in /p2p/<id>
 	Network string   `json:"network,omitempty"`
 	// Reachability is whether others can dial this agent: public, private
-	// or unknown (AutoNAT v2 tells an agent joining through the public DHT).
+	// or unknown (libp2p's AutoNAT tells an agent joining through the
+	// public DHT).
 	Reachability string `json:"reachability,omitempty"`
+	// Reachable and Unreachable are the addresses AutoNAT v2 has found
+	// others can, or cannot, dial (an agent joining through the public DHT).
+	Reachable   []string `json:"reachable,omitempty"`
+	Unreachable []string `json:"unreachable,omitempty"`
 	// Rendezvous is how finding the network's agents through the public
 	// DHT goes, for an agent started with --bootstrap public.
 	Rendezvous *overlay.RendezvousStatus `json:"rendezvous,omitempty"`
@@ -125,6 +130,9 @@ func (n *Node) idInfo() IDInfo {
 	if n.sandbox.Users != "" {
 		sb := n.sandbox
 		info.Sandbox = &sb
+	}
+	if n.nat != nil {
+		info.Reachable, info.Unreachable = n.nat.confirmedAddrs()
 	}
 	if n.rdv != nil {
 		st := n.rdv.Status()

@@ -36,6 +36,24 @@ const hopProtocol = "/libp2p/circuit/relay/0.2.0/hop"
 type natSide struct {
 	isPeer atomic.Pointer[func(peer.ID) bool]
 	known  atomic.Pointer[func() []peer.AddrInfo]
+	// confirmed is AutoNAT v2's last verdict on the host's addresses.
+	confirmed atomic.Pointer[event.EvtHostReachableAddrsChanged]
+}
+
+// confirmedAddrs lists the addresses AutoNAT v2 found others can dial and
+// those it found they cannot.
+func (s *natSide) confirmedAddrs() (reachable, unreachable []string) {
+	ev := s.confirmed.Load()
+	if ev == nil {
+		return nil, nil
+	}
+	for _, a := range ev.Reachable {
+		reachable = append(reachable, a.String())
+	}
+	for _, a := range ev.Unreachable {
+		unreachable = append(unreachable, a.String())
+	}
+	return reachable, unreachable
 }
 
 // AllowReserve lets only agents of this network hold a relay slot.
@@ -191,18 +209,25 @@ func (n *Node) joinNAT() {
 }
 
 // watchReachability keeps the reachability AutoNAT (or the owner) last
-// gave the host, for zorilla id; it is "unknown" until then.
+// gave the host, for zorilla id; it is "unknown" until then. libp2p's
+// verdict for the host is AutoNAT v1's (it runs v1 beside v2); AutoNAT
+// v2's per address is kept too, for an agent joining publicly.
 func (n *Node) watchReachability() error {
 	n.reach.Store("unknown")
-	sub, err := n.h.EventBus().Subscribe(new(event.EvtLocalReachabilityChanged))
+	sub, err := n.h.EventBus().Subscribe([]any{new(event.EvtLocalReachabilityChanged), new(event.EvtHostReachableAddrsChanged)})
 	if err != nil {
 		return fmt.Errorf("node: watch reachability: %w", err)
 	}
 	n.OnClose(sub.Close)
 	go func() {
 		for e := range sub.Out() { // ends when sub closes
-			if ev, ok := e.(event.EvtLocalReachabilityChanged); ok {
+			switch ev := e.(type) {
+			case event.EvtLocalReachabilityChanged:
 				n.reach.Store(strings.ToLower(ev.Reachability.String()))
+			case event.EvtHostReachableAddrsChanged:
+				if n.nat != nil {
+					n.nat.confirmed.Store(&ev)
+				}
 			}
 		}
 	}()
