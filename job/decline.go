@@ -33,10 +33,11 @@ const (
 	DeclineRequirement DeclineCode = "requirement" // os, arch, label or cores not met
 	DeclineMemory      DeclineCode = "memory"      // not enough memory free
 	DeclineDraining    DeclineCode = "draining"    // the agent is stopping
+	DeclineSize        DeclineCode = "size"        // the job is larger than the owner takes (Detail: "n*r<=4096")
 )
 
 var declineCodes = map[DeclineCode]bool{DeclinePolicy: true, DeclineBusy: true, DeclineSlots: true,
-	DeclineRequirement: true, DeclineMemory: true, DeclineDraining: true}
+	DeclineRequirement: true, DeclineMemory: true, DeclineDraining: true, DeclineSize: true}
 
 // DeclineMsg is a worker's "no" to an advert, with the reason.
 type DeclineMsg struct {
@@ -176,6 +177,8 @@ func declineWords(c DeclineCount) string {
 		return fmt.Sprintf("%d %s no free slot", c.Agents, verb("has", "have"))
 	case DeclineDraining:
 		return fmt.Sprintf("%d %s stopping", c.Agents, verb("is", "are"))
+	case DeclineSize:
+		return fmt.Sprintf("%d %s only jobs of %s processes", c.Agents, verb("takes", "take"), c.Detail)
 	default: // requirement, memory
 		what := c.Detail
 		if what == "" {

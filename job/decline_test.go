@@ -36,6 +36,8 @@ func TestSeenSummary(t *testing.T) {
 			want: "1 agent saw the advert: 1 does not allow you"},
 		{name: "draining", declined: []DeclineCount{{Code: DeclineDraining, Agents: 2}},
 			want: "2 agents saw the advert: 2 are stopping"},
+		{name: "too large", declined: []DeclineCount{{Code: DeclineSize, Detail: "n*r<=4096", Agents: 3}},
+			want: "3 agents saw the advert: 3 take only jobs of n*r<=4096 processes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

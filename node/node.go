@@ -41,7 +41,7 @@ type Node struct {
 	lease *worker.Leases
 	trust *trust // the allow and deny lists, applied to lease's policy
 	work  *worker.Service
-	ep    *rpc.Endpoint       // the job protocols' endpoint, with its rate limits
+	ep    *rpc.Endpoint // the job protocols' endpoint, with its rate limits
 
 	jobsDir string              // where job folders go
 	sandbox SandboxInfo         // what the sandbox of jobs enforces

@@ -213,10 +213,6 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
 		return
 	}
-	if !s.abuse.admitAdvert(need) {
-		log.Debugw("advert for a job too large", "job", a.Job, "n", need.N, "r", need.R)
-		return
-	}
 	select {
 	case s.offers <- struct{}{}:
 	default:
@@ -241,6 +237,11 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 	if s.draining.Load() {
 		s.abuse.refused.Add(RefusedDraining)
 		s.decline(a, need.Job, Decision{Code: job.DeclineDraining})
+		return
+	}
+	if !s.abuse.admitAdvert(need) {
+		log.Debugw("advert for a job too large", "job", a.Job, "n", need.N, "r", need.R)
+		s.decline(a, need.Job, Decision{Code: job.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
 		return
 	}
 	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)

@@ -30,7 +30,7 @@ func TestHopelessJobReleasesEarly(t *testing.T) {
 		st = zorilla("status", "--data-dir", dd, hoarder)
 		return regexp.MustCompile(`(?m)^state\s+failed`).MatchString(st.stdout)
 	})
-	if !strings.Contains(st.stdout, "the flood reached every agent it could") || !strings.Contains(st.stdout, "3 agents saw the advert: 3 offered") {
+	if !strings.Contains(st.stdout, "the flood reached every agent it could") || !strings.Contains(st.stdout, "3 agents saw the advert: 3 take only jobs of n*r<=4096 processes") {
 		t.Errorf("the hoarder's status does not say why it gave up:\n%s", st.stdout)
 	}
 }

@@ -47,14 +47,15 @@ func TestSandboxThroughAgent(t *testing.T) {
 		t.Fatalf("submit: %v", owner)
 	}
 	ownerDir := filepath.Join(nd.JobsDir(), ownerID)
+	rankDir := filepath.Join(ownerDir, "rank-0.0") // where rank 0 works
 	waitFor(t, 20*time.Second, "the first job is ready", func() bool {
-		_, err := os.Stat(filepath.Join(ownerDir, "ready"))
+		_, err := os.Stat(filepath.Join(rankDir, "ready"))
 		return err == nil
 	})
 	defer zorilla("cancel", "--data-dir", data, ownerID)
 
 	thief := zorilla("submit", "--data-dir", data, script(t, fmt.Sprintf(
-		`id -u; cat %s/identity.key; ls %s; cat %s/mine; ls %s; echo end`, data, data, ownerDir, ownerDir)))
+		`id -u; cat %s/identity.key; ls %s; cat %s/mine; ls %s; echo end`, data, data, rankDir, ownerDir)))
 	if strings.Count(thief.stdout+thief.stderr, "Permission denied") != 4 || strings.Contains(thief.stdout, "secret") ||
 		!strings.Contains(thief.stdout, "[0] end") || !regexp.MustCompile(`(?m)^\[0\] 19\d{8}$`).MatchString(thief.stdout) {
 		t.Errorf("the job read what it must not, or ran as root:\n%v", thief)

@@ -67,6 +67,9 @@ func submitAction(c *cli.Context) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if warn, _ := inspectProgram(d.Executable); warn != "" {
+		fmt.Fprintln(c.App.ErrWriter, "zorilla:", warn)
+	}
 	outDir := c.String("output-dir")
 	if st, err := os.Stat(outDir); err == nil && !st.IsDir() {
 		return usageErrorf("--output-dir %s is not a folder", outDir)
@@ -242,6 +245,9 @@ func checkLocalFiles(d job.Description) error {
 		return nil
 	}
 	if err := check("program", d.Executable); err != nil {
+		return err
+	}
+	if _, err := inspectProgram(d.Executable); err != nil {
 		return err
 	}
 	for _, in := range d.Inputs {
