@@ -48,6 +48,19 @@ func shaperForTest() string {
 	return ShaperAuto
 }
 
+// imageTag is a tag for the image of one test, its own: a tag shared by
+// tests (or engineers) on one engine can be rebuilt from other sources
+// between a test's build and its containers' start. The image goes when
+// the test ends.
+func imageTag(t *testing.T) string {
+	tag := fmt.Sprintf("zorilla-testnet:test-%d-%s", os.Getpid(), strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())))
+	if len(tag) > 128 {
+		tag = tag[:128]
+	}
+	t.Cleanup(func() { _, _ = dockerCLI{"docker"}.run(context.Background(), "image", "rm", "-f", tag) })
+	return tag
+}
+
 // buildForTest builds the image from this module and keeps the binaries
 // for the host (zorilla submit and the hostname example). The image, and
 // the untagged ones builds left, are removed when the test ends (after its

@@ -23,7 +23,7 @@ func TestDockerTestnet(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	tag := "zorilla-testnet:test"
+	tag := imageTag(t)
 	bin := buildForTest(t, ctx, tag)
 
 	dir, err := os.MkdirTemp("", "zt") // short: the agents' sockets live here

@@ -36,7 +36,7 @@ func TestDockerFootprint(t *testing.T) {
 		idle = d
 	}
 	ctx := context.Background()
-	tag := "zorilla-testnet:test"
+	tag := imageTag(t)
 	buildForTest(t, ctx, tag)
 	var rows []string
 	for f := range strings.SplitSeq(counts, ",") {

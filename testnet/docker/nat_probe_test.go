@@ -160,7 +160,8 @@ func runHomesJob(t *testing.T, ctx context.Context, dir, bin string) string {
 	}
 	out, _ := os.ReadFile(filepath.Join(dir, "jobs", string(id), "stdout"))
 	if rec.State != job.Done || !strings.Contains(string(out), "verified") {
-		t.Fatalf("job across the homes ended %s (%s):\n%s", rec.State, rec.Reason, out)
+		errOut, _ := os.ReadFile(filepath.Join(dir, "jobs", string(id), "stderr"))
+		t.Fatalf("job across the homes ended %s (%s):\n%s\nstderr:\n%s", rec.State, rec.Reason, out, errOut)
 	}
 	return "done, verified"
 }

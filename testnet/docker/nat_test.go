@@ -26,7 +26,7 @@ func TestDockerNAT(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	tag := "zorilla-testnet:test"
+	tag := imageTag(t)
 	bin := buildForTest(t, ctx, tag)
 	// On a private range (what a lab has) libp2p does not hole-punch: the
 	// homes stay relayed and the job runs over the relay.
@@ -61,7 +61,7 @@ func TestDockerNATRuns(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs*len(variants))*2*time.Minute+5*time.Minute)
 	defer cancel()
-	tag := "zorilla-testnet:test"
+	tag := imageTag(t)
 	bin := buildForTest(t, ctx, tag)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| variant | run | neighbours after | direct after | pair ended | answered flows between the homes | reachability (AutoNAT) | job |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
