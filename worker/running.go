@@ -192,45 +192,6 @@ func (r *running) run() {
 	k.send(r.ctx, job.Report{Kind: job.RepDone})
 }
 
-// prepare stages the job's files and makes its sandbox, which then owns
-// the job folder.
-func (r *running) prepare() error {
-	if err := r.stage(); err != nil {
-		return err
-	}
-	s := r.svc
-	l, _ := s.leases.Get(r.lease)
-	r.res = jobResources(s.leases.Policy(), l, len(r.c.Procs), s.cfg.PidsPerProcess)
-	b, err := s.runner.NewSandbox(filepath.Base(r.dir), r.res)
-	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
-	r.sandbox = b
-	if err := b.Own(r.dir); err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
-	return nil
-}
-
-// stage copies the program and inputs into the job folder, fetching from
-// the submitter what the local store does not hold, verified by sha256.
-func (r *running) stage() error {
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return fmt.Errorf("job folder: %w", err)
-	}
-	files := append([]job.FileRef{r.c.Program}, r.c.Inputs...)
-	for i, f := range files {
-		mode := os.FileMode(0o600)
-		if i == 0 {
-			mode = 0o700
-		}
-		if err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode); err != nil {
-			return fmt.Errorf("stage %s: %w", f.Name, err)
-		}
-	}
-	return nil
-}
-
 // launch registers the job with the MPI router and starts every local copy.
 func (r *running) launch(k *sink) ([]proc.Process, error) {
 	s := r.svc
@@ -454,12 +415,4 @@ func (r *running) sendFile(k *sink, path string) error {
 			return nil
 		}
 	}
-}
-
-// suffix gives ": why", or "" for no why.
-func suffix(why string) string {
-	if why == "" {
-		return ""
-	}
-	return ": " + why
 }
