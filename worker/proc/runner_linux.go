@@ -178,7 +178,7 @@ func (r *osRunner) makeDir(dir string, cred *Credential) error {
 }
 
 // shimFor is what the shim must do for s; ok is false when s needs no
-// shim (no limits, no change of user, no sandbox).
+// shim (no limits, no change of user, a sandbox with nothing to join).
 func (r *osRunner) shimFor(s Spec) (spec shimSpec, ok bool) {
 	spec = shimSpec{Limits: s.Limits, RunAs: r.credential(s)}
 	if b := s.Sandbox; b != nil {
@@ -187,7 +187,7 @@ func (r *osRunner) shimFor(s Spec) (spec shimSpec, ok bool) {
 			spec.Cgroups = len(b.cg.folders())
 		}
 	}
-	return spec, !s.Limits.IsZero() || spec.RunAs != nil || s.Sandbox != nil
+	return spec, !s.Limits.IsZero() || spec.RunAs != nil || spec.Cgroups > 0 || spec.Net
 }
 
 // childFiles are the files a child gets as fds 0, 1, 2 (and 3, 4 for the
