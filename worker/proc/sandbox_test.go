@@ -156,12 +156,21 @@ func TestSandboxRefusesAgentAndOtherJobFiles(t *testing.T) {
 }
 
 // A job that allocates past its memory limit is ended by the OOM killer
-// and its Exit says so; another job and the agent go on.
+// and its Exit says so; another job running meanwhile and the agent go on.
 func TestSandboxMemoryLimit(t *testing.T) {
 	r := sandboxRunner(t)
 	base := reachableBase(t)
 	hog := newSandbox(t, r, "job-hog", Resources{MemoryBytes: 32 << 20, Pids: 64})
 	other := newSandbox(t, r, "job-other", Resources{MemoryBytes: 64 << 20})
+	oc := newCollector()
+	spec := Spec{Job: "job-other", Size: 1, Dir: filepath.Join(base, "job-other"), Program: "/bin/sh",
+		Args: []string{"-c", `echo started; while [ ! -e ../go-on ]; do sleep 0.01; done; echo fine`}, Sandbox: other}
+	op, err := r.Start(context.Background(), spec, oc.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Kill(); <-op.Done() })
+	oc.waitFor(t, "started")
 	// The shell keeps the output of the command substitution: 256 MiB.
 	e, _ := runIn(t, r, hog, base, "job-hog", `x=$(head -c 268435456 /dev/zero | tr '\000' a); echo survived`)
 	if e.Success() || !e.OutOfMemory || !strings.Contains(e.String(), "out of memory") {
@@ -170,9 +179,17 @@ func TestSandboxMemoryLimit(t *testing.T) {
 	if ev := hog.Events(); ev.OOMKills == 0 {
 		t.Fatalf("events %+v: want an OOM kill", ev)
 	}
-	if e, c := runIn(t, r, other, base, "job-other", `echo fine`); !e.Success() || e.OutOfMemory || !slices.Equal(c.all(""), []string{"fine"}) {
-		t.Fatalf("other job: exit %s, output %q", e, c.all(""))
+	if err := writeGoOn(base); err != nil {
+		t.Fatal(err)
 	}
+	if e := wait(t, op); !e.Success() || e.OutOfMemory || !slices.Equal(oc.all(""), []string{"started", "fine"}) {
+		t.Fatalf("other job: exit %s, output %q", e, oc.all(""))
+	}
+}
+
+// writeGoOn makes the file base/go-on, which jobs of a test wait for.
+func writeGoOn(base string) error {
+	return os.WriteFile(filepath.Join(base, "go-on"), nil, 0o644)
 }
 
 // A job that forks past its process limit sees the forks fail, and its
