@@ -119,8 +119,15 @@ func TestSandboxOwnUser(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.users.lock(uid); err != nil {
+	if _, err := os.Stat(filepath.Join(r.cfg.UIDLockDir, strconv.Itoa(int(uid)))); !os.IsNotExist(err) {
+		t.Fatalf("lock file of uid %d still there after Close: %v", uid, err)
+	}
+	f, err := r.users.lock(uid)
+	if err != nil {
 		t.Fatalf("uid %d still held after Close: %v", uid, err)
+	}
+	if err := r.users.release(f); err != nil {
+		t.Fatal(err)
 	}
 }
 
