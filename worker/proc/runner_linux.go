@@ -282,6 +282,10 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 		path, argv = "/proc/self/exe", append([]string{shimArgv0}, argv...)
 		env = []string{shimEnv + "=" + spec.encode()}
 	}
+	var before Events // read before the fork: the program may hit a limit at once
+	if s.Sandbox != nil {
+		before = s.Sandbox.Events()
+	}
 	files, err := openChildFiles(shim, payload, s.Sandbox)
 	if err != nil {
 		return nil, fmt.Errorf("open pipes: %w", err)
@@ -297,7 +301,7 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 		files.closeAll()
 		return nil, err
 	}
-	p := watch(ctx, osp, r.cfg, s, files, newSink(out, r.cfg.TailLines, r.cfg.TailBytes))
+	p := watch(ctx, osp, r.cfg, s, before, files, newSink(out, r.cfg.TailLines, r.cfg.TailBytes))
 	if shim {
 		if err := awaitExec(files.report, r.cfg.StartTimeout, s.Program); err != nil {
 			p.abort()
