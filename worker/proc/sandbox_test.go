@@ -369,3 +369,25 @@ func TestNewRunnerSweepsLeftoverCgroups(t *testing.T) {
 		}
 	}
 }
+
+// The limits reach the kernel's control files of the job's cgroup.
+func TestSandboxLimitsWritten(t *testing.T) {
+	r := sandboxRunner(t)
+	b := newSandbox(t, r, "job-limits", Resources{MemoryBytes: 64 << 20, Pids: 10, CPUs: 1.5})
+	want := map[string]string{"memory.limit_in_bytes": "67108864", "pids.max": "10", "cpu.cfs_quota_us": "150000"}
+	if r.cgroups.version == 2 {
+		want = map[string]string{"memory.max": "67108864", "pids.max": "10", "cpu.max": "150000 100000"}
+	}
+	for file, v := range want {
+		ctl := strings.SplitN(file, ".", 2)[0]
+		dir, ok := b.cg.dirs[ctl]
+		if !ok {
+			t.Logf("controller %s not in use here", ctl)
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil || strings.TrimSpace(string(got)) != v {
+			t.Errorf("%s = %q (%v), want %q", file, got, err, v)
+		}
+	}
+}
