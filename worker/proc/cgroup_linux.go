@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,9 +22,54 @@ var cgroupControllers = []string{"memory", "pids", "cpu"}
 // cgroupRoot is where a runner makes its sandboxes' cgroups: one parent
 // folder (below the agent's own cgroup) per hierarchy, one hierarchy for
 // v2, one per controller for v1.
+//
+// The parent folders exist only while a sandbox does: an idle agent (or
+// one of hundreds in a testnet) holds no cgroup, and one that dies idle
+// leaves none behind.
 type cgroupRoot struct {
 	version int               // 1 or 2
 	parents map[string]string // controller -> parent folder (v2: all the same)
+
+	mu   sync.Mutex // guards live and the parents' existence
+	live int        // job cgroups made and not yet removed
+}
+
+// acquire makes the parent folders if no job cgroup holds them yet.
+func (c *cgroupRoot) acquire() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live == 0 {
+		for _, d := range c.dirs() {
+			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return err
+			}
+			if c.version == 2 {
+				if err := writeFile(filepath.Join(d, "cgroup.subtree_control"), "+memory +pids +cpu"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	c.live++
+	return nil
+}
+
+// release removes the parent folders when the last job cgroup is gone.
+func (c *cgroupRoot) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live--; c.live == 0 {
+		c.dropParents()
+	}
+}
+
+// dropParents removes the parent folders, if empty.
+func (c *cgroupRoot) dropParents() {
+	for _, d := range c.dirs() {
+		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
+			log.Debugw("cgroup folder not removed", "dir", d, "err", err)
+		}
+	}
 }
 
 // controllers lists the controllers in use, in a stable order.
@@ -190,6 +236,9 @@ type jobCgroup struct {
 
 // newJobCgroup makes the cgroup name with res as its limits.
 func (c *cgroupRoot) newJobCgroup(name string, res Resources) (*jobCgroup, error) {
+	if err := c.acquire(); err != nil {
+		return nil, fmt.Errorf("make cgroup: %w", err)
+	}
 	j := &jobCgroup{root: c, dirs: map[string]string{}}
 	for _, k := range c.controllers() {
 		j.dirs[k] = filepath.Join(c.parents[k], name)
@@ -288,6 +337,7 @@ func (j *jobCgroup) remove(timeout time.Duration) error {
 	for _, d := range j.folders() {
 		errs = append(errs, removeCgroup(d, timeout))
 	}
+	j.root.release()
 	return errors.Join(errs...)
 }
 

@@ -98,6 +98,7 @@ func (r *osRunner) setCgroups() {
 	if err != nil {
 		log.Warnw("leftover cgroups not all removed", "err", err)
 	}
+	root.dropParents() // made again with the first sandbox
 	if n > 0 {
 		log.Infow("removed the cgroups an earlier run of the agent left", "cgroups", n)
 	}

@@ -258,7 +258,8 @@ while [ ! -s escapee ]; do sleep 0.01; done; echo escaped; sleep 60`}, Sandbox: 
 	if busy, _ := uidInUse(uid); busy {
 		t.Fatalf("processes still run as uid %d after Close", uid)
 	}
-	for _, d := range b.cg.folders() {
+	// With no sandbox left, the runner's folder of cgroups goes too.
+	for _, d := range append(b.cg.folders(), r.cgroups.dirs()...) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Fatalf("cgroup %s still there after Close: %v", d, err)
 		}
