@@ -76,3 +76,25 @@ func TestJobsRoot(t *testing.T) {
 		t.Fatalf("a world-writable jobs folder: %v", err)
 	}
 }
+
+// A sandboxed agent that stops leaves nothing in /var/tmp: its jobs folder
+// and MPI socket go with it (a killed one's stay for the next start).
+func TestSandboxRootRemovedOnClose(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the jobs folder moves out of the data dir only as root")
+	}
+	for _, dataDir := range []string{shortDir(t), ""} {
+		n := startNode(t, testConfig(dataDir))
+		root := filepath.Dir(n.JobsDir())
+		if _, err := os.Stat(filepath.Join(root, "mpi.sock")); err != nil {
+			t.Fatalf("data dir %q: no MPI socket in %s: %v", dataDir, root, err)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(root); !os.IsNotExist(err) {
+			entries, _ := os.ReadDir(root)
+			t.Fatalf("data dir %q: %s still there after Close (%v, %d entries)", dataDir, root, err, len(entries))
+		}
+	}
+}

@@ -195,57 +195,6 @@ func (r *running) run() {
 	k.send(r.ctx, job.Report{Kind: job.RepDone})
 }
 
-// prepare stages the job's files, makes each copy's working folder, and
-// makes the job's sandbox, which then owns the job folder.
-func (r *running) prepare() error {
-	if err := r.stage(); err != nil {
-		return err
-	}
-	for _, p := range r.c.Procs {
-		if err := r.stageRank(p); err != nil {
-			return err
-		}
-	}
-	s := r.svc
-	l, _ := s.leases.Get(r.lease)
-	r.res = jobResources(s.leases.Policy(), l, len(r.c.Procs), s.cfg.PidsPerProcess)
-	b, err := s.runner.NewSandbox(filepath.Base(r.dir), r.res)
-	if err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
-	r.sandbox = b
-	if err := b.Own(r.dir); err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
-	return nil
-}
-
-// stage copies the program and inputs into the job folder, fetching from
-// the submitter what the local store does not hold, verified by sha256.
-func (r *running) stage() error {
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
-		return fmt.Errorf("job folder: %w", err)
-	}
-	files := append([]job.FileRef{r.c.Program}, r.c.Inputs...)
-	left := r.svc.cfg.Abuse.MaxJobStage
-	for i, f := range files {
-		mode := os.FileMode(0o600)
-		if i == 0 {
-			mode = 0o700
-		}
-		if h, err := blob.ParseHash(f.Hash); err == nil {
-			r.svc.staged.acquire(h)
-			r.held = append(r.held, h)
-		}
-		n, err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode, left)
-		if err != nil {
-			return fmt.Errorf("stage %s: %w", f.Name, err)
-		}
-		left -= n
-	}
-	return nil
-}
-
 // launch registers the job with the MPI router and starts every local copy.
 func (r *running) launch(k *sink) ([]proc.Process, error) {
 	s := r.svc
@@ -430,12 +379,4 @@ func (r *running) failMPI(err error) {
 	if m := r.mpiJob(); m != nil {
 		m.Fail(err)
 	}
-}
-
-// suffix gives ": why", or "" for no why.
-func suffix(why string) string {
-	if why == "" {
-		return ""
-	}
-	return ": " + why
 }

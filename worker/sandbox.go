@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
@@ -35,4 +36,37 @@ func sandboxWords(x proc.Exit, res proc.Resources) string {
 		return fmt.Sprintf("a fork failed: the job reached its limit of %d processes on this host", res.Pids)
 	}
 	return ""
+}
+
+// prepare stages the job's files, makes each copy's working folder, and
+// makes the job's sandbox, which then owns the job folder.
+func (r *running) prepare() error {
+	if err := r.stage(); err != nil {
+		return err
+	}
+	for _, p := range r.c.Procs {
+		if err := r.stageRank(p); err != nil {
+			return err
+		}
+	}
+	s := r.svc
+	l, _ := s.leases.Get(r.lease)
+	r.res = jobResources(s.leases.Policy(), l, len(r.c.Procs), s.cfg.PidsPerProcess)
+	b, err := s.runner.NewSandbox(filepath.Base(r.dir), r.res)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	r.sandbox = b
+	if err := b.Own(r.dir); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	return nil
+}
+
+// suffix gives ": why", or "" for no why.
+func suffix(why string) string {
+	if why == "" {
+		return ""
+	}
+	return ": " + why
 }

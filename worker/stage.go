@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -79,6 +80,32 @@ func (s *Service) fetch(ctx context.Context, from peer.ID, id job.ID, key string
 	}
 	if n != rep.Size {
 		return fmt.Errorf("fetch %s: got %d bytes, the submitter announced %d", h, n, rep.Size)
+	}
+	return nil
+}
+
+// stage copies the program and inputs into the job folder, fetching from
+// the submitter what the local store does not hold, verified by sha256.
+func (r *running) stage() error {
+	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+		return fmt.Errorf("job folder: %w", err)
+	}
+	files := append([]job.FileRef{r.c.Program}, r.c.Inputs...)
+	left := r.svc.cfg.Abuse.MaxJobStage
+	for i, f := range files {
+		mode := os.FileMode(0o600)
+		if i == 0 {
+			mode = 0o700
+		}
+		if h, err := blob.ParseHash(f.Hash); err == nil {
+			r.svc.staged.acquire(h)
+			r.held = append(r.held, h)
+		}
+		n, err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode, left)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", f.Name, err)
+		}
+		left -= n
 	}
 	return nil
 }

@@ -87,6 +87,10 @@ func TestAgentBadInputExits2(t *testing.T) {
 		{"max procs", nil, []string{"--max-procs", "-2"}, "max procs -2"},
 		{"log level", nil, []string{"--log-level", "loud"}, "--log-level"},
 		{"argument", nil, []string{"extra"}, `agent takes no arguments, got "extra"`},
+		{"run as root", nil, []string{"--run-as", "0"}, `run as "0": that is root`},
+		{"run as nobody known", nil, []string{"--run-as", "no-such-user-zorilla"}, `run as "no-such-user-zorilla"`},
+		{"uid range", nil, []string{"--uid-range", "9-1"}, `uid range: user ID range "9-1"`},
+		{"env job network", map[string]string{"ZORILLA_JOB_NETWORK": "bridge"}, nil, `job network "bridge": want isolated or host`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for k, v := range tc.env {

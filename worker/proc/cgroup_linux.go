@@ -3,7 +3,6 @@
 package proc
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,9 +22,54 @@ var cgroupControllers = []string{"memory", "pids", "cpu"}
 // cgroupRoot is where a runner makes its sandboxes' cgroups: one parent
 // folder (below the agent's own cgroup) per hierarchy, one hierarchy for
 // v2, one per controller for v1.
+//
+// The parent folders exist only while a sandbox does: an idle agent (or
+// one of hundreds in a testnet) holds no cgroup, and one that dies idle
+// leaves none behind.
 type cgroupRoot struct {
 	version int               // 1 or 2
 	parents map[string]string // controller -> parent folder (v2: all the same)
+
+	mu   sync.Mutex // guards live and the parents' existence
+	live int        // job cgroups made and not yet removed
+}
+
+// acquire makes the parent folders if no job cgroup holds them yet.
+func (c *cgroupRoot) acquire() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live == 0 {
+		for _, d := range c.dirs() {
+			if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return err
+			}
+			if c.version == 2 {
+				if err := writeFile(filepath.Join(d, "cgroup.subtree_control"), "+memory +pids +cpu"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	c.live++
+	return nil
+}
+
+// release removes the parent folders when the last job cgroup is gone.
+func (c *cgroupRoot) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.live--; c.live == 0 {
+		c.dropParents()
+	}
+}
+
+// dropParents removes the parent folders, if empty.
+func (c *cgroupRoot) dropParents() {
+	for _, d := range c.dirs() {
+		if err := unix.Rmdir(d); err != nil && !errors.Is(err, unix.ENOENT) {
+			log.Debugw("cgroup folder not removed", "dir", d, "err", err)
+		}
+	}
 }
 
 // controllers lists the controllers in use, in a stable order.
@@ -54,13 +99,6 @@ func (c *cgroupRoot) dirs() []string {
 	return out
 }
 
-// mount is a cgroup file system mounted on this machine.
-type mount struct {
-	point, root string   // where it is mounted, and which folder of the hierarchy is its top
-	v2          bool     // cgroup2
-	options     []string // v1: the controllers it holds
-}
-
 // openCgroups finds the hierarchy this agent can make cgroups in, makes
 // the parent folder name below its own cgroup, and ends what an earlier
 // life of the agent left there. cgroup v2 is taken when it offers the
@@ -85,69 +123,6 @@ func openCgroups(name string) (*cgroupRoot, error) {
 		return root, nil
 	}
 	return nil, errors.Join(append(errs, fmt.Errorf("v1: %w", err))...)
-}
-
-// readMounts parses /proc/self/mountinfo for cgroup file systems.
-func readMounts(path string) ([]mount, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []mount
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "36 25 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory"
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") {
-			continue
-		}
-		out = append(out, mount{point: unescapeMount(f[4]), root: unescapeMount(f[3]), v2: g[0] == "cgroup2",
-			options: strings.Split(g[2], ",")})
-	}
-	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes of space, tab, newline
-// and backslash.
-func unescapeMount(s string) string {
-	r := strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`)
-	return r.Replace(s)
-}
-
-// readOwnCgroups parses /proc/self/cgroup: controller (or "" for v2) ->
-// path of this process's cgroup in that hierarchy.
-func readOwnCgroups(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	own := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			own[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			own[c] = parts[2]
-		}
-	}
-	return own, nil
-}
-
-// ownDir is the folder of this process's cgroup under mount m, given its
-// path in the hierarchy.
-func ownDir(m mount, path string) (string, error) {
-	rel, err := filepath.Rel(m.root, path)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return "", fmt.Errorf("this process's cgroup %s is outside the mount of %s", path, m.point)
-	}
-	return filepath.Join(m.point, rel), nil
 }
 
 func openV2(mounts []mount, own map[string]string, name string) (*cgroupRoot, error) {
@@ -261,6 +236,9 @@ type jobCgroup struct {
 
 // newJobCgroup makes the cgroup name with res as its limits.
 func (c *cgroupRoot) newJobCgroup(name string, res Resources) (*jobCgroup, error) {
+	if err := c.acquire(); err != nil {
+		return nil, fmt.Errorf("make cgroup: %w", err)
+	}
 	j := &jobCgroup{root: c, dirs: map[string]string{}}
 	for _, k := range c.controllers() {
 		j.dirs[k] = filepath.Join(c.parents[k], name)
@@ -359,6 +337,7 @@ func (j *jobCgroup) remove(timeout time.Duration) error {
 	for _, d := range j.folders() {
 		errs = append(errs, removeCgroup(d, timeout))
 	}
+	j.root.release()
 	return errors.Join(errs...)
 }
 

@@ -23,7 +23,7 @@ type process struct {
 	cfg     Config
 	timeout time.Duration
 	sandbox *Sandbox // nil: none
-	events  Events   // the sandbox's events when the process started
+	events  Events   // the sandbox's events before the process started
 	files   *childFiles
 	sink    *sink
 
@@ -36,16 +36,13 @@ type process struct {
 
 // watch starts the goroutines that read the output of osp, notice its end,
 // and run its lifecycle.
-func watch(ctx context.Context, osp *os.Process, cfg Config, s Spec, files *childFiles, sk *sink) *process {
+func watch(ctx context.Context, osp *os.Process, cfg Config, s Spec, events Events, files *childFiles, sk *sink) *process {
 	p := &process{
-		os: osp, pid: osp.Pid, cfg: cfg, timeout: s.Timeout, sandbox: s.Sandbox, files: files, sink: sk,
+		os: osp, pid: osp.Pid, cfg: cfg, timeout: s.Timeout, sandbox: s.Sandbox, events: events, files: files, sink: sk,
 		killReq: make(chan bool, 1),
 		exited:  make(chan error, 1),
 		readers: make(chan struct{}),
 		done:    make(chan struct{}),
-	}
-	if p.sandbox != nil {
-		p.events = p.sandbox.Events()
 	}
 	var wg sync.WaitGroup
 	for stream, f := range map[string]*os.File{Stdout: files.stdout, Stderr: files.stderr} {

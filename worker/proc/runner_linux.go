@@ -98,6 +98,7 @@ func (r *osRunner) setCgroups() {
 	if err != nil {
 		log.Warnw("leftover cgroups not all removed", "err", err)
 	}
+	root.dropParents() // made again with the first sandbox
 	if n > 0 {
 		log.Infow("removed the cgroups an earlier run of the agent left", "cgroups", n)
 	}
@@ -178,7 +179,7 @@ func (r *osRunner) makeDir(dir string, cred *Credential) error {
 }
 
 // shimFor is what the shim must do for s; ok is false when s needs no
-// shim (no limits, no change of user, no sandbox).
+// shim (no limits, no change of user, a sandbox with nothing to join).
 func (r *osRunner) shimFor(s Spec) (spec shimSpec, ok bool) {
 	spec = shimSpec{Limits: s.Limits, RunAs: r.credential(s)}
 	if b := s.Sandbox; b != nil {
@@ -187,7 +188,7 @@ func (r *osRunner) shimFor(s Spec) (spec shimSpec, ok bool) {
 			spec.Cgroups = len(b.cg.folders())
 		}
 	}
-	return spec, !s.Limits.IsZero() || spec.RunAs != nil || s.Sandbox != nil
+	return spec, !s.Limits.IsZero() || spec.RunAs != nil || spec.Cgroups > 0 || spec.Net
 }
 
 // childFiles are the files a child gets as fds 0, 1, 2 (and 3, 4 for the
@@ -282,6 +283,10 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 		path, argv = "/proc/self/exe", append([]string{shimArgv0}, argv...)
 		env = []string{shimEnv + "=" + spec.encode()}
 	}
+	var before Events // read before the fork: the program may hit a limit at once
+	if s.Sandbox != nil {
+		before = s.Sandbox.Events()
+	}
 	files, err := openChildFiles(shim, payload, s.Sandbox)
 	if err != nil {
 		return nil, fmt.Errorf("open pipes: %w", err)
@@ -297,7 +302,7 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 		files.closeAll()
 		return nil, err
 	}
-	p := watch(ctx, osp, r.cfg, s, files, newSink(out, r.cfg.TailLines, r.cfg.TailBytes))
+	p := watch(ctx, osp, r.cfg, s, before, files, newSink(out, r.cfg.TailLines, r.cfg.TailBytes))
 	if shim {
 		if err := awaitExec(files.report, r.cfg.StartTimeout, s.Program); err != nil {
 			p.abort()

@@ -23,6 +23,7 @@ type Sandbox struct {
 	name  string
 	cred  *Credential // nil: the runner's RunAs, or the agent's own user
 	lock  *os.File    // holds cred's user ID, with AutoUsers
+	pool  *uidPool    // where lock comes from
 	cg    *jobCgroup  // nil: no cgroup
 	netns bool
 
@@ -50,7 +51,7 @@ func (r *osRunner) NewSandbox(name string, res Resources) (*Sandbox, error) {
 		if err != nil {
 			return nil, fmt.Errorf("proc: sandbox %s: %w", name, err)
 		}
-		b.cred, b.lock = &Credential{UID: uid, GID: uid}, lock
+		b.cred, b.lock, b.pool = &Credential{UID: uid, GID: uid}, lock, r.users
 	}
 	if r.cgroups != nil {
 		cg, err := r.cgroups.newJobCgroup(cgroupName(name), res)
@@ -114,7 +115,7 @@ func (b *Sandbox) Close() error {
 				log.Infow("killed processes left running as the job's user", "sandbox", b.name, "uid", b.cred.UID, "processes", n)
 			}
 			if err == nil {
-				errs = append(errs, b.lock.Close())
+				errs = append(errs, b.pool.release(b.lock))
 			} else {
 				// Keep the ID held: a process that will not die still runs as it.
 				errs = append(errs, err)

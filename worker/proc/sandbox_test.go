@@ -119,8 +119,15 @@ func TestSandboxOwnUser(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.users.lock(uid); err != nil {
+	if _, err := os.Stat(filepath.Join(r.cfg.UIDLockDir, strconv.Itoa(int(uid)))); !os.IsNotExist(err) {
+		t.Fatalf("lock file of uid %d still there after Close: %v", uid, err)
+	}
+	f, err := r.users.lock(uid)
+	if err != nil {
 		t.Fatalf("uid %d still held after Close: %v", uid, err)
+	}
+	if err := r.users.release(f); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -156,12 +163,21 @@ func TestSandboxRefusesAgentAndOtherJobFiles(t *testing.T) {
 }
 
 // A job that allocates past its memory limit is ended by the OOM killer
-// and its Exit says so; another job and the agent go on.
+// and its Exit says so; another job running meanwhile and the agent go on.
 func TestSandboxMemoryLimit(t *testing.T) {
 	r := sandboxRunner(t)
 	base := reachableBase(t)
 	hog := newSandbox(t, r, "job-hog", Resources{MemoryBytes: 32 << 20, Pids: 64})
 	other := newSandbox(t, r, "job-other", Resources{MemoryBytes: 64 << 20})
+	oc := newCollector()
+	spec := Spec{Job: "job-other", Size: 1, Dir: filepath.Join(base, "job-other"), Program: "/bin/sh",
+		Args: []string{"-c", `echo started; while [ ! -e ../go-on ]; do sleep 0.01; done; echo fine`}, Sandbox: other}
+	op, err := r.Start(context.Background(), spec, oc.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Kill(); <-op.Done() })
+	oc.waitFor(t, "started")
 	// The shell keeps the output of the command substitution: 256 MiB.
 	e, _ := runIn(t, r, hog, base, "job-hog", `x=$(head -c 268435456 /dev/zero | tr '\000' a); echo survived`)
 	if e.Success() || !e.OutOfMemory || !strings.Contains(e.String(), "out of memory") {
@@ -170,9 +186,17 @@ func TestSandboxMemoryLimit(t *testing.T) {
 	if ev := hog.Events(); ev.OOMKills == 0 {
 		t.Fatalf("events %+v: want an OOM kill", ev)
 	}
-	if e, c := runIn(t, r, other, base, "job-other", `echo fine`); !e.Success() || e.OutOfMemory || !slices.Equal(c.all(""), []string{"fine"}) {
-		t.Fatalf("other job: exit %s, output %q", e, c.all(""))
+	if err := writeGoOn(base); err != nil {
+		t.Fatal(err)
 	}
+	if e := wait(t, op); !e.Success() || e.OutOfMemory || !slices.Equal(oc.all(""), []string{"started", "fine"}) {
+		t.Fatalf("other job: exit %s, output %q", e, oc.all(""))
+	}
+}
+
+// writeGoOn makes the file base/go-on, which jobs of a test wait for.
+func writeGoOn(base string) error {
+	return os.WriteFile(filepath.Join(base, "go-on"), nil, 0o644)
 }
 
 // A job that forks past its process limit sees the forks fail, and its
@@ -234,7 +258,8 @@ while [ ! -s escapee ]; do sleep 0.01; done; echo escaped; sleep 60`}, Sandbox: 
 	if busy, _ := uidInUse(uid); busy {
 		t.Fatalf("processes still run as uid %d after Close", uid)
 	}
-	for _, d := range b.cg.folders() {
+	// With no sandbox left, the runner's folder of cgroups goes too.
+	for _, d := range append(b.cg.folders(), r.cgroups.dirs()...) {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Fatalf("cgroup %s still there after Close: %v", d, err)
 		}
@@ -342,6 +367,28 @@ func TestNewRunnerSweepsLeftoverCgroups(t *testing.T) {
 	for _, d := range b.cg.folders() {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Fatalf("leftover cgroup %s still there: %v", d, err)
+		}
+	}
+}
+
+// The limits reach the kernel's control files of the job's cgroup.
+func TestSandboxLimitsWritten(t *testing.T) {
+	r := sandboxRunner(t)
+	b := newSandbox(t, r, "job-limits", Resources{MemoryBytes: 64 << 20, Pids: 10, CPUs: 1.5})
+	want := map[string]string{"memory.limit_in_bytes": "67108864", "pids.max": "10", "cpu.cfs_quota_us": "150000"}
+	if r.cgroups.version == 2 {
+		want = map[string]string{"memory.max": "67108864", "pids.max": "10", "cpu.max": "150000 100000"}
+	}
+	for file, v := range want {
+		ctl := strings.SplitN(file, ".", 2)[0]
+		dir, ok := b.cg.dirs[ctl]
+		if !ok {
+			t.Logf("controller %s not in use here", ctl)
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil || strings.TrimSpace(string(got)) != v {
+			t.Errorf("%s = %q (%v), want %q", file, got, err, v)
 		}
 	}
 }

@@ -106,7 +106,22 @@ func (p *uidPool) lock(uid uint32) (*os.File, error) {
 		_ = f.Close()
 		return nil, err
 	}
+	// The holder before may have removed the file between our open and
+	// our lock (release does): then the lock is on a file no one else
+	// sees, and the ID counts as taken.
+	var held, now unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(path, &now) != nil || held.Ino != now.Ino || held.Dev != now.Dev {
+		_ = f.Close()
+		return nil, unix.EWOULDBLOCK
+	}
 	return f, nil
+}
+
+// release gives back the ID held by lock (from take): its file goes, so
+// that the folder holds only the IDs in use.
+func (p *uidPool) release(lock *os.File) error {
+	_ = os.Remove(lock.Name())
+	return lock.Close()
 }
 
 // uidInUse reports whether some process runs with uid as its real,
