@@ -329,7 +329,10 @@ func exitStatus(rec job.Record) (code int, ok bool) {
 	case job.Cancelled:
 		return exitInterrupted, true
 	case job.Failed:
-		return max(rec.Exit, 1), true
+		if rec.Exit == 0 {
+			return 1, true
+		}
+		return rec.Exit, true
 	}
 	return 0, false
 }
