@@ -110,7 +110,10 @@ func (b *Sandbox) Close() error {
 			errs = append(errs, b.cg.remove(10*time.Second))
 		}
 		if b.lock != nil {
-			n, err := killUser(b.cred.UID, 10*time.Second)
+			n, err := 0, error(nil)
+			if b.cg == nil { // the cgroup held everything; without one, the user ID does
+				n, err = killUser(b.cred.UID, 10*time.Second)
+			}
 			if n > 0 {
 				log.Infow("killed processes left running as the job's user", "sandbox", b.name, "uid", b.cred.UID, "processes", n)
 			}

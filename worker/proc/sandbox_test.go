@@ -255,8 +255,14 @@ while [ ! -s escapee ]; do sleep 0.01; done; echo escaped; sleep 60`}, Sandbox: 
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if busy, _ := uidInUse(uid); busy {
-		t.Fatalf("processes still run as uid %d after Close", uid)
+	// Killed, the escapee takes a moment to become a zombie.
+	for deadline := time.Now().Add(waitLimit); ; time.Sleep(10 * time.Millisecond) {
+		if busy, _ := uidInUse(uid); !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes still run as uid %d %v after Close", uid, waitLimit)
+		}
 	}
 	// With no sandbox left, the runner's folder of cgroups goes too.
 	for _, d := range append(b.cg.folders(), r.cgroups.dirs()...) {

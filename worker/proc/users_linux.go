@@ -196,7 +196,9 @@ func containsUID(s []uint32, v uint32) bool {
 // left (a killed process takes a moment to become a zombie, which no longer
 // counts) or timeout has passed, and returns how many it signalled. Only a
 // sandbox whose uid is its own calls it: whatever runs as that uid is the
-// job's, even a process that left its group.
+// job's, even a process that left its group, within this PID namespace
+// (an agent in a container has a lock folder of its own, and may hand out
+// the same ID).
 func killUser(uid uint32, timeout time.Duration) (int, error) {
 	n := 0
 	deadline := time.Now().Add(timeout)
@@ -207,8 +209,12 @@ func killUser(uid uint32, timeout time.Duration) (int, error) {
 			return n, err
 		}
 		found := 0
+		self, _ := os.Readlink("/proc/self/ns/pid")
 		for _, pid := range pids {
-			if containsUID(procUIDs(pid), uid) {
+			// A process of another PID namespace (a container) is another
+			// agent's, whose lock folder is not ours: never touch it.
+			ns, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+			if ns == self && containsUID(procUIDs(pid), uid) {
 				found++
 				if unix.Kill(pid, unix.SIGKILL) == nil {
 					n++
