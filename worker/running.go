@@ -237,7 +237,7 @@ func (r *running) stage() error {
 			r.svc.staged.acquire(h)
 			r.held = append(r.held, h)
 		}
-		n, err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode, left)
+		n, err := r.fetchInto(f, filepath.Join(r.dir, f.Name), mode, left)
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", f.Name, err)
 		}
