@@ -10,8 +10,8 @@ import (
 
 // Pauses between rounds of asking peers for a chunk they do not have yet.
 const (
-	pauseMin = 20 * time.Millisecond
-	pauseMax = 500 * time.Millisecond
+	pauseMin = 10 * time.Millisecond
+	pauseMax = 200 * time.Millisecond
 )
 
 var timeNow = time.Now

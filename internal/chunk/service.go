@@ -80,6 +80,8 @@ type Service struct {
 	blobs *blob.Store
 	slots chan struct{} // one token per chunk being served
 
+	mfMu sync.Mutex // serializes computing manifests
+
 	mu        sync.Mutex
 	grants    []Grant
 	partials  map[blob.Hash]*partial // files being fetched here, served as they fill
@@ -225,6 +227,10 @@ func (s *Service) blobSize(h blob.Hash) (int64, bool) {
 // manifest computes (once) the manifest of a full blob held here,
 // verifying the blob on the way.
 func (s *Service) manifest(h blob.Hash) (Manifest, error) {
+	// One computation at a time: the hosts of a job ask at once, and each
+	// computation reads the whole file.
+	s.mfMu.Lock()
+	defer s.mfMu.Unlock()
 	s.mu.Lock()
 	m, ok := s.manifests[h]
 	s.mu.Unlock()
