@@ -3,6 +3,7 @@ package chunk
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 )
@@ -20,9 +21,34 @@ type plan struct {
 	self   int // index of this host in peers, -1 if absent
 	chunks int
 
-	mu      sync.Mutex // guards bad and refused
-	bad     map[peer.ID]bool
-	refused map[peer.ID]int
+	mu       sync.Mutex // guards bad, refused and progress
+	bad      map[peer.ID]bool
+	refused  map[peer.ID]int
+	progress time.Time // when this host last got a chunk from a peer
+}
+
+// gotChunk records progress: the job's hosts are serving.
+func (pl *plan) gotChunk(now time.Time) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.progress = now
+}
+
+// stalled says whether this host has waited past patience for chunk c's
+// peers, counting from when it began waiting or last got a chunk from a
+// peer, whichever is later: on a slow or loaded network the seeds are
+// still working as long as chunks keep coming.
+func (pl *plan) stalled(begin, now time.Time, patience time.Duration) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return now.Sub(later(begin, pl.progress)) > patience
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // strikes is how many refusals make a peer failed: a host refuses until
@@ -132,12 +158,13 @@ func (s *Service) get(ctx context.Context, f Fetch, p *partial, pl *plan, c int)
 		for _, q := range pl.candidates(c, r, self) {
 			switch s.tryPeer(ctx, f, p, pl, q, c) {
 			case gotIt:
+				pl.gotChunk(timeNow())
 				return nil
 			case failed:
 				pl.fail(q)
 			}
 		}
-		if seed, ok := pl.seeder(c); !ok || seed == self || timeNow().Sub(begin) > s.cfg.Patience {
+		if seed, ok := pl.seeder(c); !ok || seed == self || pl.stalled(begin, timeNow(), s.cfg.Patience) {
 			s.fallbacks.Add(1)
 			break
 		}

@@ -32,8 +32,8 @@ type Config struct {
 	MaxServing int
 	// Parallel bounds the chunks one Fetch asks for at once.
 	Parallel int
-	// Patience is how long a host waits for its peers to get a chunk
-	// before it asks the owner for it.
+	// Patience is how long a host waits for its peers to get a chunk,
+	// while it gets no chunk from any of them, before it asks the owner.
 	Patience time.Duration
 	// Timeout bounds one request and its chunk's transfer.
 	Timeout time.Duration
