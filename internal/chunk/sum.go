@@ -1,8 +1,0 @@
-package chunk
-
-import (
-	"crypto/sha256"
-	"hash"
-)
-
-func newSum() hash.Hash { return sha256.New() }
