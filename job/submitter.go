@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -95,7 +96,9 @@ type Submitter struct {
 	flood Advertiser
 	ping  Pinger
 	blobs *blob.Store
-	store *Store
+
+	wholeServed atomic.Int64 // bytes sent on FetchProtocol
+	store       *Store
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -340,7 +343,9 @@ func (s *Submitter) handleFetch(ctx context.Context, from peer.ID, st rpc.Stream
 		_ = st.Reset()
 		return
 	}
-	if _, err := io.Copy(st, f); err != nil {
+	n, err := io.Copy(st, f)
+	s.wholeServed.Add(n)
+	if err != nil {
 		_ = st.Reset()
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/ratelimit"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
@@ -33,6 +35,11 @@ type RPCLimits struct {
 	// second, 300 at once: a worker fetches a job's program and its inputs
 	// (at most job.MaxFiles) one after the other when it stages the job.
 	Fetch ratelimit.Limit
+	// Chunk limits the chunk requests (package chunk) one peer sends this
+	// agent. 200 a second, 1500 at once: a host asks for each chunk of a
+	// file (up to chunk.MaxChunks) once from whoever has it, plus a few
+	// "not yet" answers while its peers fetch.
+	Chunk ratelimit.Limit
 }
 
 // DefaultRPCLimits returns the limits of a real agent (see RPCLimits).
@@ -41,6 +48,7 @@ func DefaultRPCLimits() RPCLimits {
 		Lease: ratelimit.Limit{Rate: 20, Burst: 100},
 		Offer: ratelimit.Limit{Rate: 10, Burst: 50},
 		Fetch: ratelimit.Limit{Rate: 20, Burst: job.MaxFiles + 44},
+		Chunk: ratelimit.Limit{Rate: 200, Burst: 1500},
 	}
 }
 
@@ -49,6 +57,7 @@ const (
 	RefusedLeaseRate = "lease-rate"
 	RefusedOfferRate = "offer-in-rate"
 	RefusedFetchRate = "fetch-rate"
+	RefusedChunkRate = "chunk-rate"
 )
 
 // apply sets the limits on the agent's endpoint.
@@ -61,6 +70,7 @@ func (l RPCLimits) apply(ep *rpc.Endpoint) error {
 		{l.Lease, job.LeaseProtocol, RefusedLeaseRate},
 		{l.Offer, job.OfferProtocol, RefusedOfferRate},
 		{l.Fetch, job.FetchProtocol, RefusedFetchRate},
+		{l.Chunk, chunk.Protocol, RefusedChunkRate},
 	} {
 		if err := ep.Limit(x.p, x.name, x.lim); err != nil {
 			return fmt.Errorf("%w: %s limit: %w", ErrInvalidConfig, x.name, err)
@@ -78,6 +88,9 @@ type StatsInfo struct {
 	Refused map[string]uint64 `json:"refused"`
 	// Adverts are the flood's counters.
 	Adverts flood.Stats `json:"adverts"`
+	// Staging counts the bytes of job files this agent served and
+	// fetched: in chunks, and whole (WholeServed, as a submitter).
+	Staging StagingStats `json:"staging"`
 }
 
 // Stats returns the agent's refusal counters and advert counters.
@@ -95,7 +108,36 @@ func (n *Node) Stats() StatsInfo {
 	if n.work != nil {
 		maps.Copy(st.Refused, n.work.Refusals())
 	}
+	if n.chunk != nil {
+		st.Staging.Stats = n.chunk.Stats()
+	}
+	if n.sub != nil {
+		st.Staging.WholeServed = n.sub.WholeFilesServed()
+	}
 	return st
+}
+
+// StagingStats are the agent's staging counters.
+type StagingStats struct {
+	chunk.Stats
+	WholeServed int64 `json:"whole_served"` // bytes of whole files sent as submitter
+}
+
+// startChunks serves peer-assisted staging: the jobs submitted here and
+// those running here grant their files to their hosts.
+func (n *Node) startChunks(ep *rpc.Endpoint, blobs *blob.Store) error {
+	cfg := n.cfg.Services.Chunks
+	if cfg == (chunk.Config{}) {
+		cfg = chunk.DefaultConfig()
+	}
+	cs, err := chunk.New(ep, blobs, cfg)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	cs.Allow(n.sub.GrantChunks)
+	n.work.SetChunks(cs)
+	n.chunk = cs
+	return nil
 }
 
 // RefusalReasons lists the reasons of a Refused map, sorted.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/overlay"
@@ -37,6 +38,7 @@ type Node struct {
 	ov    *overlay.Overlay
 	flood *flood.Flooder
 	sub   *job.Submitter
+	chunk *chunk.Service
 	blobs *blob.Store
 	lease *worker.Leases
 	trust *trust // the allow and deny lists, applied to lease's policy

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
@@ -30,6 +31,7 @@ type Services struct {
 	Proc      proc.Config
 	Router    router.Config
 	RPC       RPCLimits // per-peer rate limits on lease requests, offers and fetches
+	Chunks    chunk.Config
 }
 
 // DefaultServices returns each service's default configuration.
@@ -42,6 +44,7 @@ func DefaultServices() Services {
 		Proc:      proc.DefaultConfig(),
 		Router:    router.DefaultConfig(),
 		RPC:       DefaultRPCLimits(),
+		Chunks:    chunk.DefaultConfig(),
 	}
 }
 
@@ -108,6 +111,9 @@ func (n *Node) startServices() error {
 	}
 	n.OnClose(sub.Close)
 	n.sub = sub
+	if err := n.startChunks(ep, blobs); err != nil {
+		return err
+	}
 	api := jobsAPI{sub: sub, blobs: blobs, maxBlob: wcfg.MaxStage}
 	api.register(n.Handle)
 	n.statsRoute()

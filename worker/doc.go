@@ -61,4 +61,12 @@
 // sends. Every refusal, these and the policy's, is counted by reason
 // (Service.Refusals, the Refused* constants) for the agent's stats. Blobs
 // fetched for a job leave the store when the last job using them ends.
+//
+// # Staging
+//
+// With ServiceConfig.PeerStaging and a chunk service (SetChunks), a worker
+// stages a job's files in verified chunks from the job's other hosts and
+// its submitter (package internal/chunk), and serves the files of the jobs
+// running here to their other hosts, asked with the job's key; a submitter
+// that sends no manifest is asked for the whole file as before.
 package worker

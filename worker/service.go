@@ -17,6 +17,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
@@ -61,6 +62,11 @@ type ServiceConfig struct {
 	DeclineBurst int
 	// Abuse bounds what one submitter can make this worker do.
 	Abuse AbuseLimits
+	// PeerStaging fetches a job's files in chunks from its other hosts
+	// (package chunk), the submitter serving only what none of them has;
+	// false fetches each whole file from the submitter. It takes effect
+	// once SetChunks gave the worker a chunk service.
+	PeerStaging bool
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -76,6 +82,7 @@ func DefaultServiceConfig() ServiceConfig {
 		DeclineRate:  10,
 		DeclineBurst: 20,
 		Abuse:        DefaultAbuseLimits(),
+		PeerStaging:  true,
 		// 1024 per rank: room for a threaded runtime (Go, OpenMP) and a
 		// few helper processes, far from exhausting the machine's PIDs.
 		PidsPerProcess: 1024,
@@ -123,6 +130,7 @@ type Service struct {
 	runner proc.Runner
 	blobs  *blob.Store
 	mpi    MPI
+	chunks atomic.Pointer[chunk.Service] // peer-assisted staging; nil: whole files
 
 	ctx      context.Context
 	cancel   context.CancelFunc

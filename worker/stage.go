@@ -16,19 +16,29 @@ import (
 	"github.com/zorilla-p2p/zorilla/job"
 )
 
-// fetchInto puts file f at path with mode: from the local blob store when it
-// already holds it, else fetched from the submitter into the store first.
+// fetchInto puts file f of job r at path with mode: from the local blob
+// store when it already holds it, else fetched into the store first (in
+// chunks from the job's hosts and submitter, or whole from the submitter).
 // Either way the bytes are verified against f.Hash. left is what the job
 // may still stage (AbuseLimits.MaxJobStage less its files so far); it
 // returns the file's size.
-func (s *Service) fetchInto(ctx context.Context, from peer.ID, id job.ID, key string, f job.FileRef, path string, mode os.FileMode, left int64) (int64, error) {
+func (r *running) fetchInto(f job.FileRef, path string, mode os.FileMode, left int64) (int64, error) {
+	s := r.svc
 	h, err := blob.ParseHash(f.Hash)
 	if err != nil {
 		return 0, err
 	}
 	if !s.blobs.Has(h) {
-		if err := s.fetch(ctx, from, id, key, h, min(left, s.cfg.MaxStage)); err != nil {
-			return 0, err
+		done := false
+		if cs := s.chunks.Load(); cs != nil && s.cfg.PeerStaging {
+			if done, err = r.fetchChunks(cs, h, min(left, s.cfg.MaxStage)); err != nil {
+				return 0, err
+			}
+		}
+		if !done {
+			if err := s.fetch(r.ctx, r.submitter, r.id, r.c.Key, h, min(left, s.cfg.MaxStage)); err != nil {
+				return 0, err
+			}
 		}
 		s.staged.markFetched(h)
 	}
@@ -101,7 +111,7 @@ func (r *running) stage() error {
 			r.svc.staged.acquire(h)
 			r.held = append(r.held, h)
 		}
-		n, err := r.svc.fetchInto(r.ctx, r.submitter, r.id, r.c.Key, f, filepath.Join(r.dir, f.Name), mode, left)
+		n, err := r.fetchInto(f, filepath.Join(r.dir, f.Name), mode, left)
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", f.Name, err)
 		}

@@ -34,12 +34,16 @@ func statsCommand() *cli.Command {
 	}
 }
 
-// writeStats prints the advert counters on one line, then one line per
-// refusal reason ("refused REASON COUNT"), sorted by reason.
+// writeStats prints the advert counters on one line, the staging bytes on
+// one line, then one line per refusal reason ("refused REASON COUNT"),
+// sorted by reason.
 func writeStats(w io.Writer, st node.StatsInfo) {
 	a := st.Adverts
 	fmt.Fprintf(w, "adverts received %d, delivered %d, forwarded %d, originated %d, dropped %d\n",
 		a.Received, a.Delivered, a.Forwarded, a.Originated, a.TotalDropped())
+	g := st.Staging
+	fmt.Fprintf(w, "staging bytes served as submitter %d (whole files %d), as peer %d; fetched from submitters %d, from peers %d; corrupt chunks %d\n",
+		g.ServedAsOwner+g.WholeServed, g.WholeServed, g.ServedAsPeer, g.FetchedOwner, g.FetchedPeers, g.CorruptChunks)
 	for _, r := range node.RefusalReasons(st.Refused) {
 		fmt.Fprintf(w, "refused %s %d\n", r, st.Refused[r])
 	}

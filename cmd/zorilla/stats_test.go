@@ -14,6 +14,7 @@ func TestWriteStats(t *testing.T) {
 	writeStats(&b, node.StatsInfo{Refused: map[string]uint64{"lease-rate": 7, "advert-rate-limited": 3},
 		Adverts: flood.Stats{Received: 10, Delivered: 9, Dropped: map[flood.DropReason]uint64{flood.DropRateLimited: 3}}})
 	want := "adverts received 10, delivered 9, forwarded 0, originated 0, dropped 3\n" +
+		"staging bytes served as submitter 0 (whole files 0), as peer 0; fetched from submitters 0, from peers 0; corrupt chunks 0\n" +
 		"refused advert-rate-limited 3\nrefused lease-rate 7\n"
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
