@@ -7,8 +7,10 @@
 // BuildImage builds the agent and the example programs as static binaries
 // (CGO_ENABLED=0) and an image FROM scratch around them (the Dockerfile in
 // this folder): nothing is pulled or downloaded. The agent runs as root in
-// its container, and so do the job processes it starts: the container is
-// their confinement, on top of the worker's limits.
+// its container and sandboxes the job processes it starts as it does on a
+// machine (a user ID of their own per job, a cgroup where the container
+// can write one, a network namespace): the container adds its own
+// confinement around that.
 //
 // # Layout
 //
