@@ -32,7 +32,11 @@ func TestForgedAndReplayedCommits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	marker := filepath.Join(t.TempDir(), "ran")
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o777); err != nil { // a sandboxed job could not write it otherwise
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "ran")
 	prog := upload(t, s, "touch "+marker)
 	commit := job.LeaseRequest{Op: job.OpCommit, Job: id, Lease: lease.Key, Commit: &job.Commit{
 		Key: "job-key", N: 1, R: 1, Program: prog, Procs: []job.Proc{{Rank: 0}},

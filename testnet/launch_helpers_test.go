@@ -49,6 +49,11 @@ func startLaunchNet(t testing.TB, n, procs int, configure func(i int, cfg *node.
 		cfg.Services.Submitter = launchSubmitter()
 		cfg.Services.Flood.Rate, cfg.Services.Flood.Burst = 1000, 1000
 		cfg.Services.Proc.KillGrace = time.Second
+		// The jobs of these tests share files with the test (gates, marks,
+		// the record of runs) in its 0700 temporary folders: they run as the
+		// agent's user. The sandbox has its own tests (worker/proc, node,
+		// cmd/zorilla).
+		cfg.RunAs = node.RunAsNone
 		if i > 2 {
 			cfg.Labels = []string{poolLabel}
 		}
