@@ -82,6 +82,11 @@ func (n *demoNet) close(keep bool) {
 		fmt.Fprintf(n.log, "zorilla %s: kept the agents' data dirs and logs in %s\n", n.who, n.dir)
 		return
 	}
+	for _, a := range n.agents {
+		// An agent killed rather than stopped leaves its sandboxed jobs
+		// folder (outside its data dir, named from it) behind.
+		_ = os.RemoveAll(filepath.Dir(node.JobsDirOf(a.dir, true)))
+	}
 	os.RemoveAll(n.dir)
 }
 
