@@ -12,6 +12,7 @@ import (
 
 	logging "github.com/ipfs/go-log/v2"
 
+	"github.com/zorilla-p2p/zorilla/internal/atomicfile"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
@@ -64,47 +65,8 @@ func (s *Store) Put(r Record) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("put job %s: %w", r.ID, err)
 	}
-	if err := writeAtomic(filepath.Join(dir, recordFile), b); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, recordFile), b); err != nil {
 		return fmt.Errorf("put job %s: %w", r.ID, err)
-	}
-	return nil
-}
-
-// writeAtomic writes b to a temporary file in path's folder, syncs it and
-// renames it over path.
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".record-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a rename in dir durable, so that after a crash the agent
-// finds the new record (it must never start a job twice).
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -146,7 +145,7 @@ func jobsRoot(work string, sandboxed bool) (string, error) {
 	if err := os.Mkdir(root, 0o711); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("node: jobs folder: %w", err)
 	}
-	if err := checkOwnDir(root); err != nil {
+	if err := proc.CheckPrivateDir(root); err != nil {
 		return "", fmt.Errorf("node: jobs folder: %w (remove it, or use --run-as none)", err)
 	}
 	if err := os.Chmod(root, 0o711); err != nil {
@@ -174,23 +173,4 @@ func JobsDirOf(dataDir string, sandboxed bool) string {
 		return filepath.Join(sandboxRoot(dataDir), "work")
 	}
 	return filepath.Join(dataDir, "work")
-}
-
-// checkOwnDir refuses a folder someone else made in a shared place: a
-// symbolic link, another user's, or one others may write in.
-func checkOwnDir(dir string) error {
-	info, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st := info.Sys().(*syscall.Stat_t)
-	switch {
-	case !info.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	case int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s belongs to uid %d, not to the agent", dir, st.Uid)
-	case info.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%s may be written by others (mode %v)", dir, info.Mode().Perm())
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/zorilla-p2p/zorilla/internal/atomicfile"
 	"github.com/zorilla-p2p/zorilla/worker"
 )
 
@@ -142,7 +143,7 @@ func (t *trust) edit(e TrustEdit) (changed bool, err error) {
 	if !changed {
 		return false, nil
 	}
-	if err := writeFileAtomic(path, out); err != nil {
+	if err := atomicfile.Write(path, out); err != nil {
 		return false, fmt.Errorf("trust: %w", err)
 	}
 	ids := copyList(*list)
@@ -176,27 +177,6 @@ func sortedIDs(m map[peer.ID]bool) []peer.ID {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// writeFileAtomic replaces path with data, mode 0600.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // gone after the rename; removes a failed write
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // ReloadTrust reads the allow and deny lists again (SIGHUP, POST

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -39,30 +38,11 @@ func newUIDPool(r UIDRange, dir string) (*uidPool, error) {
 		return nil, fmt.Errorf("user ID lock folder: %w", err)
 	}
 	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := checkPrivateDir(d); err != nil {
+		if err := CheckPrivateDir(d); err != nil {
 			return nil, fmt.Errorf("user ID lock folder: %w", err)
 		}
 	}
 	return &uidPool{r: r, dir: dir}, nil
-}
-
-// checkPrivateDir refuses a folder that is a symbolic link, is not the
-// agent's, or others may write in.
-func checkPrivateDir(dir string) error {
-	info, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	st := info.Sys().(*syscall.Stat_t)
-	switch {
-	case !info.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	case int(st.Uid) != os.Geteuid():
-		return fmt.Errorf("%s belongs to uid %d, not to the agent's user", dir, st.Uid)
-	case info.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("%s may be written by others (mode %v)", dir, info.Mode().Perm())
-	}
-	return nil
 }
 
 // take holds a free user ID: one whose lock it gets and that no process
