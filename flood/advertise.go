@@ -46,13 +46,56 @@ func (s Schedule) next(w time.Duration) time.Duration {
 	return time.Duration(n)
 }
 
+// Steer is how the collector of offers steers Advertise's loop while it
+// runs. A nil channel never fires.
+type Steer struct {
+	// Enough receives once, when the offers are enough, how many of the
+	// schedule's Extra radii are worth flooding (0: none can change the
+	// placement); the loop floods them at once and returns.
+	Enough <-chan int
+	// Answered receives a radius whose answers are all in while the offers
+	// are not enough: the loop floods the next radius at once instead of
+	// at the end of the wait. A radius other than the last one flooded is
+	// stale and ignored.
+	Answered <-chan int
+	// Flooded, if set, is sent every radius as it is flooded (the extra
+	// ones too), so that the collector knows which radius it is answering.
+	// The loop waits for the collector to take it.
+	Flooded chan<- int
+}
+
 // Advertise runs the submitter's loop for a (Zorilla's thread 1): flood
 // with radius 1, wait; radius 2, wait longer; ... It returns nil as soon as
 // enough is closed (the caller collects offers beside it and closes enough
-// when it has them) and the schedule's Extra radii are flooded, ctx's error when ctx ends (the job's scheduling
-// deadline), ErrMaxRadius after the wait of the largest radius, and
-// ErrClosed when the Flooder closes. A nil enough never fires.
+// when it has them) and the schedule's Extra radii are flooded, ctx's error
+// when ctx ends (the job's scheduling deadline), ErrMaxRadius after the
+// wait of the largest radius, and ErrClosed when the Flooder closes. A nil
+// enough never fires. Steered is the same loop, steered by what the offers
+// show.
 func (f *Flooder) Advertise(ctx context.Context, a Advert, enough <-chan struct{}, sched Schedule) error {
+	got := make(chan int, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	select {
+	case <-enough: // already enough (a nil enough is never ready)
+		got <- sched.Extra
+	default:
+		go func() {
+			select {
+			case <-enough:
+				got <- sched.Extra
+			case <-stop:
+			}
+		}()
+	}
+	return f.Steered(ctx, a, Steer{Enough: got}, sched)
+}
+
+// Steered runs the growing-radius loop for a as Advertise does, and lets
+// the collector of offers move it on: to the next radius as soon as the
+// last one has answered (st.Answered), and to only the extra radii that
+// can still change the placement once the offers are enough (st.Enough).
+func (f *Flooder) Steered(ctx context.Context, a Advert, st Steer, sched Schedule) error {
 	if err := sched.validate(); err != nil {
 		return err
 	}
@@ -65,7 +108,7 @@ func (f *Flooder) Advertise(ctx context.Context, a Advert, enough <-chan struct{
 		after: f.cfg.Clock.After,
 		done:  f.ctx.Done(),
 	}
-	return lp.run(ctx, enough, sched, maxRadius)
+	return lp.run(ctx, st, sched, maxRadius)
 }
 
 // loop is the I/O the growing-radius loop needs, so that tests can drive it
@@ -76,28 +119,37 @@ type loop struct {
 	done  <-chan struct{} // the Flooder's end
 }
 
-func (lp loop) run(ctx context.Context, enough <-chan struct{}, sched Schedule, maxRadius int) error {
+func (lp loop) run(ctx context.Context, st Steer, sched Schedule, maxRadius int) error {
 	wait := sched.First
 	for radius := 1; ; radius++ {
 		select {
-		case <-enough:
-			return lp.extra(ctx, radius-1, sched.Extra, maxRadius)
+		case extra := <-st.Enough:
+			return lp.extra(ctx, st, radius-1, min(extra, sched.Extra), maxRadius)
 		default:
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := lp.flood(ctx, radius); err != nil {
+		if err := lp.floodOne(ctx, st, radius); err != nil {
 			return err
 		}
-		select {
-		case <-enough:
-			return lp.extra(ctx, radius, sched.Extra, maxRadius)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-lp.done:
-			return ErrClosed
-		case <-lp.after(wait):
+		timer := lp.after(wait)
+	waiting:
+		for {
+			select {
+			case extra := <-st.Enough:
+				return lp.extra(ctx, st, radius, min(extra, sched.Extra), maxRadius)
+			case r := <-st.Answered:
+				if r == radius {
+					break waiting
+				}
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-lp.done:
+				return ErrClosed
+			case <-timer:
+				break waiting
+			}
 		}
 		if radius >= maxRadius {
 			return fmt.Errorf("%w (radius %d)", ErrMaxRadius, radius)
@@ -106,10 +158,28 @@ func (lp loop) run(ctx context.Context, enough <-chan struct{}, sched Schedule, 
 	}
 }
 
+// floodOne floods radius r and tells the collector.
+func (lp loop) floodOne(ctx context.Context, st Steer, r int) error {
+	if err := lp.flood(ctx, r); err != nil {
+		return err
+	}
+	if st.Flooded == nil {
+		return nil
+	}
+	select {
+	case st.Flooded <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-lp.done:
+		return ErrClosed
+	}
+}
+
 // extra floods the radii after last, up to n of them and maxRadius.
-func (lp loop) extra(ctx context.Context, last, n, maxRadius int) error {
+func (lp loop) extra(ctx context.Context, st Steer, last, n, maxRadius int) error {
 	for r := last + 1; r <= min(last+n, maxRadius); r++ {
-		if err := lp.flood(ctx, r); err != nil {
+		if err := lp.floodOne(ctx, st, r); err != nil {
 			return err
 		}
 	}

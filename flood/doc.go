@@ -40,7 +40,10 @@
 //
 // Advertise floods radius 1 and waits 1 s, radius 2 and waits 2 s, ..., and
 // stops as soon as enough is closed, ctx ends (the scheduling deadline), or
-// the largest radius has been waited for (ErrMaxRadius).
+// the largest radius has been waited for (ErrMaxRadius). Steered is the same
+// loop steered by the collector of offers (Steer): it floods the next
+// radius as soon as the collector says the last one has been answered, and
+// on enough floods only the extra radii the collector finds worth it.
 //
 // # Wire
 //

@@ -34,10 +34,15 @@ const (
 	DeclineMemory      DeclineCode = "memory"      // not enough memory free
 	DeclineDraining    DeclineCode = "draining"    // the agent is stopping
 	DeclineSize        DeclineCode = "size"        // the job is larger than the owner takes (Detail: "n*r<=4096")
+	// DeclineYield is not a refusal of an advert: the worker tells a job
+	// holding an uncommitted lease there that an earlier job (Precedes)
+	// waits for those slots; a job that cannot be placed yet gives them
+	// back (ShouldYield) and stays in the worker's queue.
+	DeclineYield DeclineCode = "yield"
 )
 
 var declineCodes = map[DeclineCode]bool{DeclinePolicy: true, DeclineBusy: true, DeclineSlots: true,
-	DeclineRequirement: true, DeclineMemory: true, DeclineDraining: true, DeclineSize: true}
+	DeclineRequirement: true, DeclineMemory: true, DeclineDraining: true, DeclineSize: true, DeclineYield: true}
 
 // DeclineMsg is a worker's "no" to an advert, with the reason.
 type DeclineMsg struct {

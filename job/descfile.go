@@ -27,6 +27,7 @@ type descFile struct {
 	Args       []string          `json:"args,omitempty" yaml:"args,omitempty"`
 	Nodes      int               `json:"nodes" yaml:"nodes"`
 	Replicas   int               `json:"replicas,omitempty" yaml:"replicas,omitempty"`
+	PMI        bool              `json:"pmi,omitempty" yaml:"pmi,omitempty"`
 	Strategy   Strategy          `json:"strategy,omitempty" yaml:"strategy,omitempty"`
 	Require    fileRequire       `json:"require,omitzero" yaml:"require,omitempty"`
 	Prefer     Preference        `json:"prefer,omitempty" yaml:"prefer,omitempty"`
@@ -38,6 +39,8 @@ type descFile struct {
 	Timeout    fileDuration      `json:"timeout,omitzero" yaml:"timeout,omitempty"`
 	Deadline   fileDuration      `json:"deadline,omitzero" yaml:"deadline,omitempty"`
 	Retries    *int              `json:"retries,omitempty" yaml:"retries,omitempty"` // absent: DefaultRetries
+
+	CheckpointEvery fileDuration `json:"checkpoint_every,omitzero" yaml:"checkpoint_every,omitempty"`
 }
 
 type fileRequire struct {
@@ -50,10 +53,10 @@ type fileRequire struct {
 
 func (d Description) toFile() descFile {
 	return descFile{
-		Executable: d.Executable, Args: d.Args, Nodes: d.Nodes, Replicas: d.Replicas,
+		Executable: d.Executable, Args: d.Args, Nodes: d.Nodes, Replicas: d.Replicas, PMI: d.PMI,
 		Strategy: d.Strategy, Prefer: d.Prefer, Inputs: d.Inputs, Outputs: d.Outputs, Env: d.Env,
 		Stdout: d.Stdout, Stderr: d.Stderr, Timeout: fileDuration(d.Timeout), Deadline: fileDuration(d.Deadline),
-		Retries: &d.Retries,
+		Retries: &d.Retries, CheckpointEvery: fileDuration(d.CheckpointEvery),
 		Require: fileRequire{OS: d.Require.OS, Arch: d.Require.Arch, Cores: d.Require.MinCores,
 			Memory: fileSize(d.Require.MinMemory), Labels: d.Require.Labels},
 	}
@@ -64,8 +67,8 @@ func (f descFile) description() Description {
 	if f.Retries != nil {
 		retries = *f.Retries
 	}
-	return Description{Retries: retries,
-		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes, Replicas: f.Replicas,
+	return Description{Retries: retries, CheckpointEvery: time.Duration(f.CheckpointEvery),
+		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes, Replicas: f.Replicas, PMI: f.PMI,
 		Strategy: f.Strategy, Prefer: f.Prefer, Inputs: f.Inputs, Outputs: f.Outputs, Env: f.Env,
 		Stdout: f.Stdout, Stderr: f.Stderr, Timeout: time.Duration(f.Timeout), Deadline: time.Duration(f.Deadline),
 		Require: Requirements{OS: f.Require.OS, Arch: f.Require.Arch, MinCores: f.Require.Cores,

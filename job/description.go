@@ -32,6 +32,13 @@ type Description struct {
 	// files and NewDescription default it to DefaultRetries; zero means
 	// the first loss ends the job.
 	Retries int
+	// CheckpointEvery makes Comm.Checkpoint take a checkpoint only when
+	// this long has passed since the last one; 0: at every call.
+	CheckpointEvery time.Duration
+	// PMI runs an MPICH program: each host's agent serves its ranks the
+	// PMI-1 protocol (package worker/pmi) instead of Zorilla's MPI
+	// socket. Such a job has one copy per rank (see checkPMI).
+	PMI bool
 }
 
 // Defaults filled in by SetDefaults.
@@ -111,7 +118,7 @@ func (d Description) Need(id ID) Need {
 // "nodes: must be >= 1, got 0".
 func (d Description) Validate() error {
 	checks := []func() error{d.checkProgram, d.checkCounts, d.checkChoices, d.Require.Validate,
-		d.checkFiles, d.checkEnv, d.checkStreams, d.checkTimes}
+		d.checkFiles, d.checkEnv, d.checkStreams, d.checkTimes, d.checkPMI}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return err
@@ -149,6 +156,9 @@ func (d Description) checkCounts() error {
 	}
 	if d.Nodes*d.Replicas > MaxProcs {
 		return fmt.Errorf("nodes*replicas: must be <= %d, got %d", MaxProcs, d.Nodes*d.Replicas)
+	}
+	if d.CheckpointEvery < 0 || d.CheckpointEvery > MaxTimeout {
+		return fmt.Errorf("checkpoint_every: must be between 0 and %v, got %v", MaxTimeout, d.CheckpointEvery)
 	}
 	return checkRange("retries", d.Retries, 0, MaxRetries)
 }

@@ -8,7 +8,7 @@ import (
 // Update is one thing a watcher of a job sees: a state change, a line of
 // output tagged with its rank, or the job's end with its final record.
 type Update struct {
-	Kind    string  `json:"kind"` // "state", "output", "end"
+	Kind    string  `json:"kind"` // "state", "output", "progress", "end"
 	State   State   `json:"state,omitempty"`
 	Rank    int     `json:"rank"`
 	Replica int     `json:"replica"`
@@ -16,6 +16,8 @@ type Update struct {
 	Line    string  `json:"line,omitempty"`
 	Note    string  `json:"note,omitempty"`
 	Record  *Record `json:"record,omitempty"`
+	// Flood is where the placement stands, in a "progress" update.
+	Flood *FloodSample `json:"flood,omitempty"`
 }
 
 // feed is an append-only, bounded log of a job's updates. The session appends

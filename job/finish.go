@@ -42,9 +42,13 @@ func (ss *session) finish(err error) {
 		return
 	}
 	var c errCancelled
+	var st errStopped
 	switch {
 	case err == nil:
 		ss.setState(Done, "")
+	case errors.As(err, &st):
+		ss.finishStopped(st)
+		return
 	case errors.As(err, &c):
 		ss.setState(Cancelled, c.why)
 	default:
@@ -54,6 +58,7 @@ func (ss *session) finish(err error) {
 		ss.setState(Failed, err.Error())
 	}
 	ss.rec.Exit = ss.exitCode
+	ss.dropCheckpoints()
 	ss.save()
 	rec := ss.rec
 	ss.feed.append(Update{Kind: "end", State: rec.State, Record: &rec})

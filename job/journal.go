@@ -32,6 +32,7 @@ type journalRecord struct {
 	Lease string `json:"l"`
 	Seq   uint64 `json:"s"`
 	Done  bool   `json:"d,omitempty"` // the report was RepDone: the host is done
+	Ready bool   `json:"r,omitempty"` // the report was RepReady: the host's copies are in Init
 	File  string `json:"f,omitempty"`
 	Size  int64  `json:"z,omitempty"`
 }
@@ -81,15 +82,16 @@ func (j *journal) close() error { return j.f.Close() }
 
 // journalState is what a journal says after a crash.
 type journalState struct {
-	seq  map[string]uint64 // lease -> the last report taken
-	done map[string]bool   // lease -> its host sent RepDone
+	seq   map[string]uint64 // lease -> the last report taken
+	done  map[string]bool   // lease -> its host sent RepDone
+	ready map[string]bool   // lease -> its host sent RepReady
 }
 
 // replayJournal reads the journal of job folder dir and cuts every file it
 // names back to the size of its last record. A torn last line (the crash
 // came mid-write) is ignored, as is a journal that does not exist.
 func replayJournal(dir string) (journalState, error) {
-	st := journalState{seq: map[string]uint64{}, done: map[string]bool{}}
+	st := journalState{seq: map[string]uint64{}, done: map[string]bool{}, ready: map[string]bool{}}
 	f, err := os.Open(filepath.Join(dir, journalName))
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
@@ -114,6 +116,7 @@ func replayJournal(dir string) (journalState, error) {
 		}
 		st.seq[r.Lease] = max(st.seq[r.Lease], r.Seq)
 		st.done[r.Lease] = st.done[r.Lease] || r.Done
+		st.ready[r.Lease] = st.ready[r.Lease] || r.Ready
 		if r.File != "" && filepath.IsLocal(r.File) {
 			sizes[r.File] = r.Size
 		}

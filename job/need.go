@@ -52,6 +52,9 @@ func DecodeNeed(b []byte) (Need, error) {
 	if err := wire.DecodeJSON(b, &n); err != nil {
 		return n, fmt.Errorf("job: decode need: %w", err)
 	}
+	if len(n.Req.Labels) == 0 {
+		n.Req.Labels = nil // "labels": [] means none, as an absent list does
+	}
 	if err := n.Validate(); err != nil {
 		return n, fmt.Errorf("job: need: %w", err)
 	}

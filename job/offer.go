@@ -25,6 +25,7 @@ type Offer struct {
 	Memory int64                 `json:"memory"`          // bytes the worker holds for this job
 	RTT    time.Duration         `json:"rtt"`             // submitter-measured round trip (application-level ping)
 	Addrs  []multiaddr.Multiaddr `json:"addrs,omitempty"` // where to reach the worker
+	Site   string                `json:"site,omitempty"`  // the host's site label (SiteLabel), if any
 }
 
 // SortRList sorts offers by ascending RTT, ties broken by peer ID, so that

@@ -41,6 +41,7 @@ type OfferMsg struct {
 	Cores   int       `json:"cores"`
 	Memory  int64     `json:"memory"`
 	Expires time.Time `json:"expires"`
+	Site    string    `json:"site,omitempty"` // the site its owner's "site=" label names, if any
 }
 
 // OfferReply tells the worker whether the submitter keeps the lease. A worker
@@ -61,6 +62,9 @@ const (
 	// OpResume, from a submitter that restarted: is the job still running
 	// here? If so the worker reopens its report stream at once.
 	OpResume LeaseOp = "resume"
+	// OpCheckpoint, to rank 0's host: make rank 0's next Checkpoint call
+	// take one whatever --checkpoint-every says (`zorilla stop --checkpoint`).
+	OpCheckpoint LeaseOp = "checkpoint"
 )
 
 // LeaseRequest is sent by a submitter to one worker.
@@ -97,6 +101,7 @@ type FileRef struct {
 type HostRef struct {
 	Peer  peer.ID  `json:"peer"`
 	Addrs []string `json:"addrs,omitempty"`
+	Site  int      `json:"site,omitempty"` // the host's site among the job's (SiteClasses); 0 for all from older submitters
 }
 
 // Commit is the first phase of the two-phase start for one host.
@@ -116,6 +121,12 @@ type Commit struct {
 	// Attempt numbers the job's starts (1, 2, ...), so that the processes
 	// and MPI routes of a retried start never mix with a killed one's.
 	Attempt int `json:"attempt,omitempty"`
+	// CheckpointEvery is --checkpoint-every; Restore the checkpoint files
+	// of this host's ranks when the run restarts from one (checkpoint.go).
+	CheckpointEvery time.Duration `json:"checkpoint_every,omitempty"`
+	Restore         []Restore     `json:"restore,omitempty"`
+	// PMI: the ranks are MPICH processes served PMI-1 by their agents.
+	PMI bool `json:"pmi,omitempty"`
 }
 
 // FetchRequest asks the submitter for one of a job's files.
@@ -195,4 +206,6 @@ type Report struct {
 	// BadProgram marks a RepFailed whose cause is the program itself (the
 	// kernel will not run it here), not the host's state.
 	BadProgram bool `json:"bad_program,omitempty"`
+	// Ckpt names the checkpoint file a RepCheckpoint chunk is of.
+	Ckpt *CheckpointPart `json:"ckpt,omitempty"`
 }

@@ -87,6 +87,13 @@ func (t *reportStates) ack(lease string) ReportAck {
 // acknowledgements (besides one per heartbeat), so a worker keeps few.
 const ackEvery = 128
 
+// ackBytes is how many bytes of data (file chunks) the submitter takes
+// between two acknowledgements: a worker keeps at most 4 MiB unacknowledged
+// and then waits, so acknowledging only every ackEvery reports (8 MiB of
+// 64 KiB chunks) let output and checkpoint files through at 4 MiB per
+// heartbeat (2 MB/s).
+const ackBytes = 1 << 20
+
 // handleReports reads one worker's report stream for a job into its
 // session, and acknowledges what the session took. The first answer says
 // from where the worker is to send (it may be sending again after the
@@ -114,7 +121,7 @@ func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stre
 		_ = st.Close()
 		return
 	}
-	acked := ack.Seq
+	acked, unacked := ack.Seq, 0
 	deliver := func(e reportIn) bool {
 		select {
 		case ss.events <- e:
@@ -152,12 +159,13 @@ func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stre
 			}
 		}
 		now := ss.reports.ack(hello.Lease)
-		if now.Refused != "" || ev.Kind == RepHeartbeat || urgent || now.Seq >= acked+ackEvery {
+		unacked += len(ev.Data)
+		if now.Refused != "" || ev.Kind == RepHeartbeat || urgent || now.Seq >= acked+ackEvery || unacked >= ackBytes {
 			if err := wire.WriteJSON(st, now); err != nil {
 				_ = st.Reset()
 				return
 			}
-			acked = now.Seq
+			acked, unacked = now.Seq, 0
 		}
 		if now.Refused != "" || ev.Kind == RepDone {
 			_ = st.Close()

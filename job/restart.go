@@ -11,11 +11,12 @@ import (
 
 // beginRun records the start of an attempt on plan's hosts.
 func (ss *session) beginRun(plan Plan) {
+	ss.dropIncomplete()
 	hosts := make([]peer.ID, len(plan.Hosts))
 	for i, h := range plan.Hosts {
 		hosts[i] = h.Offer.Peer
 	}
-	ss.rec.Runs = appendRun(ss.rec.Runs, Run{Attempt: ss.rec.Attempts, Started: time.Now(), Hosts: hosts})
+	ss.rec.Runs = appendRun(ss.rec.Runs, Run{Attempt: ss.rec.Attempts, Started: time.Now(), Hosts: hosts, From: ss.resumeFrom()})
 }
 
 // endRun records how the current attempt ended: "done", or what ended it.
@@ -45,8 +46,8 @@ func (ss *session) restart(f failure, rec Recovery) error {
 	ss.rec.Restarts++
 	ss.save()
 	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
-		Line: fmt.Sprintf("%s; starting the job again on other hosts in %v (retry %d of %d)",
-			f.why, rec.Backoff, ss.rec.Restarts, ss.sub.Desc.Retries)})
+		Line: fmt.Sprintf("%s; starting the job again on other hosts in %v (retry %d of %d), %s",
+			f.why, rec.Backoff, ss.rec.Restarts, ss.sub.Desc.Retries, ss.restartWords())})
 	if err := ss.dropOutputs(); err != nil {
 		log.Warnw("output files of a failed run not removed", "job", ss.id, "err", err)
 	}
@@ -78,6 +79,8 @@ func (ss *session) pause(d time.Duration) error {
 			o.reply <- OfferReply{Reason: "job is between two runs"}
 		case why := <-ss.cancel:
 			return errCancelled{why}
+		case r := <-ss.stopReq:
+			ss.refuseStop(r)
 		case <-ss.ctx.Done():
 			return errCancelled{"agent shutting down"}
 		}

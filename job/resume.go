@@ -25,6 +25,7 @@ func (s *Submitter) resume(rec Record) error {
 	}
 	ss := s.newSession(rec.ID, rec.Key, Submission{Desc: rec.Desc, Program: *rec.Program, Inputs: rec.Inputs})
 	ss.rec, ss.journal, ss.resumed = rec, j, st
+	ss.grantCheckpoints() // a restart after this agent's own may need them
 	s.launch(ss, true)
 	return nil
 }
@@ -36,6 +37,12 @@ func (s *Submitter) resume(rec Record) error {
 // copies: a replicated job goes on while every rank keeps one; otherwise
 // the job fails (ReasonRestarted), since starting it again would run it
 // twice.
+//
+// The record says running once every host started its processes, which
+// is before the release: the journal says which hosts had every copy in
+// Init, and the release goes out again (hosts take it once) when all had,
+// or when the rest, asked again, say so. A crash between the record and
+// the last host's release would otherwise leave ranks waiting in Init.
 func (ss *session) reattach(plan Plan) error {
 	st := ss.resumed
 	lost := map[Proc]bool{}
@@ -48,7 +55,7 @@ func (ss *session) reattach(plan Plan) error {
 	asks := map[peer.ID]LeaseRequest{}
 	for _, hp := range plan.Hosts {
 		lease := hp.Offer.Lease
-		h := &hostRun{plan: hp, started: true, ready: true, lastSeen: time.Now(), seq: st.seq[lease], done: st.done[lease]}
+		h := &hostRun{plan: hp, started: true, ready: st.ready[lease], lastSeen: time.Now(), seq: st.seq[lease], done: st.done[lease]}
 		allLost := true
 		for _, p := range hp.Procs {
 			allLost = allLost && lost[p]
@@ -62,7 +69,17 @@ func (ss *session) reattach(plan Plan) error {
 		}
 	}
 	ss.reports.reset(leases, st.seq)
-	w := &watchState{plan: plan, running: true, released: true}
+	if len(plan.Cancel) > 0 {
+		// The cancels of the unused offers may not have gone out before
+		// the agent stopped: their leases would hold slots until they
+		// expire. A worker that no longer holds one refuses, which is final.
+		ss.s.wg.Add(1)
+		go func() {
+			defer ss.s.wg.Done()
+			ss.cancelLeases(plan.Cancel)
+		}()
+	}
+	w := &watchState{plan: plan, running: true}
 	gone := ss.sendAll(asks)
 	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
 		Line: fmt.Sprintf("re-attached after this agent restarted: %d of %d hosts still run the job", len(asks)-len(gone), len(asks))})
@@ -80,6 +97,7 @@ func (ss *session) reattach(plan Plan) error {
 	if ss.all(func(h *hostRun) bool { return h.done }) {
 		return nil
 	}
+	ss.releaseIfReady(w)
 	err := ss.watch(w)
 	if err != nil && !errors.Is(err, errDetached) {
 		ss.killAll(err.Error())

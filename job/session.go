@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/zorilla-p2p/zorilla/flood"
 )
 
 // offerIn is an offer handed to a session, with where to send the answer.
@@ -43,10 +41,16 @@ type session struct {
 	// offers are still on their way has not brought "no new offer". The
 	// one shared counter of the session, hence atomic.
 	pending atomic.Int32
-	events  chan reportIn
-	cancel  chan string
-	ctx     context.Context
-	stop    context.CancelFunc
+	// reserving is set while the run loop takes offers: an offer that
+	// comes at another time (a busy worker's queue serving the job after
+	// it found enough elsewhere) is refused at once, so the worker offers
+	// its slots to the next job in its queue without waiting.
+	reserving atomic.Bool
+	events    chan reportIn
+	cancel    chan string
+	stopReq   chan stopReq // stops with a checkpoint (stop.go)
+	ctx       context.Context
+	stop      context.CancelFunc
 
 	rec      Record
 	rlist    []Offer
@@ -65,6 +69,9 @@ type session struct {
 	feed    *feed
 	files   map[string]*os.File // the job folder's stdout and stderr
 	outputs map[string]string   // output file name in the job folder -> the copy that sends it (host/replica)
+
+	ckIn   map[string]*ckptIn // checkpoint files arriving, by rank/num
+	grants grants             // checkpoint files the hosts may fetch
 }
 
 // run drives the job through its states until it ends. What a failure
@@ -134,100 +141,6 @@ func (ss *session) attempts(resumed bool) error {
 	}
 }
 
-// reserve floods the advert with a growing radius and collects offers
-// until Enough holds and the grace period has passed. When the flood runs
-// out of radii or the scheduling deadline comes first, a feasible job is
-// placed with the offers in hand; otherwise it fails.
-func (ss *session) reserve() (Plan, error) {
-	if ss.rec.State != Reserving { // a restart entered it before its backoff
-		ss.setState(Reserving, ss.takeNote())
-	}
-	d := ss.sub.Desc
-	body, err := EncodeNeed(d.Need(ss.id))
-	if err != nil {
-		return Plan{}, err
-	}
-	ctx, cancel := context.WithCancel(ss.ctx)
-	defer cancel()
-	enough := make(chan struct{})
-	flooded := make(chan error, 1)
-	adv := flood.Advert{Job: FloodKey(ss.id, ss.rec.Matches), Submitter: ss.s.h.ID(), Addrs: ss.s.h.Addrs(), Body: body}
-	go func() { flooded <- ss.s.flood.Advertise(ctx, adv, enough, ss.s.cfg.Schedule) }()
-	deadline := time.NewTimer(ss.deadline())
-	defer deadline.Stop()
-	var grace <-chan time.Time
-	startGrace := func() {
-		if grace == nil {
-			grace = time.After(ss.s.cfg.OfferGrace)
-		}
-	}
-	// A spread job wants a host per process; when the network has fewer, a
-	// radius that brings no new offer means the reachable hosts are all in.
-	radii := newRadiusClock(ss.s.cfg.Schedule, ss.s.cfg.OfferGrace, time.Now())
-	check := time.NewTimer(radii.next(time.Now()))
-	defer check.Stop()
-	offered, answers, lastAnswer := 0, 0, time.Now()
-	for {
-		select {
-		case <-check.C:
-			feasible := ss.feasible()
-			if len(ss.rlist) == offered && ss.pending.Load() == 0 && feasible {
-				startGrace()
-			}
-			offered = len(ss.rlist)
-			// A radius that brought no answer at all, long enough after the
-			// last one: the flood has reached every agent it can.
-			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(lastAnswer) >= quietAfter
-			answers = ss.answers()
-			if Hopeless(quiet, feasible, ss.declined.counts()) {
-				return Plan{}, ss.notEnough("the flood reached every agent it could")
-			}
-			if quiet && !feasible && !ss.sub.DryRun {
-				// Some agents are busy: wait for them without holding
-				// slots others could use (the next radius offers again).
-				ss.cancelLeases(ss.rlist)
-				ss.rlist, offered = nil, 0
-				answers = ss.answers()
-			}
-			check.Reset(radii.next(time.Now()))
-		case dc := <-ss.declines:
-			ss.declined.add(dc.from, dc.msg)
-			lastAnswer = time.Now()
-		case o := <-ss.offers:
-			lastAnswer = time.Now()
-			ss.takeOffer(o)
-			if enough != nil && Enough(d.Strategy, ss.rlist, d.Nodes, d.Replicas) {
-				close(enough)
-				enough = nil
-				startGrace()
-			}
-		case err := <-flooded:
-			if err != nil && !errors.Is(err, flood.ErrMaxRadius) && ctx.Err() == nil {
-				log.Infow("advertising failed", "job", ss.id, "err", err)
-			}
-			if ss.feasible() {
-				startGrace() // the reachable network has offered all it will
-			}
-		case <-grace:
-			return ss.place()
-		case <-deadline.C:
-			if ss.feasible() {
-				return ss.place()
-			}
-			return Plan{}, ss.notEnough("")
-		case why := <-ss.cancel:
-			ss.cancelLeases(ss.rlist)
-			return Plan{}, errCancelled{why}
-		case e := <-ss.events:
-			e.release()
-			log.Debugw("report outside a run", "job", ss.id, "from", e.from)
-		case <-ss.ctx.Done():
-			ss.cancelLeases(ss.rlist)
-			return Plan{}, errCancelled{"agent shutting down"}
-		}
-	}
-}
-
 // quietAfter is how long after the last answer a radius with no new one
 // counts as the flood having reached every agent: answers of a loaded
 // network may take longer than the first radii's short waits.
@@ -284,10 +197,13 @@ func (ss *session) takeOffer(o offerIn) {
 		addrs = addrs[:maxOfferAddrs]
 	}
 	offer := Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
-		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs}
+		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: siteName(o.msg.Site)}
 	ss.rlist = append(ss.rlist, offer)
 	ss.declined.offered(o.from)
 	OrderRList(ss.rlist, ss.sub.Desc.Prefer)
+	if ss.sub.Desc.PMI {
+		preferDirect(ss.rlist)
+	}
 	d := ss.sub.Desc
 	if held := MaxHeld(d.Nodes, d.Replicas, ss.s.cfg.Spares); len(ss.rlist) > held {
 		// Overbooking is bounded: the farthest offer goes back, and it
@@ -301,6 +217,24 @@ func (ss *session) takeOffer(o offerIn) {
 		go ss.cancelLeases([]Offer{worst})
 	}
 	o.reply <- OfferReply{Keep: true}
+}
+
+// yield gives back the lease held on from when the job cannot be placed
+// yet: the worker said an earlier job waits for those slots (Precedes on
+// the worker, ShouldYield here). The worker keeps this job in its queue
+// and offers again when it can.
+func (ss *session) yield(from peer.ID) {
+	if !ShouldYield(ss.feasible()) {
+		return
+	}
+	for i, o := range ss.rlist {
+		if o.Peer == from {
+			ss.rlist = append(ss.rlist[:i], ss.rlist[i+1:]...)
+			log.Debugw("giving a contested host to an earlier job", "job", ss.id, "host", from)
+			ss.cancelLeases([]Offer{o})
+			return
+		}
+	}
 }
 
 // feasible reports whether the offers so far can hold the job.
@@ -325,6 +259,9 @@ func (ss *session) slots() int {
 func (ss *session) place() (Plan, error) {
 	d := ss.sub.Desc
 	plan, err := Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
+	if err == nil && d.PMI {
+		err = checkPMIPlan(plan)
+	}
 	if err != nil {
 		ss.cancelLeases(ss.rlist)
 		return Plan{}, err

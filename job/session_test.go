@@ -19,15 +19,39 @@ import (
 )
 
 // advertised is an Advertiser that reports each advert's job and then
-// floods nothing until the session stops it, so that the session's own
-// clocks alone decide when the offers are in.
+// tells the session of radius after radius as the real loop would (the
+// next when the session says the last is answered, or after the
+// schedule's wait), flooding nothing: the tests' workers offer on their
+// own.
 type advertised chan string
 
-func (a advertised) Advertise(ctx context.Context, ad flood.Advert, _ <-chan struct{}, _ flood.Schedule) error {
+func (a advertised) Steered(ctx context.Context, ad flood.Advert, st flood.Steer, s flood.Schedule) error {
 	a <- ad.Job
-	<-ctx.Done()
-	return ctx.Err()
+	wait := s.First
+	for r := 1; r <= s.MaxRadius; r++ {
+		select {
+		case st.Flooded <- r:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-st.Answered:
+		case <-t.C:
+		case <-st.Enough:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+		t.Stop()
+		wait = time.Duration(float64(wait) * s.Factor)
+	}
+	return flood.ErrMaxRadius
 }
+
+func (a advertised) Flood(context.Context, flood.Advert, int) error { return nil }
 
 // slowPing answers every peer at once with 1 ms, but the slow one after
 // delay.

@@ -37,8 +37,8 @@ func (f failure) Error() string { return f.why }
 // job to its end. Whatever fails, the processes that started are killed
 // before it returns.
 func (ss *session) startAndRun(plan Plan) error {
+	ss.rec.Plan = &plan // in the record before watchers hear of the start
 	ss.setState(Starting, ss.takeNote())
-	ss.rec.Plan = &plan
 	ss.beginRun(plan)
 	ss.save()
 	ss.hosts = map[peer.ID]*hostRun{}
@@ -164,8 +164,13 @@ func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
 	d := ss.sub.Desc
 	hosts := make([]HostRef, len(plan.Hosts))
 	index := map[peer.ID]int{}
+	offers := make([]Offer, len(plan.Hosts))
 	for i, hp := range plan.Hosts {
-		hosts[i] = HostRef{Peer: hp.Offer.Peer}
+		offers[i] = hp.Offer
+	}
+	site := SiteClasses(offers)
+	for i, hp := range plan.Hosts {
+		hosts[i] = HostRef{Peer: hp.Offer.Peer, Site: site[i]}
 		index[hp.Offer.Peer] = i
 	}
 	rankHost := make([][]int, d.Nodes)
@@ -181,7 +186,8 @@ func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
 	for _, hp := range plan.Hosts {
 		c := &Commit{Key: string(ss.key), N: d.Nodes, R: d.Replicas, Program: ss.sub.Program, Args: d.Args,
 			Env: envList(d.Env), Inputs: ss.sub.Inputs, Outputs: d.Outputs, Timeout: d.Timeout,
-			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost, Attempt: ss.rec.Attempts}
+			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost, Attempt: ss.rec.Attempts, PMI: d.PMI,
+			CheckpointEvery: d.CheckpointEvery, Restore: ss.restoreFor(hp.Procs)}
 		out[hp.Offer.Peer] = LeaseRequest{Op: OpCommit, Job: ss.id, Lease: hp.Offer.Lease, Commit: c}
 	}
 	return out
@@ -327,10 +333,14 @@ func (ss *session) hostsWhere(f func(*hostRun) bool) []peer.ID {
 	return out
 }
 
+// releaseAll sends phase two's release to every host not done: a host
+// lost meanwhile would only make the release wait for its timeouts.
 func (ss *session) releaseAll() {
 	reqs := map[peer.ID]LeaseRequest{}
 	for p, h := range ss.hosts {
-		reqs[p] = LeaseRequest{Op: OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease}
+		if !h.done {
+			reqs[p] = LeaseRequest{Op: OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease}
+		}
 	}
 	if failed := ss.giveBack(reqs); len(failed) > 0 {
 		log.Infow("release not delivered", "job", ss.id, "hosts", len(failed))

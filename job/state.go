@@ -19,6 +19,10 @@ const (
 	Done      State = "done"      // every rank exited 0
 	Failed    State = "failed"    // a rank failed, not enough resources, timeout, or the start failed for good
 	Cancelled State = "cancelled" // the user cancelled it
+	// Stopped: the user stopped it with a checkpoint (`zorilla stop
+	// --checkpoint`); nothing runs or is held, and `zorilla resume` starts
+	// it again from that checkpoint.
+	Stopped State = "stopped"
 )
 
 // ErrTransition is wrapped by every refused state change.
@@ -32,20 +36,22 @@ var transitions = map[State][]State{
 	Waiting:   {Reserving, Failed, Cancelled},
 	Reserving: {Starting, Done, Failed, Cancelled}, // Done: a dry run's list-match ended
 	Starting:  {Running, Starting, Reserving, Failed, Cancelled},
-	Running:   {Done, Failed, Cancelled, Reserving},
+	Running:   {Done, Failed, Cancelled, Reserving, Stopped},
+	Stopped:   {Reserving, Cancelled}, // resumed, or its checkpoint dropped
 }
 
 // ParseState reads a state name.
 func ParseState(s string) (State, error) {
 	switch st := State(s); st {
-	case Waiting, Reserving, Starting, Running, Done, Failed, Cancelled:
+	case Waiting, Reserving, Starting, Running, Done, Failed, Cancelled, Stopped:
 		return st, nil
 	}
 	return "", fmt.Errorf("state: unknown %q", s)
 }
 
-// Terminal reports whether a job in this state is over.
-func (s State) Terminal() bool { return s == Done || s == Failed || s == Cancelled }
+// Terminal reports whether a job in this state is over: nothing of it runs
+// and no agent holds anything for it. A stopped job may be resumed.
+func (s State) Terminal() bool { return s == Done || s == Failed || s == Cancelled || s == Stopped }
 
 // CanTransition reports whether a job may move from one state to another.
 func CanTransition(from, to State) bool {
@@ -116,6 +122,12 @@ type Record struct {
 	// Runs are the start attempts, each with its hosts and how it ended
 	// (at most MaxRuns: the first and the latest).
 	Runs []Run `json:"runs,omitempty"`
+	// Checkpoints is the manifest of the job's checkpoints (checkpoint.go):
+	// the newest complete one and any newer one still arriving.
+	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`
+	// Flood samples the reservations as they went: radius, offers and
+	// slots over time (at most MaxFloodSamples).
+	Flood []FloodSample `json:"flood,omitempty"`
 }
 
 // Run is one start attempt of a job: when, on which hosts, and how it
@@ -126,6 +138,7 @@ type Run struct {
 	Ended   time.Time `json:"ended,omitzero"`
 	Hosts   []peer.ID `json:"hosts"`
 	End     string    `json:"end,omitempty"`
+	From    uint64    `json:"from,omitempty"` // the checkpoint it restarted from; 0: from scratch
 }
 
 // MaxRuns bounds the attempts a record lists.

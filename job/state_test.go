@@ -7,13 +7,14 @@ import (
 )
 
 func TestTransitions(t *testing.T) {
-	all := []State{Waiting, Reserving, Starting, Running, Done, Failed, Cancelled}
+	all := []State{Waiting, Reserving, Starting, Running, Done, Failed, Cancelled, Stopped}
 	legal := map[[2]State]bool{}
 	for _, p := range [][2]State{
 		{Waiting, Reserving}, {Waiting, Failed}, {Waiting, Cancelled},
 		{Reserving, Starting}, {Reserving, Done}, {Reserving, Failed}, {Reserving, Cancelled},
 		{Starting, Running}, {Starting, Starting}, {Starting, Reserving}, {Starting, Failed}, {Starting, Cancelled},
-		{Running, Done}, {Running, Failed}, {Running, Cancelled}, {Running, Reserving},
+		{Running, Done}, {Running, Failed}, {Running, Cancelled}, {Running, Reserving}, {Running, Stopped},
+		{Stopped, Reserving}, {Stopped, Cancelled},
 	} {
 		legal[p] = true
 	}

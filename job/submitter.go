@@ -23,10 +23,12 @@ import (
 // ErrUnknownJob is returned for a job this submitter does not hold.
 var ErrUnknownJob = errors.New("job: unknown job")
 
-// Advertiser floods a job's advert with a growing radius until enough is
-// signalled; flood.Flooder satisfies it.
+// Advertiser floods a job's advert with a growing radius, steered by the
+// offers (Steered), and one radius more when it is worth it (Flood);
+// flood.Flooder satisfies it.
 type Advertiser interface {
-	Advertise(ctx context.Context, a flood.Advert, enough <-chan struct{}, s flood.Schedule) error
+	Steered(ctx context.Context, a flood.Advert, st flood.Steer, s flood.Schedule) error
+	Flood(ctx context.Context, a flood.Advert, radius int) error
 }
 
 // Pinger measures the round-trip time to a peer at the application level.
@@ -42,6 +44,13 @@ type SubmitterConfig struct {
 	// OfferGrace is how long to keep collecting offers once the job is
 	// feasible, so that closer hosts and spares (overbooking) can still come in.
 	OfferGrace time.Duration
+	// AnswerGap is how long without a new offer or decline (and with no
+	// offer still being measured) counts as a radius answered: the flood
+	// then moves on at once rather than at the end of the schedule's wait.
+	// Zero means 150 ms: answers to one radius come in within a few RTTs
+	// of each other, and a gap too short only floods the next radius a
+	// little early.
+	AnswerGap time.Duration
 	// Spares is how many unused offers, beyond the plan, stay reserved until
 	// the job runs, to replace hosts that fail the commit.
 	Spares int
@@ -68,6 +77,7 @@ func DefaultSubmitterConfig() SubmitterConfig {
 	return SubmitterConfig{
 		Schedule:       flood.Schedule{First: time.Second, Factor: 2, MaxRadius: 8, Extra: 1},
 		OfferGrace:     300 * time.Millisecond,
+		AnswerGap:      defaultAnswerGap,
 		Spares:         2,
 		Deadline:       2 * time.Minute,
 		StartTimeout:   60 * time.Second,
@@ -220,13 +230,17 @@ func (s *Submitter) newSession(id ID, key Key, sub Submission) *session {
 	ctx, stop := context.WithCancel(s.ctx)
 	return &session{s: s, id: id, key: key, sub: sub,
 		offers: make(chan offerIn), declines: make(chan declineIn, declineQueue), events: make(chan reportIn, 64), cancel: make(chan string, 1),
-		ctx: ctx, stop: stop, avoid: map[peer.ID]time.Time{},
-		feed: newFeed(s.cfg.MaxOutputLines), files: map[string]*os.File{}, outputs: map[string]string{}}
+		stopReq: make(chan stopReq),
+		ctx:     ctx, stop: stop, avoid: map[peer.ID]time.Time{},
+		feed: newFeed(s.cfg.MaxOutputLines), files: map[string]*os.File{}, outputs: map[string]string{}, ckIn: map[string]*ckptIn{}}
 }
 
 // Cancel ends a job everywhere.
 func (s *Submitter) Cancel(id ID, why string) error {
 	ss := s.session(id)
+	if ss == nil && s.cancelStopped(id, why) {
+		return nil
+	}
 	if ss == nil {
 		return fmt.Errorf("%w: %s is not running on this agent", ErrUnknownJob, id)
 	}
@@ -293,7 +307,9 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 		return
 	}
 	reply := OfferReply{Reason: "no such job is reserving here"}
-	if ss := s.session(msg.Job); ss != nil && msg.Slots > 0 && msg.Lease != "" {
+	if ss := s.session(msg.Job); ss != nil && !ss.reserving.Load() {
+		reply.Reason = "job no longer reserving"
+	} else if ss != nil && msg.Slots > 0 && msg.Lease != "" {
 		ss.pending.Add(1)
 		rtt := time.Duration(0)
 		if from != s.h.ID() {
@@ -367,6 +383,13 @@ func (s *Submitter) openJobFile(req FetchRequest) (io.ReadCloser, int64, error) 
 			}
 			return s.blobs.Open(h)
 		}
+	}
+	if ss.grants.has(req.Hash) { // a checkpoint file of the job (checkpoint.go)
+		h, err := blob.ParseHash(req.Hash)
+		if err != nil {
+			return nil, 0, err
+		}
+		return s.blobs.Open(h)
 	}
 	return nil, 0, errors.New("not a file of this job")
 }

@@ -26,21 +26,25 @@ type hostRun struct {
 func (ss *session) watch(w *watchState) error {
 	start := time.NewTimer(ss.s.cfg.StartTimeout)
 	defer start.Stop()
-	var initTimer <-chan time.Time
+	if !w.released && len(ss.hostsWhere(func(h *hostRun) bool { return h.ready && !h.done })) > 0 {
+		// Re-attached before the release, with copies in Init: the others
+		// get the Init timeout again, from now, to reach it.
+		w.initTimer = time.After(ss.s.cfg.InitTimeout)
+	}
 	beat := time.NewTicker(ss.s.cfg.LostAfter / 4)
 	defer beat.Stop()
 	for {
 		var err error
 		select {
 		case in := <-ss.events:
-			err = ss.onReport(w, in, &initTimer)
+			err = ss.onReport(w, in)
 		case <-start.C:
 			if !w.running {
 				slow := ss.hostsWhere(func(h *hostRun) bool { return !h.started })
 				err = failure{kind: StartTimeout, hosts: slow,
 					why: fmt.Sprintf("%d host(s) did not start in %v", len(slow), ss.s.cfg.StartTimeout)}
 			}
-		case <-initTimer:
+		case <-w.initTimer:
 			slow := ss.hostsWhere(func(h *hostRun) bool { return !h.ready })
 			err = failure{kind: StartTimeout, hosts: slow,
 				why: fmt.Sprintf("not every rank reached mpi.Init in %v", ss.s.cfg.InitTimeout)}
@@ -56,6 +60,10 @@ func (ss *session) watch(w *watchState) error {
 			o.reply <- OfferReply{Reason: "job already placed"} // the worker frees its slots at once
 		case why := <-ss.cancel:
 			err = errCancelled{why}
+		case r := <-ss.stopReq:
+			ss.beginStop(w, r)
+		case <-w.stopTimer():
+			ss.stopTimedOut(w)
 		case <-ss.ctx.Done():
 			err = errCancelled{"agent shutting down"}
 			if w.running {
@@ -64,10 +72,25 @@ func (ss *session) watch(w *watchState) error {
 				err = errDetached
 			}
 		}
+		if err == nil {
+			err = ss.stopIfCheckpointed(w)
+		}
 		if err != nil || w.finished {
+			ss.endStop(w, err)
 			return err
 		}
 	}
+}
+
+// releaseIfReady lets the ranks go (phase two) once every host still in
+// the job has every local copy in Init. A host lost meanwhile does not hold
+// the others back: a replicated job goes on without it.
+func (ss *session) releaseIfReady(w *watchState) {
+	if w.released || !ss.all(func(h *hostRun) bool { return h.ready || h.done }) {
+		return
+	}
+	w.released, w.initTimer = true, nil
+	ss.releaseAll()
 }
 
 // watchState is what watch learns as reports come in.
@@ -75,15 +98,19 @@ type watchState struct {
 	plan     Plan
 	running  bool
 	released bool
-	lost     []peer.ID // hosts lost while running
-	finished bool
+	// initTimer runs from the first copy in Init (or a re-attach before
+	// the release) until the release: every rank must reach Init by then.
+	initTimer <-chan time.Time
+	lost      []peer.ID // hosts lost while running
+	finished  bool
+	stop      *stopping // a stop with a checkpoint under way
 }
 
 // onReport handles one report (or the end of a host's report stream). A
 // numbered report is taken once: the worker sends again, after its stream
 // reopened, what it does not know the session took. Each one taken is
 // journaled before the worker hears it was.
-func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.Time) error {
+func (ss *session) onReport(w *watchState, in reportIn) error {
 	defer in.release()
 	h := ss.hosts[in.from]
 	if h == nil || h.plan.Offer.Lease != in.lease || h.done {
@@ -100,8 +127,8 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 		}
 		h.seq = e.Seq
 	}
-	rec := journalRecord{Lease: in.lease, Seq: e.Seq, Done: e.Kind == RepDone}
-	err := ss.take(w, h, in, &rec, initTimer)
+	rec := journalRecord{Lease: in.lease, Seq: e.Seq, Done: e.Kind == RepDone, Ready: e.Kind == RepReady}
+	err := ss.take(w, h, in, &rec)
 	if e.Seq != 0 {
 		if jerr := ss.journal.record(rec); jerr != nil {
 			log.Warnw("report journal not written", "job", ss.id, "err", jerr)
@@ -112,7 +139,7 @@ func (ss *session) onReport(w *watchState, in reportIn, initTimer *<-chan time.T
 }
 
 // take acts on one report; what it wrote to the job folder goes in rec.
-func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalRecord, initTimer *<-chan time.Time) error {
+func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalRecord) error {
 	e := in.ev
 	switch e.Kind {
 	case RepStarted:
@@ -124,13 +151,10 @@ func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalReco
 		}
 	case RepReady:
 		h.ready = true
-		if *initTimer == nil && !w.released {
-			*initTimer = time.After(ss.s.cfg.InitTimeout)
+		if w.initTimer == nil && !w.released {
+			w.initTimer = time.After(ss.s.cfg.InitTimeout)
 		}
-		if !w.released && ss.all(func(h *hostRun) bool { return h.ready }) {
-			w.released, *initTimer = true, nil
-			ss.releaseAll()
-		}
+		ss.releaseIfReady(w)
 	case RepFailed:
 		f := failure{kind: HostSilent, hosts: []peer.ID{in.from},
 			why: fmt.Sprintf("host %s could not start its processes: %s", shortPeer(in.from), e.Reason)}
@@ -142,6 +166,8 @@ func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalReco
 		return f
 	case RepOutput, RepFile:
 		rec.File, rec.Size = ss.output(in.from, e)
+	case RepCheckpoint:
+		ss.checkpointChunk(in.from, e)
 	case RepExit:
 		return ss.exited(in.from, e)
 	case RepAbort:
@@ -187,6 +213,7 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 		log.Infow("host lost, its ranks live on in their copies", "job", ss.id, "host", p)
 		ss.fence(p, why)
 		w.finished = ss.all(func(h *hostRun) bool { return h.done })
+		ss.releaseIfReady(w) // the lost host may have been the last one not in Init
 		return nil
 	}
 	return failure{kind: HostLost, hosts: w.lost,

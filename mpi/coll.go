@@ -33,13 +33,13 @@ func (c *Comm) rel(root int) int { return (c.rank - root + c.size) % c.size }
 
 // csend sends b to dst in the collective context.
 func (c *Comm) csend(b []byte, dst, tag int) error {
-	_, err := c.isend(c.coll, b, dst, tag, true).Wait()
+	_, err := c.isend(c.coll, b, dst, c.tags+tag, true).Wait()
 	return err
 }
 
 // crecv receives exactly len(b) bytes from src in the collective context.
 func (c *Comm) crecv(b []byte, src, tag int) error {
-	return c.cwait(c.irecv(c.coll, b, 1, src, tag), len(b), src)
+	return c.cwait(c.irecv(c.coll, b, 1, src, c.tags+tag), len(b), src)
 }
 
 // cwait waits for a collective's receive of exactly n bytes from src.
@@ -56,8 +56,8 @@ func (c *Comm) cwait(r *Request, n, src int) error {
 // The receive is posted first, so that src's message goes straight into
 // rb however early it comes, rather than into a buffer of its own first.
 func (c *Comm) exchange(sb []byte, dst int, rb []byte, src, tag int) error {
-	rr := c.irecv(c.coll, rb, 1, src, tag)
-	sr := c.isend(c.coll, sb, dst, tag, false)
+	rr := c.irecv(c.coll, rb, 1, src, c.tags+tag)
+	sr := c.isend(c.coll, sb, dst, c.tags+tag, false)
 	err := c.cwait(rr, len(rb), src)
 	if _, serr := sr.Wait(); err == nil {
 		err = serr
@@ -66,23 +66,51 @@ func (c *Comm) exchange(sb []byte, dst int, rb []byte, src, tag int) error {
 }
 
 // Barrier returns once every rank of c has called it (dissemination
-// algorithm: ceil(log2 n) rounds of one message each way).
+// algorithm: ceil(log2 n) rounds of one message each way, among one rank
+// per host when ranks share hosts).
 func (c *Comm) Barrier() error {
+	var err error
+	if h := c.hier(); h != nil {
+		err = barrierHier(c, h)
+	} else {
+		err = barrierFlat(c)
+	}
+	if err != nil {
+		return fmt.Errorf("mpi: barrier: %w", err)
+	}
+	return nil
+}
+
+func barrierFlat(c *Comm) error {
 	for k := 1; k < c.size; k <<= 1 {
 		dst, src := (c.rank+k)%c.size, (c.rank-k+c.size)%c.size
 		if err := c.exchange(nil, dst, nil, src, tagBarrier); err != nil {
-			return fmt.Errorf("mpi: barrier: %w", err)
+			return err
 		}
 	}
 	return nil
 }
 
-// Bcast copies root's buf into buf on every rank of c (binomial tree). Every
-// rank passes a buf of the same length.
+// Bcast copies root's buf into buf on every rank of c (binomial tree, first
+// among one rank per host, then within each host). Every rank passes a buf
+// of the same length.
 func Bcast[T Elem](c *Comm, buf []T, root int) error {
 	if err := c.checkRank(root, "root"); err != nil {
 		return err
 	}
+	var err error
+	if h := c.hier(); h != nil {
+		err = bcastHier(c, h, buf, root)
+	} else {
+		err = bcastFlat(c, buf, root)
+	}
+	if err != nil {
+		return fmt.Errorf("mpi: bcast: %w", err)
+	}
+	return nil
+}
+
+func bcastFlat[T Elem](c *Comm, buf []T, root int) error {
 	n, rel := c.size, c.rel(root)
 	data := view(buf)
 	if rel == 0 {
@@ -92,7 +120,7 @@ func Bcast[T Elem](c *Comm, buf []T, root int) error {
 	for ; mask < n; mask <<= 1 {
 		if rel&mask != 0 {
 			if err := c.crecv(data, c.abs(rel-mask, root), tagBcast); err != nil {
-				return fmt.Errorf("mpi: bcast: %w", err)
+				return err
 			}
 			break
 		}
@@ -100,7 +128,7 @@ func Bcast[T Elem](c *Comm, buf []T, root int) error {
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if rel+mask < n {
 			if err := c.csend(data, c.abs(rel+mask, root), tagBcast); err != nil {
-				return fmt.Errorf("mpi: bcast: %w", err)
+				return err
 			}
 		}
 	}

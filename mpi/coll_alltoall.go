@@ -4,13 +4,23 @@ import "fmt"
 
 // Alltoall sends block j of send to rank j and receives rank j's block into
 // block j of recv; both hold Size() equal blocks. Pairwise exchange: in step
-// i each rank sends to rank+i and receives from rank-i.
+// i each rank sends to rank+i and receives from rank-i. Up to hierAlltoall
+// bytes per rank, when ranks share hosts, each host's leader gathers its
+// ranks' buffers, exchanges one message with each other leader and
+// scatters what came back: one message per pair of hosts instead of one per
+// pair of ranks.
 func Alltoall[T Elem](c *Comm, send, recv []T) error {
 	n := c.size
 	if len(send)%n != 0 || len(recv) != len(send) {
 		return argErr("alltoall: send %d and recv %d elements for %d ranks", len(send), len(recv), n)
 	}
 	k := len(send) / n
+	if h := c.hier(); h != nil && len(send)*sizeOf[T]() <= hierAlltoall {
+		if err := alltoallHier(c, h, send, recv, k); err != nil {
+			return fmt.Errorf("mpi: alltoall: %w", err)
+		}
+		return nil
+	}
 	counts, displs := make([]int, n), make([]int, n)
 	for i := range counts {
 		counts[i], displs[i] = k, i*k

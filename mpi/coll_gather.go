@@ -19,10 +19,23 @@ func Gather[T Elem](c *Comm, send, recv []T, root int) error {
 	if err := c.checkRank(root, "root"); err != nil {
 		return err
 	}
-	n, rel, b := c.size, c.rel(root), len(send)*sizeOf[T]()
-	if c.rank == root && len(recv) != n*len(send) {
-		return argErr("gather: recv has %d elements, want %d", len(recv), n*len(send))
+	if c.rank == root && len(recv) != c.size*len(send) {
+		return argErr("gather: recv has %d elements, want %d", len(recv), c.size*len(send))
 	}
+	var err error
+	if h := c.hier(); h != nil {
+		err = gatherHier(c, h, send, recv, root)
+	} else {
+		err = gatherFlat(c, send, recv, root)
+	}
+	if err != nil {
+		return fmt.Errorf("mpi: gather: %w", err)
+	}
+	return nil
+}
+
+func gatherFlat[T Elem](c *Comm, send, recv []T, root int) error {
+	n, rel, b := c.size, c.rel(root), len(send)*sizeOf[T]()
 	var tmp []byte
 	if root == 0 && rel == 0 {
 		tmp = view(recv) // relative order is rank order: gather in place
@@ -32,14 +45,11 @@ func Gather[T Elem](c *Comm, send, recv []T, root int) error {
 	copy(tmp, wireOf(send))
 	for mask := 1; mask < n; mask <<= 1 {
 		if rel&mask != 0 {
-			if err := c.csend(tmp[:subtree(rel, n)*b], c.abs(rel-mask, root), tagGather); err != nil {
-				return fmt.Errorf("mpi: gather: %w", err)
-			}
-			return nil
+			return c.csend(tmp[:subtree(rel, n)*b], c.abs(rel-mask, root), tagGather)
 		}
 		if src := rel | mask; src < n {
 			if err := c.crecv(tmp[mask*b:(mask+subtree(src, n))*b], c.abs(src, root), tagGather); err != nil {
-				return fmt.Errorf("mpi: gather: %w", err)
+				return err
 			}
 		}
 	}
@@ -60,16 +70,23 @@ func Scatter[T Elem](c *Comm, send, recv []T, root int) error {
 	if err := c.checkRank(root, "root"); err != nil {
 		return err
 	}
-	n, rel, b := c.size, c.rel(root), len(recv)*sizeOf[T]()
-	if c.rank == root && len(send) != n*len(recv) {
-		return argErr("scatter: send has %d elements, want %d", len(send), n*len(recv))
+	if c.rank == root && len(send) != c.size*len(recv) {
+		return argErr("scatter: send has %d elements, want %d", len(send), c.size*len(recv))
 	}
+	if err := scatterFlat(c, send, recv, root); err != nil {
+		return fmt.Errorf("mpi: scatter: %w", err)
+	}
+	return nil
+}
+
+func scatterFlat[T Elem](c *Comm, send, recv []T, root int) error {
+	n, rel, b := c.size, c.rel(root), len(recv)*sizeOf[T]()
 	tmp := scatterSource(c, send, rel, root, b)
 	mask := 1
 	for ; mask < n; mask <<= 1 {
 		if rel&mask != 0 {
 			if err := c.crecv(tmp, c.abs(rel-mask, root), tagScatter); err != nil {
-				return fmt.Errorf("mpi: scatter: %w", err)
+				return err
 			}
 			break
 		}
@@ -77,7 +94,7 @@ func Scatter[T Elem](c *Comm, send, recv []T, root int) error {
 	for mask >>= 1; mask > 0; mask >>= 1 {
 		if dst := rel + mask; dst < n {
 			if err := c.csend(tmp[mask*b:(mask+subtree(dst, n))*b], c.abs(dst, root), tagScatter); err != nil {
-				return fmt.Errorf("mpi: scatter: %w", err)
+				return err
 			}
 		}
 	}
@@ -111,17 +128,30 @@ func scatterSource[T Elem](c *Comm, send []T, rel, root, b int) []byte {
 // block at recv[i*len(send):] (Bruck's algorithm: ceil(log2 n) exchanges,
 // any n).
 func Allgather[T Elem](c *Comm, send, recv []T) error {
-	n, b := c.size, len(send)*sizeOf[T]()
-	if len(recv) != n*len(send) {
-		return argErr("allgather: recv has %d elements, want %d", len(recv), n*len(send))
+	if len(recv) != c.size*len(send) {
+		return argErr("allgather: recv has %d elements, want %d", len(recv), c.size*len(send))
 	}
+	var err error
+	if h := c.hier(); h != nil {
+		err = allgatherHier(c, h, send, recv)
+	} else {
+		err = allgatherFlat(c, send, recv)
+	}
+	if err != nil {
+		return fmt.Errorf("mpi: allgather: %w", err)
+	}
+	return nil
+}
+
+func allgatherFlat[T Elem](c *Comm, send, recv []T) error {
+	n, b := c.size, len(send)*sizeOf[T]()
 	tmp := make([]byte, n*b) // tmp block i: from rank (rank+i) mod n
 	copy(tmp, wireOf(send))
 	for pof := 1; pof < n; pof *= 2 {
 		cnt := min(pof, n-pof)
 		dst, src := (c.rank-pof+n)%n, (c.rank+pof)%n
 		if err := c.exchange(tmp[:cnt*b], dst, tmp[pof*b:(pof+cnt)*b], src, tagAllgather); err != nil {
-			return fmt.Errorf("mpi: allgather: %w", err)
+			return err
 		}
 	}
 	out := view(recv)

@@ -12,11 +12,35 @@ import (
 // A Comm is safe for concurrent use, except that collectives on one Comm
 // must be called in the same order by every rank, one at a time.
 type Comm struct {
-	s    *Session
-	rank int
-	size int
-	p2p  uint32 // context of point-to-point traffic
-	coll uint32 // context of collective traffic
+	s     *Session
+	rank  int
+	size  int
+	p2p   uint32      // context of point-to-point traffic
+	coll  uint32      // context of collective traffic
+	group []int       // world rank of each rank of c; nil for the world
+	index map[int]int // rank in c of each member's world rank; nil for the world
+	tags  int         // added to collective tags: a level of a hierarchical collective
+	flat  bool        // collectives ignore the hosts (tests compare both)
+	hosts *hostsOnce  // which ranks of c share a host, computed once
+}
+
+// worldRank is the world rank of rank r of c.
+func (c *Comm) worldRank(r int) int {
+	if c.group == nil {
+		return r
+	}
+	return c.group[r]
+}
+
+// commRank is the rank in c of world rank w (w must be a member).
+func (c *Comm) commRank(w int) int {
+	if c.index == nil {
+		return w
+	}
+	if r, ok := c.index[w]; ok {
+		return r
+	}
+	return -1
 }
 
 // Rank is this process's rank in c, from 0 to Size()-1.
@@ -50,8 +74,9 @@ func (c *Comm) isend(ctx uint32, data []byte, dst, tag int, inline bool) *Reques
 	if err := checkTag(tag); err != nil {
 		return failed(c.s, err)
 	}
-	h := proto.MsgHeader{Dst: uint32(dst), Src: uint32(c.rank), Ctx: ctx, Tag: int32(tag), Total: uint64(len(data))}
-	return c.s.postMsg(h, data, inline)
+	h := proto.MsgHeader{Dst: uint32(c.worldRank(dst)), Src: uint32(c.s.rank), Ctx: ctx, Tag: int32(tag), Total: uint64(len(data))}
+	req, _ := c.s.postMsg(h, data, inline)
+	return req
 }
 
 // irecv posts a receive into buf (elements of elem bytes) in context ctx.
@@ -66,8 +91,11 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 			return failed(c.s, err)
 		}
 	}
+	if src != AnySource {
+		src = c.worldRank(src)
+	}
 	req := newRequest(c.s)
-	r := &recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req}
+	r := &recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req, comm: c}
 	s := c.s
 	if src == AnySource && s.rep != nil {
 		num, d, mine, err := s.choice(proto.DecideRecv)
@@ -88,6 +116,9 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 	}
 	if in != nil && r.choose {
 		s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
+	}
+	if in != nil {
+		s.acknowledge(in)
 	}
 	s.mu.Unlock()
 	if arrived {
@@ -123,16 +154,21 @@ func (c *Comm) probe(src, tag int) (Status, error) {
 		return st, err
 	}
 	s := c.s
-	p := &probeReq{src: src, tag: tag, ctx: c.p2p, found: make(chan Status, 1)}
+	w := src
+	if src != AnySource {
+		w = c.worldRank(src)
+	}
+	p := &probeReq{src: w, tag: tag, ctx: c.p2p, found: make(chan Status, 1)}
 	s.mu.Lock()
-	if in := s.m.peek(src, tag, c.p2p); in != nil {
+	if in := s.m.peek(w, tag, c.p2p); in != nil {
 		s.mu.Unlock()
-		return envelope(in), nil
+		return c.envelope(in), nil
 	}
 	s.m.probes = append(s.m.probes, p)
 	s.mu.Unlock()
 	select {
 	case st := <-p.found:
+		st.Source = c.commRank(st.Source)
 		return st, nil
 	case <-s.dead:
 		s.mu.Lock()
@@ -140,6 +176,13 @@ func (c *Comm) probe(src, tag int) (Status, error) {
 		s.mu.Unlock()
 		return Status{}, fmt.Errorf("mpi: probe: %w", s.deadErr())
 	}
+}
+
+// envelope is the status of an arrived message, with its source as a rank of c.
+func (c *Comm) envelope(in *inMsg) Status {
+	st := envelope(in)
+	st.Source = c.commRank(st.Source)
+	return st
 }
 
 // Iprobe reports whether a message from src with tag can be received now,
@@ -188,12 +231,15 @@ func (c *Comm) iprobe(src, tag int) (bool, Status, error) {
 			return false, Status{}, err
 		}
 	}
+	if src != AnySource {
+		src = c.worldRank(src)
+	}
 	s := c.s
 	s.mu.Lock()
 	in := s.m.peek(src, tag, c.p2p)
 	s.mu.Unlock()
 	if in != nil {
-		return true, envelope(in), nil
+		return true, c.envelope(in), nil
 	}
 	select {
 	case <-s.dead:

@@ -19,12 +19,26 @@
 //
 // Point-to-point: Send, Recv, Isend, Irecv, Sendrecv on slices of any Elem
 // type ([]byte, []int32, []int64, []float64, ...), with tags, AnySource and
-// AnyTag; Request.Wait, Request.Test, Waitall; Comm.Probe and Comm.Iprobe.
-// Messages between a pair with the same tag and communicator are never
-// overtaken. Collectives: Comm.Barrier, Bcast, Reduce, Allreduce (Sum, Min,
-// Max, Prod or any associative and commutative Op), Gather, Scatter,
-// Allgather, Alltoall, Alltoallv — tree, recursive-doubling, Bruck and
-// pairwise algorithms, correct for any number of ranks.
+// AnyTag; synchronous Ssend and Issend (complete once a receive matched the
+// message); Request.Wait, Request.Test, Waitall, Waitany, Waitsome, Testany,
+// Testall; Comm.Probe and Comm.Iprobe; Wtime. Messages between a pair with
+// the same tag and communicator are never overtaken.
+//
+// Communicators: World, Comm.Dup and Comm.Split (Undefined colour: no
+// communicator). Each has its own message space, so a library working on a
+// duplicate never takes the program's messages; Dup and Split of different
+// communicators must not run at the same time in one process.
+//
+// Collectives: Comm.Barrier, Bcast, Reduce, Allreduce, Scan, Exscan,
+// ReduceScatter, Gather(v), Scatter(v), Allgather(v), Alltoall, Alltoallv,
+// with algorithms correct for any number of ranks. Where ranks share a host
+// (HostOf), Barrier, Bcast, Reduce, Allreduce, Gather, Allgather and
+// Alltoall first combine within each host, then among one leader per host,
+// on any communicator. Reductions apply the Op in rank order, as MPI
+// requires of a non-commutative operation (see Op). Where the job spans
+// sites (SiteOf), Barrier, Bcast, Reduce and Allreduce add a third level:
+// the host leaders of each site combine, then one leader per site crosses
+// between sites; the gathers and Alltoall keep two levels.
 //
 // Sends are eager: Send returns once the data has been handed to the agent,
 // and the library reads everything the agent sends at once, keeping
@@ -47,6 +61,22 @@
 // goroutine, and let nothing it computes or sends depend on clocks,
 // unseeded random numbers, or files and environment that differ between
 // hosts.
+//
+// Checkpoints: Comm.Checkpoint, called by every rank at a point the
+// program chooses (between iterations), saves each rank's state and the
+// messages in flight across the cut; a job with one copy per rank that
+// loses a host starts again from its last complete checkpoint, where
+// Restored gives each rank its state back (checkpoint.go says how).
+//
+// Ranks on the same agent talk through shared memory (rings the agent
+// passes at Init; see "Shared memory" in PROTOCOL.md), not through the
+// agent: the same messages, sequence numbers and matching, so nothing
+// changes for the program. Replicated jobs fall back to the agent path
+// (a lead's messages must reach every copy and the agents' logs), as do
+// ranks the agent gives no rings (too many ranks for its per-job bound,
+// or processes that did not ask). Failures still travel through the
+// agent: a rank that dies or writes garbage into a ring fails the job with
+// the reason, and every blocked call returns it.
 //
 // This package must not import libp2p, so that user binaries stay small and
 // the process-agent wire stays language-neutral: PROTOCOL.md describes it

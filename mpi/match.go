@@ -21,6 +21,8 @@ type inMsg struct {
 	direct bool   // buf is the matched receive's buffer
 	recv   *recvReq
 	done   bool
+	sync   bool // sent by Ssend: the sender waits for an acknowledgement of the match
+	acked  bool // the acknowledgement was sent
 }
 
 // recvReq is a posted receive.
@@ -32,6 +34,7 @@ type recvReq struct {
 	req      *Request
 	choose   bool // a lead's receive from AnySource: its match is choice num, told to the backups
 	num      uint64
+	comm     *Comm // the receive's communicator: Status.Source is a rank of it
 }
 
 // probeReq is a blocked Probe waiting for a matching envelope.

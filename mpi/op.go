@@ -1,10 +1,13 @@
 package mpi
 
-// Op combines in into inout element by element: inout[i] = inout[i] op in[i].
-// Reduce and Allreduce apply it along a tree in an order that depends on the
-// algorithm, so a user function must be associative and commutative (as
-// MPI_Op_create with commute=true); Sum on floats is, up to rounding, and
-// every rank of Allreduce gets bitwise the same result.
+// Op combines in into inout element by element: inout[i] = inout[i] op in[i],
+// where inout holds the data of lower ranks than in. The reductions (Reduce,
+// Allreduce, Scan, Exscan, ReduceScatter) apply it in rank order, as MPI
+// requires of an operation that is not commutative (MPI_Op_create with
+// commute=false): a user function need only be associative, and the result
+// is (...((x0 op x1) op x2) ... op xn-1) up to the grouping. The grouping
+// depends on the algorithm, so Sum on floats varies with it in the last
+// bits; every rank of Allreduce gets bitwise the same result.
 type Op[T Elem] func(inout, in []T)
 
 // Sum adds element-wise.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
@@ -28,6 +29,13 @@ type Options struct {
 	Rank    int
 	Size    int
 	Replica int
+
+	// Checkpoints (see Comm.Checkpoint): the folder this rank's files go
+	// to, how long to wait between two (0: every call takes one), and the
+	// file to restart from ("" to start from scratch).
+	CheckpointDir   string
+	CheckpointEvery time.Duration
+	Restore         string
 }
 
 // OptionsFromEnv reads Options from the ZORILLA_* environment variables.
@@ -46,6 +54,9 @@ func OptionsFromEnv() (Options, error) {
 			return Options{}, fmt.Errorf("%w: %s=%q: %v", ErrArg, f.name, s, err)
 		}
 		*f.v = n
+	}
+	if err := o.checkpointEnv(); err != nil {
+		return Options{}, err
 	}
 	return o, o.validate()
 }

@@ -32,7 +32,7 @@ func (s *Session) readFrames(br *bufio.Reader) error {
 			return s.lost(err)
 		}
 		if typ == proto.TypeMsg {
-			if err := s.readMsg(br, n); err != nil {
+			if err := s.readMsg(br, n, nil); err != nil {
 				return err
 			}
 			continue
@@ -84,14 +84,26 @@ func (s *Session) control(typ byte, body []byte) error {
 		return s.role(body)
 	case proto.TypeDecide:
 		return s.decided(body)
+	case proto.TypeCheckpointNow:
+		if len(body) != 0 {
+			return fmt.Errorf("%w: checkpoint-now frame with a %d-byte body", ErrProtocol, len(body))
+		}
+		s.ck.now.Store(true)
+		return nil
+	case proto.TypeShm: // with Welcome: ring files (shm.go)
+		return s.shmFrame(body)
+	case proto.TypeShmOn: // before Start: the live rings
+		return s.shmOn(body)
 	}
 	return fmt.Errorf("%w: unexpected frame type %d", ErrProtocol, typ)
 }
 
 // readMsg reads one MSG fragment of n body bytes. Its data goes straight
 // into the receive buffer when a receive matched, else into the message's
-// own buffer.
-func (s *Session) readMsg(br *bufio.Reader, n int) error {
+// own buffer. stamp, for a shared-memory ring, does to the header what the
+// agent does (sets the source, checks the sequence); nil for the agent's
+// socket.
+func (s *Session) readMsg(br io.Reader, n int, stamp func(*proto.MsgHeader) error) error {
 	var hb [proto.MsgHeaderLen]byte
 	if n < proto.MsgHeaderLen {
 		return fmt.Errorf("%w: msg of %d bytes", ErrProtocol, n)
@@ -101,6 +113,9 @@ func (s *Session) readMsg(br *bufio.Reader, n int) error {
 	}
 	dataLen := n - proto.MsgHeaderLen
 	h, err := proto.DecodeMsgHeader(hb[:], dataLen)
+	if err == nil && stamp != nil {
+		err = stamp(&h)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
@@ -164,9 +179,11 @@ func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (in *inMsg, move boo
 	if in != nil {
 		return nil, false, fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
 	}
-	in = &inMsg{src: int(h.Src), ctx: h.Ctx, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen}
+	in = &inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen,
+		sync: h.Ctx&ctxSync != 0}
 	if r := s.m.arrive(in); r != nil {
 		in.recv = r
+		s.acknowledge(in)
 		if r.choose {
 			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
 		}
@@ -198,6 +215,9 @@ func (s *Session) arrived(in *inMsg) {
 // finishRecv completes a receive with its matched, fully arrived message.
 func finishRecv(r *recvReq, in *inMsg) {
 	st := Status{Source: in.src, Tag: in.tag, Count: in.total / r.elem, Bytes: in.total}
+	if r.comm != nil {
+		st.Source = r.comm.commRank(in.src)
+	}
 	switch {
 	case in.total > len(r.buf):
 		r.req.complete(st, fmt.Errorf("%w: %d bytes from rank %d tag %d, buffer of %d",

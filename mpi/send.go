@@ -24,20 +24,20 @@ type sendReq struct {
 }
 
 // postMsg queues a message; inline makes the caller write it if no writer
-// is active.
-func (s *Session) postMsg(h proto.MsgHeader, data []byte, inline bool) *Request {
+// is active. It returns the message's sequence number too.
+func (s *Session) postMsg(h proto.MsgHeader, data []byte, inline bool) (*Request, uint64) {
 	sr := &sendReq{h: h, data: data, req: newRequest(s)}
 	s.sendMu.Lock()
 	if err := s.shutLocked(); err != nil {
 		s.sendMu.Unlock()
 		sr.req.complete(Status{}, err)
-		return sr.req
+		return sr.req, 0
 	}
 	sr.h.Seq = s.seq[h.Dst]
 	s.seq[h.Dst]++
 	s.sendq = append(s.sendq, sr)
 	s.kick(sr.req, inline)
-	return sr.req
+	return sr.req, sr.h.Seq
 }
 
 // postControl queues a control frame that ends sending (Finalize, Abort);
@@ -138,6 +138,11 @@ func isDone(r *Request) bool {
 // write writes one message as fragments of at most maxData bytes, each as a
 // frame header plus data in one writev.
 func (s *Session) write(sr *sendReq) error {
+	if sr.ctrl == nil { // to a rank on this agent: through shared memory (shm.go)
+		if ok, err := s.shmWrite(sr); ok {
+			return err
+		}
+	}
 	if sr.ctrl != nil {
 		if _, err := s.conn.Write(sr.ctrl); err != nil {
 			return s.writeErr(err)

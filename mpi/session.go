@@ -2,9 +2,11 @@ package mpi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 
@@ -20,7 +22,9 @@ type Session struct {
 	replica int
 	maxData int   // data bytes per MSG fragment, from the agent
 	hostOf  []int // agent index of each rank's first copy
+	siteOf  []int // site index of each rank's first copy (all 0 on one site)
 	world   *Comm
+	comms   comms // next unused communicator number
 
 	sendMu    sync.Mutex // guards sendq, writing, seq, sendShut
 	sendq     []*sendReq
@@ -32,6 +36,9 @@ type Session struct {
 	mu      sync.Mutex // guards m and partial
 	m       matcher
 	partial []*inMsg // message being received, per source rank
+
+	ck  *checkpoints // Checkpoint's state (checkpoint.go)
+	shm shmState     // rings to and from ranks on this agent (shm.go)
 
 	rep     *replication // set (before START) when the rank is replicated; nil otherwise
 	repOnce sync.Once
@@ -86,7 +93,7 @@ const socketBuffer = 4 << 20
 // handshake sends Hello, reads Welcome and starts the reader.
 func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
 	hello := proto.Hello{Version: proto.Version, Rank: uint32(opt.Rank), Size: uint32(opt.Size),
-		Replica: uint32(opt.Replica), Job: opt.Job, Key: opt.Key}
+		Replica: uint32(opt.Replica), Job: opt.Job, Key: opt.Key, Flags: proto.HelloShm}
 	// Large socket buffers let a large message flow without stalling at
 	// every 208 KiB (the kernel's default) for the agent to wake up; the
 	// kernel caps them at net.core.wmem_max and rmem_max.
@@ -95,27 +102,58 @@ func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
 	if _, err := conn.Write(hello.Encode()); err != nil {
 		return nil, fmt.Errorf("mpi: send hello: %w", err)
 	}
-	br := bufio.NewReaderSize(conn, 64<<10)
+	// The agent's first bytes may carry shared-memory ring files (shm.go),
+	// which a plain read would drop.
+	first, fds, err := readFirst(conn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading the agent's answer: %w", ErrAgentLost, err)
+	}
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(first), conn), 64<<10)
 	f, err := proto.ReadFrame(br, max(proto.MaxControl, proto.WelcomeLimit(opt.Size)))
 	if err != nil {
+		closeFds(fds)
 		return nil, fmt.Errorf("%w: reading the agent's answer: %w", ErrAgentLost, err)
 	}
 	w, err := welcome(f, opt.Size)
 	if err != nil {
+		closeFds(fds)
 		return nil, err
 	}
 	s := &Session{
 		conn: conn, rank: opt.Rank, size: opt.Size, replica: opt.Replica,
-		maxData: int(w.MaxData), hostOf: make([]int, opt.Size),
+		maxData: int(w.MaxData), hostOf: make([]int, opt.Size), siteOf: make([]int, opt.Size),
 		seq: make([]uint64, opt.Size), partial: make([]*inMsg, opt.Size),
 		started: make(chan struct{}), dead: make(chan struct{}),
 	}
+	s.shm.fds = fds
 	for i, h := range w.HostOf {
 		s.hostOf[i] = int(h)
 	}
-	s.world = &Comm{s: s, rank: opt.Rank, size: opt.Size, p2p: proto.CtxWorld, coll: proto.CtxWorldColl}
+	for i, site := range w.SiteOf {
+		s.siteOf[i] = int(site)
+	}
+	s.world = &Comm{s: s, rank: opt.Rank, size: opt.Size, p2p: proto.CtxWorld, coll: proto.CtxWorldColl, hosts: new(hostsOnce)}
+	s.ck = newCheckpoints(opt)
+	if opt.Restore != "" {
+		if err := s.restore(opt.Restore); err != nil {
+			return nil, err
+		}
+	}
 	go s.readLoop(br)
 	return s, nil
+}
+
+// sitesSplitHost reports whether w puts two ranks of one host on two sites.
+func sitesSplitHost(w proto.Welcome) bool {
+	site := map[uint32]uint32{}
+	for r, s := range w.SiteOf {
+		h := w.HostOf[r]
+		if prev, ok := site[h]; ok && prev != s {
+			return true
+		}
+		site[h] = s
+	}
+	return false
 }
 
 // welcome interprets the agent's first answer.
@@ -126,7 +164,7 @@ func welcome(f proto.Frame, size int) (proto.Welcome, error) {
 		if err != nil {
 			return w, fmt.Errorf("%w: %w", ErrProtocol, err)
 		}
-		if w.Version != proto.Version || len(w.HostOf) != size || w.MaxData == 0 {
+		if w.Version != proto.Version || len(w.HostOf) != size || w.MaxData == 0 || sitesSplitHost(w) {
 			return w, fmt.Errorf("%w: welcome for version %d, %d ranks, %d-byte fragments",
 				ErrProtocol, w.Version, len(w.HostOf), w.MaxData)
 		}
@@ -153,6 +191,11 @@ func (s *Session) World() *Comm { return s.world }
 // HostOf returns, for each rank, a number identifying the agent (machine)
 // that runs it: ranks with the same number share a machine.
 func (s *Session) HostOf() []int { return append([]int(nil), s.hostOf...) }
+
+// SiteOf returns, for each rank, a number identifying the site of its
+// agent (agents the submitter found close to one another); all 0 when the
+// job runs on one site.
+func (s *Session) SiteOf() []int { return append([]int(nil), s.siteOf...) }
 
 // Replica is which copy of its rank this process is (0 unless the job is
 // replicated).

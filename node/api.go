@@ -45,6 +45,8 @@ type IDInfo struct {
 	Rendezvous *overlay.RendezvousStatus `json:"rendezvous,omitempty"`
 	// Sandbox is what the sandbox of jobs enforces here.
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+	// Web is the web view's URL, when the agent serves one.
+	Web string `json:"web,omitempty"`
 }
 
 // PeersInfo answers GET /v1/peers.
@@ -127,6 +129,9 @@ const maxTrustEdit = 1024
 func (n *Node) idInfo() IDInfo {
 	info := IDInfo{ID: n.ID(), Addrs: []string{}, Network: n.cfg.Network}
 	info.Reachability, _ = n.reach.Load().(string)
+	if n.web != nil {
+		info.Web = n.web.URL()
+	}
 	if n.sandbox.Users != "" {
 		sb := n.sandbox
 		info.Sandbox = &sb

@@ -52,6 +52,7 @@ func (a *jobsAPI) register(handle func(string, http.Handler)) {
 	handle("GET /v1/jobs/{id}/watch", http.HandlerFunc(a.watch))
 	handle("GET /v1/jobs/{id}/outputs", http.HandlerFunc(a.outputs))
 	handle("GET /v1/jobs/{id}/outputs/{name}", http.HandlerFunc(a.output))
+	a.registerStop(handle)
 }
 
 // outputs lists the output files a job brought back.

@@ -101,6 +101,9 @@ type Config struct {
 	ConnGrace time.Duration
 	// ShutdownTimeout bounds how long Close waits for API requests.
 	ShutdownTimeout time.Duration
+	// Web is where the read-only web view and /metrics listen (HOST:PORT,
+	// port 0 for any free one); empty: no view. See package node/web.
+	Web string
 
 	// TestnetDelay is for testnets whose kernel has no netem: items
 	// "SUBNET=DELAY" (e.g. "10.90.1.0/24=5ms") that delay what this agent
@@ -168,6 +171,7 @@ func (c Config) validate() error {
 	add(checkListen(c.Listen))
 	add(overlay.CheckNetwork(c.Network))
 	add(checkNAT(c))
+	add(checkWeb(c.Web))
 	_, err := ParseBootstrap(c.Bootstrap)
 	add(err)
 	if _, err := ParseBootstrap(c.PublicBootstrap); err != nil {

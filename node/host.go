@@ -24,7 +24,7 @@ const userAgent = "zorilla/0.1"
 // non-neighbours, and a resource manager that does not choke testnets on
 // private subnets. Metrics, relays and the other transports are left out:
 // an idle agent must stay small.
-func newHost(cfg Config, key crypto.PrivKey, nat *natSide, gater coreconnmgr.ConnectionGater) (host.Host, error) {
+func newHost(cfg Config, key crypto.PrivKey, nat *natSide, gater coreconnmgr.ConnectionGater, extra ...libp2p.Option) (host.Host, error) {
 	tpts, err := transports(cfg)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func newHost(cfg Config, key crypto.PrivKey, nat *natSide, gater coreconnmgr.Con
 	if gater != nil {
 		opts = append(opts, libp2p.ConnectionGater(gater))
 	}
-	h, err := libp2p.New(opts...)
+	h, err := libp2p.New(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("node: start libp2p host on %v: %w", cfg.Listen, err)
 	}

@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 
 	logging "github.com/ipfs/go-log/v2"
+	"github.com/libp2p/go-libp2p"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/metrics"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -22,6 +24,8 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
+	"github.com/zorilla-p2p/zorilla/node/web"
 	"github.com/zorilla-p2p/zorilla/overlay"
 	"github.com/zorilla-p2p/zorilla/worker"
 )
@@ -51,6 +55,9 @@ type Node struct {
 	nat     *natSide            // nil unless the agent joins through the public DHT
 	reach   atomic.Value        // string: the host's reachability (watchReachability)
 	mux     *http.ServeMux
+	web     *web.Server               // nil without Config.Web
+	bw      *metrics.BandwidthCounter // bytes by protocol; nil without Config.Web
+	mpi     *router.Router            // the MPI router, for its totals in /metrics
 
 	mu      sync.Mutex // guards closers and closed
 	closers []func() error
@@ -128,6 +135,9 @@ func (n *Node) start(ctx context.Context, o options) error {
 	if err := n.startServices(); err != nil {
 		return err
 	}
+	if err := n.startWeb(); err != nil {
+		return err
+	}
 	if n.cfg.DataDir != "" {
 		api, err := serveAPI(n.cfg.DataDir, n.mux, n.cfg.ShutdownTimeout)
 		if err != nil {
@@ -164,7 +174,14 @@ func (n *Node) startHost(o options) error {
 	if n.cfg.Public() {
 		n.nat = &natSide{}
 	}
-	h, err := newHost(n.cfg, key, n.nat, o.gater)
+	var extra []libp2p.Option
+	if n.cfg.Web != "" {
+		// Bytes by protocol for /metrics, the MPI router's among them:
+		// counted only where the agent serves its view.
+		n.bw = metrics.NewBandwidthCounter()
+		extra = append(extra, libp2p.BandwidthReporter(n.bw))
+	}
+	h, err := newHost(n.cfg, key, n.nat, o.gater, extra...)
 	if err != nil {
 		return err
 	}

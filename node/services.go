@@ -89,6 +89,7 @@ func (n *Node) startServices() error {
 	if err != nil {
 		return err
 	}
+	n.mpi = mpi
 	w, err := worker.NewService(n.h, ep, wcfg, leases, runner, blobs, mpi)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)

@@ -60,13 +60,15 @@ func DefaultGrid5000Config(scale int) Grid5000Config {
 	sub.Schedule.First = 200 * time.Millisecond
 	sub.Schedule.MaxRadius = 6
 	sub.Schedule.Extra = 1
-	// The grace is there for the offers of the extra radius. On real
-	// machines the farthest site answers an advert in ~40 ms; here every
-	// agent shares two cores, and the extra radius of a job that reached
-	// the whole net is some 8,000 advert copies to handle before the last
-	// offers leave: the full-size net needs a second (300 ms left a nancy
-	// host's offer out of every concentrate n=450 plan in a full-size
-	// test run), the miniature 300 ms.
+	// The grace bounds the wait for the offers of the extra radius and
+	// for a closer host that has not answered yet; a job is placed as
+	// soon as its last radius is answered, and the grace only matters
+	// when an answer is late. On real machines the farthest site answers
+	// an advert in ~40 ms; here every agent shares two cores, and a radius
+	// that reaches the whole net is some 8,000 advert copies to handle
+	// before the last offers leave: the full-size net needs a second
+	// (300 ms left a nancy host's offer out of every concentrate n=450
+	// plan in a full-size test run), the miniature 300 ms.
 	sub.OfferGrace = 300 * time.Millisecond
 	if scale < 4 {
 		sub.OfferGrace = time.Second

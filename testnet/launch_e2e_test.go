@@ -36,11 +36,12 @@ func TestLaunch16(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) { testCancel(t, ln) })
 	t.Run("timeout", func(t *testing.T) { testTimeout(t, ln) })
 	t.Run("bad-program", func(t *testing.T) { testBadProgram(t, ln) })
-	t.Run("hash-mismatch", func(t *testing.T) { testHashMismatch(t, ln) })             // breaks agent 1 as a submitter
-	t.Run("submitter-restart", func(t *testing.T) { testSubmitterRestart(t, ln) })     // restarts agent 0
-	t.Run("silent-host", func(t *testing.T) { testSilentHost(t, ln) })                 // stops an agent
-	t.Run("host-lost-restart", func(t *testing.T) { testHostLostRestart(t, ln) })      // stops an agent
-	t.Run("host-lost-no-retries", func(t *testing.T) { testHostLostNoRetries(t, ln) }) // stops an agent
+	t.Run("hash-mismatch", func(t *testing.T) { testHashMismatch(t, ln) })                  // breaks agent 1 as a submitter
+	t.Run("submitter-restart", func(t *testing.T) { testSubmitterRestart(t, ln) })          // restarts agent 0
+	t.Run("restart-before-release", func(t *testing.T) { testRestartBeforeRelease(t, ln) }) // restarts agent 0
+	t.Run("silent-host", func(t *testing.T) { testSilentHost(t, ln) })                      // stops an agent
+	t.Run("host-lost-restart", func(t *testing.T) { testHostLostRestart(t, ln) })           // stops an agent
+	t.Run("host-lost-no-retries", func(t *testing.T) { testHostLostNoRetries(t, ln) })      // stops an agent
 }
 
 // atLine is what the placement script prints: rank, replica and agent.

@@ -223,6 +223,12 @@ echo "at $ZORILLA_RANK $ZORILLA_REPLICA $ZORILLA_AGENT"`)
 		t.Fatal(err)
 	}
 	rec := w.wait(t)
+	select {
+	case <-committed:
+	default: // the stop waits for a commit that will not come
+		t.Fatalf("the job ended %s without a commit to agent %d (rlist %v): it was not in the first plan",
+			rec.State, silentVictim, rec.Offers)
+	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("stop agent %d: %v", silentVictim, err)
 	}
@@ -271,6 +277,7 @@ echo "rank $ZORILLA_RANK" > result.txt`)
 	d.Outputs = []string{"result.txt"}
 	w := submitJob(t, ln.Nodes[0], d, prog)
 	w.awaitLines(t, outLine, 8*10)
+	w.awaitState(t, job.Running) // output can come before the last host said it started
 	if err := ln.Stop(0); err != nil {
 		t.Fatal(err)
 	}
@@ -326,6 +333,63 @@ echo "rank $ZORILLA_RANK" > result.txt`)
 		}
 	}
 	ln.awaitClean(t, w.id, nil)
+}
+
+// testRestartBeforeRelease stops the submitting agent while an MPI job
+// runs but is not yet released (every host started its processes; one
+// rank waits for a gate before mpi.Init, the others are in Init), then
+// starts it again. The re-attached job is released once the last rank is
+// in Init and ends done: a release lost with the agent must not leave the
+// ranks waiting in Init for ever.
+func testRestartBeforeRelease(t *testing.T, ln *launchNet) {
+	gate := filepath.Join(t.TempDir(), "go")
+	ring := buildExample(t, ln.Nodes[0], "ring")
+	prog := uploadScript(t, ln.Nodes[0], `if [ "$ZORILLA_RANK" = 3 ]; then until [ -e "$GO" ]; do sleep 0.05; done; fi
+chmod u+x ring && exec ./ring 5`)
+	d := job.NewDescription("prog.sh", nil, 4)
+	d.Strategy, d.Env = job.Spread, map[string]string{"GO": gate}
+	d.Require.Labels = []string{poolLabel} // agent 0 runs no rank
+	d.SetDefaults()
+	id, err := ln.Nodes[0].Submitter().Submit(job.Submission{Desc: d, Program: prog, Inputs: []job.FileRef{ring}})
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	// Three hosts' Ready reports are in the journal: the fourth host's
+	// rank waits at the gate.
+	journal := filepath.Join(ln.dirs[0], "jobs", string(id), "reports.journal")
+	awaitNet(t, ln.Net, "the job running, three hosts with every rank in Init", func() bool {
+		b, _ := os.ReadFile(journal)
+		rec, err := ln.Nodes[0].Submitter().Get(id)
+		return err == nil && rec.State == job.Running && strings.Count(string(b), `"r":true`) == 3
+	})
+	if err := ln.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := ln.Restart(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	var rec *job.Record
+	var lines []string
+	if err := ln.Nodes[0].Submitter().Watch(ctx, id, 0, func(u job.Update) error {
+		switch u.Kind {
+		case "end":
+			rec = u.Record
+		case "output":
+			lines = append(lines, u.Line)
+		}
+		return nil
+	}); err != nil || rec == nil {
+		t.Fatalf("watch after the restart: %v (output %q)", err, lines)
+	}
+	if rec.State != job.Done || rec.Exit != 0 {
+		t.Fatalf("after the restart the job ended %s (exit %d): %s; output %q", rec.State, rec.Exit, rec.Reason, lines)
+	}
+	ln.awaitClean(t, id, nil)
 }
 
 // outLine is what testSubmitterRestart's ranks print.

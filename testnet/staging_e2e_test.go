@@ -28,22 +28,37 @@ func stagingNet(t testing.TB, hosts, spare int, peer bool) *Net {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(hosts)*5*time.Second)
 	defer cancel()
 	net, err := Loopback(ctx, hosts+1+spare, Options{Seed: 15, Configure: func(i int, cfg *node.Config) {
-		cfg.Cores, cfg.MaxProcs, cfg.MaxJobs = 1, 1, 1
-		cfg.Services.Submitter = e2eSubmitter()
-		cfg.Services.Submitter.StartTimeout = 2 * time.Minute
-		// Radii 300 ms, 600 ms, ... apart: on a loaded machine a radius
-		// of 65 agents needs time before the flood is judged complete.
-		cfg.Services.Submitter.Schedule.First = 300 * time.Millisecond
-		cfg.Services.Flood.Rate, cfg.Services.Flood.Burst = 1000, 1000
-		cfg.Services.Worker.PeerStaging = peer
-		if i > 0 {
-			cfg.Labels = []string{stageLabel}
-		}
+		stagingConfig(i, cfg, peer)
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = net.Close() })
+	awaitStagingNet(t, net)
+	return net
+}
+
+// stagingConfig is agent i's config in the staging tests.
+func stagingConfig(i int, cfg *node.Config, peer bool) {
+	cfg.Cores, cfg.MaxProcs, cfg.MaxJobs = 1, 1, 1
+	cfg.Services.Submitter = e2eSubmitter()
+	cfg.Services.Submitter.StartTimeout = 2 * time.Minute
+	// Radii 300 ms, 600 ms, ... apart: on a loaded machine a radius
+	// of 65 agents needs time before the flood is judged complete.
+	cfg.Services.Submitter.Schedule.First = 300 * time.Millisecond
+	cfg.Services.Flood.Rate, cfg.Services.Flood.Burst = 1000, 1000
+	cfg.Services.Worker.PeerStaging = peer
+	if i > 0 {
+		cfg.Labels = []string{stageLabel}
+	}
+}
+
+// awaitStagingNet waits until every agent has neighbours and the graph is
+// connected.
+func awaitStagingNet(t testing.TB, net *Net) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	if err := net.Await(ctx, "every agent has neighbours, graph connected", func() bool {
 		for _, nd := range net.Nodes {
 			if len(nd.Overlay().Neighbours()) < 2 {
@@ -54,7 +69,6 @@ func stagingNet(t testing.TB, hosts, spare int, peer bool) *Net {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return net
 }
 
 // bigScript puts a shell script of size bytes in nd's store: "exit 0" and

@@ -5,7 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	ma "github.com/multiformats/go-multiaddr"
 	"golang.org/x/time/rate"
 
 	"github.com/zorilla-p2p/zorilla/flood"
@@ -25,17 +27,17 @@ type decliner struct {
 	lim *rate.Limiter
 
 	mu    sync.Mutex
-	told  map[job.ID]bool
-	order []job.ID // told, oldest first
+	told  map[string]bool
+	order []string // told, oldest first
 }
 
 func newDecliner(perSecond float64, burst int) *decliner {
-	return &decliner{lim: rate.NewLimiter(rate.Limit(perSecond), burst), told: map[job.ID]bool{}}
+	return &decliner{lim: rate.NewLimiter(rate.Limit(perSecond), burst), told: map[string]bool{}}
 }
 
-// claim reports whether a decline for j may be sent now, and if so
-// remembers that it was.
-func (d *decliner) claim(j job.ID) bool {
+// claim reports whether a decline keyed j (a job, or a yield's lease and
+// contender) may be sent now, and if so remembers that it was.
+func (d *decliner) claim(j string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.told[j] || !d.lim.Allow() {
@@ -53,26 +55,47 @@ func (d *decliner) claim(j job.ID) bool {
 // for job j, when the decliner lets it. Best effort: a decline that cannot
 // be delivered is only logged.
 func (s *Service) decline(a flood.Advert, j job.ID, d Decision) {
-	if d.Code == "" || !s.declines.claim(j) {
+	if d.Code == "" || !s.declines.claim(string(j)) {
 		return
 	}
 	detail := d.Detail
 	if len(detail) > job.MaxDeclineDetail {
 		detail = detail[:job.MaxDeclineDetail]
 	}
-	if a.Submitter != s.h.ID() {
-		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
+	s.tell(a.Submitter, a.Addrs, job.DeclineMsg{Job: j, Code: d.Code, Detail: detail})
+}
+
+// askYield tells the submitter of each uncommitted lease held here by a
+// job that p precedes that an earlier job waits for its slots
+// (job.DeclineYield), once per lease and contender, within the decline
+// rate.
+func (s *Service) askYield(p job.Priority) {
+	for _, l := range Contested(s.leases.List(), p, s.waiting.priority) {
+		if !s.declines.claim("yield/" + l.Key + "/" + string(p.Job)) {
+			continue
+		}
+		log.Debugw("asking a later job to yield", "holder", l.Job, "for", p.Job)
+		s.waiting.askedToYield(l.Job, l.Key)
+		s.tell(l.Submitter, s.waiting.addrs(l.Job), job.DeclineMsg{Job: l.Job, Code: job.DeclineYield})
+	}
+}
+
+// tell sends one DeclineMsg to a submitter. Best effort: one that cannot
+// be delivered is only logged.
+func (s *Service) tell(to peer.ID, addrs []ma.Multiaddr, msg job.DeclineMsg) {
+	if to != s.h.ID() && len(addrs) > 0 {
+		s.h.Peerstore().AddAddrs(to, addrs, peerstore.TempAddrTTL)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
-	st, err := s.ep.Open(ctx, a.Submitter, job.DeclineProtocol)
+	st, err := s.ep.Open(ctx, to, job.DeclineProtocol)
 	if err != nil {
-		log.Debugw("decline not sent", "job", j, "err", err)
+		log.Debugw("decline not sent", "job", msg.Job, "code", msg.Code, "err", err)
 		return
 	}
 	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
 	defer stop()
-	if err := wire.WriteJSON(st, job.DeclineMsg{Job: j, Code: d.Code, Detail: detail}); err != nil {
+	if err := wire.WriteJSON(st, msg); err != nil {
 		_ = st.Reset()
 		return
 	}

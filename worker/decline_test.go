@@ -73,7 +73,7 @@ func TestDeclinerOncePerJobAndBounded(t *testing.T) {
 	}
 	told := 1
 	for i := 1; i < 100; i++ {
-		if d.claim(job.ID(fmt.Sprintf("j%d", i))) {
+		if d.claim(fmt.Sprintf("j%d", i)) {
 			told++
 		}
 	}
@@ -82,7 +82,7 @@ func TestDeclinerOncePerJobAndBounded(t *testing.T) {
 	}
 	d = newDecliner(1e9, 1e9)
 	for i := range 3 * maxToldJobs {
-		if !d.claim(job.ID(fmt.Sprintf("j%d", i))) {
+		if !d.claim(fmt.Sprintf("j%d", i)) {
 			t.Fatalf("decline %d refused with no rate bound", i)
 		}
 	}

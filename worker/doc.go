@@ -52,6 +52,20 @@
 // second commit on it is refused (ErrLeaseUsed), as is any lease request
 // from a peer other than the lease's submitter.
 //
+// # The waiting line
+//
+// An advert declined only for lack of free slots (Decision.Full: J,
+// cores, P or memory in use) waits in a bounded line (WaitConfig) until
+// it expires. The moment slots come back (Leases.Freed: a lease released,
+// shrunk or expired) the worker offers them to the earliest job listed
+// (job.Precedes over WaitPriority: the advert's issue time, which is the
+// job's submission, clamped to WaitConfig.Skew before this worker first
+// saw it); a submitter that no longer needs them refuses and the job
+// leaves the line. When such an advert is declined while a later job
+// holds an uncommitted lease here (Contested), that job's submitter is
+// told to yield (job.DeclineYield); a job that gives the lease back as
+// asked stays in the line, any other cancel or a commit takes it out.
+//
 // # Abuse limits
 //
 // Whatever the policy lets a submitter run, AbuseLimits bound what it can

@@ -22,6 +22,12 @@ func FuzzLeaseRequest(f *testing.F) {
 	}
 	f.Add(b.Bytes())
 	f.Add([]byte("\x30{\"op\":\"commit\",\"commit\":{\"n\":-1,\"r\":9e9}}"))
+	c.Hosts = []job.HostRef{{Site: -1}}
+	b.Reset()
+	if err := wire.WriteJSON(&b, job.LeaseRequest{Op: job.OpCommit, Job: "j1", Lease: "k", Commit: c}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
 	lim := AbuseLimits{MaxJobProcs: 64, MaxJobStage: 1 << 20}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req job.LeaseRequest
@@ -48,6 +54,11 @@ func FuzzLeaseRequest(f *testing.F) {
 				if h < 0 || h >= len(c.Hosts) {
 					t.Fatalf("rank table names host %d of %d", h, len(c.Hosts))
 				}
+			}
+		}
+		for _, h := range c.Hosts {
+			if h.Site < 0 || h.Site >= len(c.Hosts) {
+				t.Fatalf("host in site %d of %d hosts passed", h.Site, len(c.Hosts))
 			}
 		}
 	})

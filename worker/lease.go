@@ -83,6 +83,11 @@ type Leases struct {
 	defaultTTL time.Duration
 	maxTTL     time.Duration
 
+	// freed is signalled (never blocking, one pending signal at most)
+	// whenever slots come back: a lease released, expired or shrunk. The
+	// worker's queue of waiting adverts listens to it.
+	freed chan struct{}
+
 	mu     sync.Mutex
 	policy Policy
 	byKey  map[string]*Lease
@@ -102,7 +107,7 @@ func NewLeases(p Policy, cfg LeaseConfig) (*Leases, error) {
 		now = time.Now
 	}
 	return &Leases{now: now, defaultTTL: cfg.DefaultTTL, maxTTL: cfg.MaxTTL,
-		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}}, nil
+		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}, freed: make(chan struct{}, 1)}, nil
 }
 
 // SetPolicy replaces the policy (the owner changed a setting or reloaded an
@@ -234,6 +239,9 @@ func (l *Leases) Shrink(key string, slots, cores int, memory int64) error {
 		return fmt.Errorf("shrink %s: %d slots, %d cores, %d bytes do not fit in the lease's %d, %d, %d",
 			ls.Job, slots, cores, memory, ls.Slots, ls.Cores, ls.Memory)
 	}
+	if slots < ls.Slots || cores < ls.Cores || memory < ls.Memory {
+		l.signalFreed()
+	}
 	ls.Slots, ls.Cores, ls.Memory = slots, cores, memory
 	return nil
 }
@@ -322,6 +330,33 @@ func (l *Leases) sweep() []Lease {
 func (l *Leases) remove(ls *Lease) {
 	delete(l.byKey, ls.Key)
 	delete(l.byJob, ls.Job)
+	l.signalFreed()
+}
+
+func (l *Leases) signalFreed() {
+	select {
+	case l.freed <- struct{}{}:
+	default: // one pending signal says it all
+	}
+}
+
+// Freed receives a value after slots came back (a lease released,
+// expired or shrunk) since the last receive. Expiry is lazy: call Expire
+// at NextExpiry to have it noticed.
+func (l *Leases) Freed() <-chan struct{} { return l.freed }
+
+// NextExpiry is when the first uncommitted lease expires; false when none
+// will.
+func (l *Leases) NextExpiry() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first time.Time
+	for _, ls := range l.byKey {
+		if !ls.Committed && (first.IsZero() || ls.Expires.Before(first)) {
+			first = ls.Expires
+		}
+	}
+	return first, !first.IsZero()
 }
 
 func (l *Leases) usage() Usage {

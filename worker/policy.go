@@ -97,6 +97,18 @@ type Decision struct {
 	// (job.DeclineMsg); an empty Code (a malformed request) is not told.
 	Code   job.DeclineCode
 	Detail string
+	// Full is set on a refusal only for lack of free capacity (J, cores,
+	// P, memory in use): the same advert would be accepted on this
+	// machine idle. The worker keeps such adverts in its queue and offers
+	// when the slots free.
+	Full bool
+}
+
+// full marks a refusal as one that waiting for free slots may turn into
+// an offer.
+func full(d Decision) Decision {
+	d.Full = true
+	return d
 }
 
 func refuse(code job.DeclineCode, detail, format string, a ...any) Decision {
@@ -119,15 +131,23 @@ func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
 		return refuse(job.DeclinePolicy, "", "submitter %s is not in the allow list", submitter)
 	}
 	if u.Jobs >= p.MaxJobs {
-		return refuse(job.DeclineBusy, "", "busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
+		d := refuse(job.DeclineBusy, "", "busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
+		if p.MaxJobs < 1 || unfit(p, need) {
+			return d // never: this owner lends nothing, or not enough
+		}
+		return full(d)
 	}
 	if detail, why := unmet(p, need.Req); why != "" {
 		return refuse(job.DeclineRequirement, detail, "%s", why)
 	}
 	freeCores, freeMem := p.Cores-u.Cores, p.Memory-u.Memory
-	if need.Req.MinCores > freeCores {
+	if need.Req.MinCores > p.Cores {
 		return refuse(job.DeclineRequirement, fmt.Sprintf("cores=%d", need.Req.MinCores),
-			"requires %d cores, %d free", need.Req.MinCores, max(freeCores, 0))
+			"requires %d cores, %d lent in all", need.Req.MinCores, p.Cores)
+	}
+	if need.Req.MinCores > freeCores {
+		return full(refuse(job.DeclineRequirement, fmt.Sprintf("cores=%d", need.Req.MinCores),
+			"requires %d cores, %d free", need.Req.MinCores, max(freeCores, 0)))
 	}
 	if need.Req.MinMemory > p.Memory {
 		// Never lent: waiting for the jobs here to end does not help.
@@ -135,15 +155,27 @@ func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
 			"requires %s of memory, %s lent in all", job.FormatSize(need.Req.MinMemory), job.FormatSize(p.Memory))
 	}
 	if need.Req.MinMemory > freeMem {
-		return refuse(job.DeclineMemory, "mem="+job.FormatSize(need.Req.MinMemory),
-			"requires %s of memory, %s free", job.FormatSize(need.Req.MinMemory), job.FormatSize(max(freeMem, 0)))
+		return full(refuse(job.DeclineMemory, "mem="+job.FormatSize(need.Req.MinMemory),
+			"requires %s of memory, %s free", job.FormatSize(need.Req.MinMemory), job.FormatSize(max(freeMem, 0))))
 	}
 	slots := min(p.MaxProcs, freeCores, need.N)
 	if slots < 1 {
-		return refuse(job.DeclineSlots, "", "no free slot: P=%d, %d cores free", p.MaxProcs, max(freeCores, 0))
+		d := refuse(job.DeclineSlots, "", "no free slot: P=%d, %d cores free", p.MaxProcs, max(freeCores, 0))
+		if p.MaxProcs < 1 || p.Cores < 1 {
+			return d
+		}
+		return full(d)
 	}
 	return Decision{Accept: true, Slots: slots, Cores: max(slots, need.Req.MinCores),
 		Memory: need.Req.MinMemory, Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
+}
+
+// unfit reports whether need could not be offered even with every slot
+// free: a requirement the machine lacks, or more cores or memory than it
+// lends, or no process slot at all.
+func unfit(p Policy, need job.Need) bool {
+	_, why := unmet(p, need.Req)
+	return why != "" || need.Req.MinCores > p.Cores || need.Req.MinMemory > p.Memory || p.MaxProcs < 1 || p.Cores < 1
 }
 
 // unmet says which fixed requirement (OS, arch, labels) this machine does

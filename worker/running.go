@@ -14,6 +14,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
+	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
@@ -35,10 +36,12 @@ type running struct {
 	done   chan struct{} // closed when run has cleaned up and ended the lease
 
 	held []blob.Hash // the blobs stage acquired; run's end releases them
+	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
 
 	mu       sync.Mutex // guards mpi, sink and why
 	mpi      *router.Job
-	sink     *sink // the report stream, once open
+	fence    *pmi.Fence // a PMI job's KVS here (instead of mpi)
+	sink     *sink      // the report stream, once open
 	why      string
 	released sync.Once
 	running  atomic.Bool // phase two is done: the ranks were released
@@ -46,7 +49,7 @@ type running struct {
 
 // start checks a commit against its lease and runs it in the background.
 func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) error {
-	if err := checkCommit(c); err != nil {
+	if err := errors.Join(checkCommit(c), checkRestore(c)); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}
 	if l, _ := s.leases.Get(lease); len(c.Procs) > l.Slots {
@@ -57,7 +60,8 @@ func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) err
 	}
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{svc: s, id: id, lease: lease, submitter: from, c: c,
-		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		ck: newCkptSender()}
 	s.mu.Lock()
 	if _, dup := s.jobs[id]; dup {
 		s.mu.Unlock()
@@ -108,6 +112,11 @@ func checkCommit(c job.Commit) error {
 			}
 		}
 	}
+	for i, h := range c.Hosts {
+		if h.Site < 0 || h.Site >= len(c.Hosts) {
+			return fmt.Errorf("host %d in site %d of %d hosts", i, h.Site, len(c.Hosts))
+		}
+	}
 	return nil
 }
 
@@ -129,6 +138,12 @@ func (r *running) kill(why string) {
 }
 
 func (r *running) release() {
+	if f := r.pmiFence(); f != nil {
+		r.released.Do(func() {
+			r.running.Store(true)
+			f.Release()
+		})
+	}
 	if m := r.mpiJob(); m != nil {
 		r.released.Do(func() {
 			r.running.Store(true)
@@ -145,6 +160,9 @@ func (r *running) run() {
 		r.cancel()
 		if s.mpi != nil {
 			s.mpi.RemoveJob(r.routeID())
+		}
+		if f := r.pmiFence(); f != nil {
+			s.pmi.Leave(f)
 		}
 		if r.sandbox != nil {
 			if err := r.sandbox.Close(); err != nil {
@@ -178,6 +196,7 @@ func (r *running) run() {
 		k.send(r.ctx, job.Report{Kind: job.RepDone})
 		return
 	}
+	go r.sendCheckpoints(k)
 	procs, err := r.launch(k)
 	if err != nil {
 		rep := job.Report{Kind: job.RepFailed, Reason: err.Error()}
@@ -189,6 +208,7 @@ func (r *running) run() {
 		k.send(r.ctx, job.Report{Kind: job.RepStarted})
 	}
 	r.watch(k, procs)
+	r.finishCheckpoints()
 	if err == nil {
 		r.sendOutputs(k)
 	}
@@ -197,6 +217,9 @@ func (r *running) run() {
 
 // launch registers the job with the MPI router and starts every local copy.
 func (r *running) launch(k *sink) ([]proc.Process, error) {
+	if r.c.PMI {
+		return r.launchPMI(k)
+	}
 	s := r.svc
 	var sock string
 	if s.mpi != nil {
@@ -215,7 +238,7 @@ func (r *running) launch(k *sink) ([]proc.Process, error) {
 		spec := proc.Spec{
 			Job: r.routeID(), Rank: p.Rank, Replica: p.Replica, Size: r.c.N,
 			Dir: r.rankDir(p), Program: filepath.Join(r.dir, r.c.Program.Name),
-			Args: r.c.Args, Env: append(r.env(sock), r.c.Env...),
+			Args: r.c.Args, Env: append(append(r.env(sock), r.checkpointEnv(p)...), r.c.Env...),
 			Timeout: r.c.Timeout, Limits: s.cfg.Limits, Sandbox: r.sandbox,
 		}
 		out := func(stream string, line []byte) {
@@ -273,7 +296,12 @@ func (r *running) mpiSpec() router.JobSpec {
 	for i, p := range r.c.Procs {
 		local[i] = router.Proc{Rank: p.Rank, Replica: p.Replica}
 	}
-	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: local}
+	sites := make(map[peer.ID]int, len(r.c.Hosts))
+	for _, h := range r.c.Hosts {
+		sites[h.Peer] = h.Site
+	}
+	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: local,
+		Sites: sites, OnSaved: r.saved}
 }
 
 // followMPI reports phase two (every local copy in mpi.Init), a local

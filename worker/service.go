@@ -22,6 +22,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
+	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
@@ -67,6 +68,9 @@ type ServiceConfig struct {
 	// false fetches each whole file from the submitter. It takes effect
 	// once SetChunks gave the worker a chunk service.
 	PeerStaging bool
+	// Wait bounds the line of adverts declined for lack of free slots,
+	// served as the slots free (waitq.go).
+	Wait WaitConfig
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -83,6 +87,7 @@ func DefaultServiceConfig() ServiceConfig {
 		DeclineBurst: 20,
 		Abuse:        DefaultAbuseLimits(),
 		PeerStaging:  true,
+		Wait:         DefaultWaitConfig(),
 		// 1024 per rank: room for a threaded runtime (Go, OpenMP) and a
 		// few helper processes, far from exhausting the machine's PIDs.
 		PidsPerProcess: 1024,
@@ -105,6 +110,9 @@ func (c ServiceConfig) validate() error {
 		return errors.New("worker: MaxOffersInFlight must be positive")
 	case c.DeclineRate < 0 || c.DeclineBurst < 0:
 		return errors.New("worker: DeclineRate and DeclineBurst must not be negative")
+	case c.Wait.Max < 1 || c.Wait.Skew < 0 || c.Wait.OfferTimeout <= 0:
+		return fmt.Errorf("worker: Wait.Max must be >= 1, Skew >= 0, OfferTimeout > 0; got %d, %v, %v",
+			c.Wait.Max, c.Wait.Skew, c.Wait.OfferTimeout)
 	case c.PidsPerProcess < 0:
 		return fmt.Errorf("worker: PidsPerProcess must not be negative, got %d", c.PidsPerProcess)
 	}
@@ -130,6 +138,7 @@ type Service struct {
 	runner proc.Runner
 	blobs  *blob.Store
 	mpi    MPI
+	pmi    *pmi.Network                  // the KVS of the PMI jobs running here
 	chunks atomic.Pointer[chunk.Service] // peer-assisted staging; nil: whole files
 
 	ctx      context.Context
@@ -139,6 +148,8 @@ type Service struct {
 	declines *decliner
 	abuse    *abuse
 	staged   stagedBlobs // blobs the running jobs staged, removed after them when fetched
+	waiting  *waitLine   // adverts declined for lack of free slots, and the jobs leased here
+	copies   copyStore   // checkpoint copies kept for other hosts (checkpoint_copy.go)
 
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running
@@ -163,8 +174,13 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		declines: newDecliner(cfg.DeclineRate, cfg.DeclineBurst),
 		jobs:     map[job.ID]*running{},
 		abuse:    newAbuse(cfg.Abuse),
+		waiting:  newWaitLine(cfg.Wait),
+		pmi:      pmi.NewNetwork(ep),
 	}
 	ep.Handle(job.LeaseProtocol, s.handleLease)
+	s.wg.Add(1)
+	go s.serveWaiting()
+	ep.Handle(job.CopyProtocol, s.handleCopy)
 	return s, nil
 }
 
@@ -237,10 +253,13 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 }
 
 // offer reserves a lease for need and sends it to the submitter; a lease the
-// submitter does not keep is released at once.
+// submitter does not keep is released at once. An advert refused only for
+// lack of free slots waits in the line (waitq.go), and asks the later jobs
+// holding slots here to give them back.
 func (s *Service) offer(a flood.Advert, need job.Need) {
 	if _, held := s.leases.ByJob(need.Job); held {
-		return // a later, wider flood of a job already offered to
+		s.waiting.note(a, need, time.Now()) // a wider flood: a fresher copy
+		return
 	}
 	if s.draining.Load() {
 		s.abuse.refused.Add(RefusedDraining)
@@ -252,14 +271,21 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		s.decline(a, need.Job, Decision{Code: job.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
 		return
 	}
+	prio, listed := s.waiting.note(a, need, time.Now())
 	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)
 	if !d.Accept || err != nil {
 		if !d.Accept {
 			s.abuse.refused.Add(RefusedPolicy)
 		}
-		log.Debugw("advert refused", "job", need.Job, "reason", d.Reason, "err", err)
+		if !d.Full {
+			s.waiting.drop(need.Job)
+		}
+		log.Debugw("advert refused", "job", need.Job, "reason", d.Reason, "err", err, "waiting", d.Full && listed)
 		if err == nil {
 			s.decline(a, need.Job, d)
+		}
+		if d.Full && listed {
+			s.askYield(prio)
 		}
 		return
 	}
@@ -268,19 +294,29 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		s.endLease(l.Key)
 		return
 	}
+	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+	defer cancel()
+	if !s.sendOffer(ctx, a, need, l) {
+		s.waiting.drop(need.Job)
+	}
+}
 
+// sendOffer offers lease l to the submitter of advert a and reports
+// whether it kept it; a lease not kept is released.
+func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need job.Need, l Lease) bool {
 	if a.Submitter != s.h.ID() {
 		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
 	}
-	msg := job.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires}
+	msg := job.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires,
+		Site: job.SiteLabel(s.leases.Policy().Labels)}
 	var reply job.OfferReply
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-	defer cancel()
-	err = s.ep.Call(ctx, a.Submitter, job.OfferProtocol, msg, &reply, job.MaxReplySize)
+	err := s.ep.Call(ctx, a.Submitter, job.OfferProtocol, msg, &reply, job.MaxReplySize)
 	if err != nil || !reply.Keep {
 		log.Debugw("offer not kept", "job", need.Job, "err", err, "reason", reply.Reason)
 		s.endLease(l.Key)
+		return false
 	}
+	return true
 }
 
 // endLease gives back a lease; a lease already gone is fine.
@@ -328,6 +364,7 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		if s.lookup(req.Job, req.Lease) != nil {
 			return fmt.Errorf("cancel %s: already committed; kill it instead", req.Job)
 		}
+		s.waiting.cancelled(req.Job, req.Lease) // first: the freed slots go to who still waits
 		s.endLease(req.Lease)
 		return nil
 	case job.OpCommit:
@@ -340,7 +377,11 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		if err := s.abuse.admitCommit(from, *req.Commit, time.Now()); err != nil {
 			return fmt.Errorf("commit %s: %w", req.Job, err)
 		}
-		return s.start(from, req.Job, req.Lease, *req.Commit)
+		if err := s.start(from, req.Job, req.Lease, *req.Commit); err != nil {
+			return err
+		}
+		s.waiting.drop(req.Job) // placed: it waits for nothing here
+		return nil
 	case job.OpRelease:
 		r := s.lookup(req.Job, req.Lease)
 		if r == nil {
@@ -355,6 +396,12 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		}
 		r.resume()
 		return nil
+	case job.OpCheckpoint:
+		r := s.lookup(req.Job, req.Lease)
+		if r == nil {
+			return fmt.Errorf("checkpoint %s: the job no longer runs here", req.Job)
+		}
+		return r.checkpointNow()
 	case job.OpKill:
 		if r := s.lookup(req.Job, req.Lease); r != nil {
 			r.kill(req.Reason)

@@ -117,5 +117,5 @@ func (r *running) stage() error {
 		}
 		left -= n
 	}
-	return nil
+	return r.stageRestore(left)
 }

@@ -70,6 +70,7 @@ func runAgent(c *cli.Context) error {
 	}
 	fmt.Fprintf(c.App.Writer, "zorilla agent %s\ndata dir %s\naccepting jobs from %s\n", n.ID(), cfg.DataDir, trustSummary(n.Trust()))
 	fmt.Fprintf(c.App.Writer, "sandbox %s\n", n.Sandbox())
+	printWeb(c.App.Writer, c.App.ErrWriter, cfg, n)
 	for _, a := range n.Addrs() {
 		fmt.Fprintf(c.App.Writer, "listening on %s\n", a)
 	}

@@ -20,7 +20,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
 			agentCommand(), idCommand(), peersCommand(), statsCommand(),
-			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), demoCommand(), benchCommand(),
+			submitCommand(), statusCommand(), jobsCommand(), cancelCommand(), stopCommand(), resumeCommand(), demoCommand(), benchCommand(),
 			testnetCommand(), trustCommand(), versionCommand(),
 		},
 		// A bad global flag or an unknown command is a usage error, exit 2.

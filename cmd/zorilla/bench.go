@@ -29,7 +29,7 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:        "bench",
 		Usage:       "measure Zorilla against its baselines on this machine",
-		Subcommands: []*cli.Command{benchPingpongCommand(), benchEchoCommand(), benchRelayCommand()},
+		Subcommands: []*cli.Command{benchPingpongCommand(), benchEchoCommand(), benchRelayCommand(), benchContentionCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErrorf("bench: unknown command %q (see zorilla bench --help)", c.Args().First())
@@ -52,7 +52,10 @@ func benchPingpongCommand() *cli.Command {
 			"NetPIPE over TCP (NPtcp) and over Open MPI's TCP transport (NPmpi), back to back. It prints,\n" +
 			"per size, the median one-way latency and bandwidth of each, and the median of the per-round\n" +
 			"ratios zorilla / that configuration. Sizes other than the largest must be powers of two:\n" +
-			"the ping-pong measures every power of two up to the largest, as NetPIPE does.",
+			"the ping-pong measures every power of two up to the largest, as NetPIPE does. --colocated adds\n" +
+			"two ranks on one agent (shared memory) and NetPIPE between two processes over Open MPI's\n" +
+			"shared-memory transport (vader) and over MPICH, in the same rounds; their ratios divide the\n" +
+			"co-located zorilla figures.",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "sizes", Value: benchSizes, Usage: "message `SIZES` reported, comma-separated (8, 64K, 1M...)"},
@@ -62,6 +65,7 @@ func benchPingpongCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-raw", Usage: "do not measure the raw libp2p stream"},
 			&cli.BoolFlag{Name: "no-relay", Usage: "do not measure the relay chain"},
 			&cli.BoolFlag{Name: "netpipe", Usage: "measure NetPIPE over TCP and over Open MPI too, where installed"},
+			&cli.BoolFlag{Name: "colocated", Usage: "measure two ranks on one agent too (shared memory), against NetPIPE over Open MPI's vader and MPICH where installed"},
 			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + benchExample},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "wall-clock limit of each ping-pong job"},
@@ -78,15 +82,18 @@ type benchConfig struct {
 	raw     bool
 	relay   bool
 	netpipe bool
-	program string
-	keep    bool
-	timeout time.Duration
+	// colocated adds two ranks on one agent, and NetPIPE between two
+	// processes of this machine, with their own ratios.
+	colocated bool
+	program   string
+	keep      bool
+	timeout   time.Duration
 }
 
 func benchConfigFrom(c *cli.Context) (benchConfig, error) {
 	cfg := benchConfig{rounds: c.Int("rounds"), raw: c.Bool("raw") && !c.Bool("no-raw"),
 		relay:   !c.Bool("no-relay"),
-		netpipe: c.Bool("netpipe"), program: c.String("program"), keep: c.Bool("keep"), timeout: c.Duration("timeout")}
+		netpipe: c.Bool("netpipe"), colocated: c.Bool("colocated"), program: c.String("program"), keep: c.Bool("keep"), timeout: c.Duration("timeout")}
 	if c.NArg() > 0 {
 		return cfg, fmt.Errorf("bench pingpong takes no arguments, got %q", c.Args().First())
 	}

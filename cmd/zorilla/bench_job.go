@@ -21,18 +21,28 @@ const benchJobDeadline = 30 * time.Second
 // zorillaTarget runs the ping-pong program as a job of two ranks, one on
 // each of the two agents, submitted through the first.
 type zorillaTarget struct {
-	cl      *node.Client
-	prog    string
-	timeout time.Duration
+	cl        *node.Client
+	prog      string
+	timeout   time.Duration
+	colocated bool // both ranks on one agent (bench pingpong --colocated)
 }
 
-func (z *zorillaTarget) name() string { return "zorilla" }
+func (z *zorillaTarget) name() string {
+	if z.colocated {
+		return "zorilla colocated"
+	}
+	return "zorilla"
+}
 
 // measure runs one job sweeping sizes up to the largest and returns rank
 // 0's figures.
 func (z *zorillaTarget) measure(ctx context.Context, sizes []int) (map[int]figure, error) {
 	d := job.NewDescription(z.prog, []string{strconv.Itoa(sizes[len(sizes)-1])}, 2)
 	d.Strategy, d.Timeout, d.Deadline = job.Spread, z.timeout, benchJobDeadline
+	hosts := 2
+	if z.colocated {
+		d.Strategy, hosts = job.Concentrate, 1
+	}
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,24 +55,24 @@ func (z *zorillaTarget) measure(ctx context.Context, sizes []int) (map[int]figur
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBenchJob(rec); err != nil {
+	if err := checkBenchJob(rec, hosts); err != nil {
 		return nil, fmt.Errorf("%w; its output:\n%s%s", err, out.String(), lastLines(errs.String(), 20))
 	}
 	return rank0Figures(out.String())
 }
 
-// checkBenchJob makes sure the job ended well with its two ranks on two
-// agents: otherwise it did not measure the path between agents.
-func checkBenchJob(rec job.Record) error {
+// checkBenchJob makes sure the job ended well with its two ranks on the
+// number of agents wanted: otherwise it did not measure the path it says.
+func checkBenchJob(rec job.Record, want int) error {
 	if rec.State != job.Done {
 		return fmt.Errorf("ping-pong job %s ended %s (exit %d)%s", rec.ID, rec.State, rec.Exit, withColon(rec.Reason))
 	}
-	if rec.Plan == nil || len(rec.Plan.Hosts) != 2 {
+	if rec.Plan == nil || len(rec.Plan.Hosts) != want {
 		hosts := 0
 		if rec.Plan != nil {
 			hosts = len(rec.Plan.Hosts)
 		}
-		return fmt.Errorf("ping-pong job %s ran on %d agents, want 2 (one rank each)", rec.ID, hosts)
+		return fmt.Errorf("ping-pong job %s ran on %d agents, want %d", rec.ID, hosts, want)
 	}
 	return nil
 }

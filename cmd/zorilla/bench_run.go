@@ -55,10 +55,15 @@ func runBench(ctx context.Context, cfg benchConfig, net *demoNet) (*benchResults
 	if err != nil {
 		return nil, err
 	}
-	if err := net.up(ctx, 2, 1); err != nil { // one slot each: rank 0 on a0, rank 1 on a1
+	slots := 1 // one slot each: rank 0 on a0, rank 1 on a1
+	if cfg.colocated {
+		slots = 2 // and both on one agent for the co-located rows
+	}
+	if err := net.up(ctx, 2, slots); err != nil {
 		return nil, err
 	}
-	runs := []*benchRun{{target: &zorillaTarget{cl: net.agents[0].client, prog: prog, timeout: cfg.timeout}}}
+	z := &zorillaTarget{cl: net.agents[0].client, prog: prog, timeout: cfg.timeout}
+	runs := []*benchRun{{target: z}}
 	var missing []*benchSeries
 	if cfg.raw {
 		raw, err := startRaw(ctx, net.dir)
@@ -86,12 +91,22 @@ func runBench(ctx context.Context, cfg benchConfig, net *demoNet) (*benchResults
 		}
 		missing = absent
 	}
+	var local []*benchRun
+	if cfg.colocated {
+		var absent []*benchSeries
+		local, absent = colocatedRuns(z, net.dir, exec.LookPath)
+		missing = append(missing, absent...)
+	}
 	res := &benchResults{}
 	for _, r := range runs {
 		r.series = &benchSeries{name: r.target.name()}
 		res.series = append(res.series, r.series)
 	}
 	res.series = append(res.series, missing...)
+	for _, r := range local { // their series are made, with their base
+		runs = append(runs, r)
+		res.series = append(res.series, r.series)
+	}
 	for i := range cfg.rounds {
 		took, err := benchRound(ctx, runs, i, cfg.sizes, net.log)
 		if err != nil {

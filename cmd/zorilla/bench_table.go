@@ -18,6 +18,7 @@ type figure struct {
 type benchSeries struct {
 	name   string
 	note   string           // why it has no figures (not installed, failed), or ""
+	base   *benchSeries     // whose figures its ratios divide; nil for the first series
 	rounds []map[int]figure // by round, then size; nil for a round it did not run
 }
 
@@ -93,16 +94,23 @@ func writeBenchTable(w io.Writer, res *benchResults, sizes []int) {
 		rounds = "1 round"
 	}
 	fmt.Fprintf(w, "ping-pong on loopback: medians of %s; ratios: zorilla / the configuration, per round, median\n", rounds)
-	fmt.Fprintf(w, "%8s  %-12s %12s %10s %10s %10s\n", "SIZE", "CONFIG", "LATENCY_US", "MB/S", "LAT_RATIO", "BW_RATIO")
-	base := res.series[0]
+	width := 12
+	for _, s := range res.series {
+		width = max(width, len(s.name))
+	}
+	fmt.Fprintf(w, "%8s  %-*s %12s %10s %10s %10s\n", "SIZE", width, "CONFIG", "LATENCY_US", "MB/S", "LAT_RATIO", "BW_RATIO")
 	for _, size := range sizes {
 		for _, s := range res.series {
+			base := res.series[0]
+			if s.base != nil { // the co-located rows divide the co-located zorilla's
+				base = s.base
+			}
 			r := row(s, base, size)
 			if r.n == 0 {
-				fmt.Fprintf(w, "%8s  %-12s %s\n", sizeLabel(size), s.name, orText(s.note, "no figures"))
+				fmt.Fprintf(w, "%8s  %-*s %s\n", sizeLabel(size), width, s.name, orText(s.note, "no figures"))
 				continue
 			}
-			fmt.Fprintf(w, "%8s  %-12s %12.2f %10.2f %10s %10s%s\n", sizeLabel(size), s.name, r.latencyUS, r.mbps,
+			fmt.Fprintf(w, "%8s  %-*s %12.2f %10.2f %10s %10s%s\n", sizeLabel(size), width, s.name, r.latencyUS, r.mbps,
 				ratioText(r.latRatio), ratioText(r.bwRatio), partial(r.n, res.rounds))
 		}
 	}

@@ -37,6 +37,9 @@ func zorillaBinary(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	// The agents tests start serve no web view unless a test asks: they
+	// would all want the default port.
+	os.Setenv("ZORILLA_WEB", "off")
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)

@@ -40,7 +40,7 @@ func cancelAction(c *cli.Context) error {
 	if err != nil {
 		return agentError(err)
 	}
-	if rec.State.Terminal() {
+	if rec.State.Terminal() && rec.State != job.Stopped { // a stopped job's cancel drops its checkpoint
 		return cli.Exit(fmt.Sprintf("job %s already ended: %s", rec.ID, rec.State), 1)
 	}
 	if err := cl.Cancel(ctx, rec.ID); err != nil {

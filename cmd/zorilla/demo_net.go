@@ -107,6 +107,9 @@ func (n *demoNet) start(ctx context.Context, count, procs int) error {
 	if err := first.await(ctx); err != nil {
 		return err
 	}
+	if first.id.Web != "" && n.who == "demo" {
+		fmt.Fprintf(n.log, "zorilla %s: web view of agent a0: %s\n", n.who, first.id.Web)
+	}
 	boot := loopbackAddr(first.id.Addrs)
 	if boot == "" {
 		return fmt.Errorf("agent a0 has no 127.0.0.1 TCP address among %v", first.id.Addrs)
@@ -131,7 +134,9 @@ func (n *demoNet) spawn(exe string, procs int, bootstrap string) (*demoAgent, er
 		exited: make(chan struct{})}
 	p := strconv.Itoa(procs)
 	args := []string{"agent", "--data-dir", a.dir, "--listen", "/ip4/127.0.0.1/tcp/0",
-		"--max-procs", p, "--cores", p, "--open", "--network", n.network(), "--mdns=false"}
+		"--max-procs", p, "--cores", p, "--open", "--network", n.network(), "--mdns=false",
+		"--web", "127.0.0.1:0"} // each its own free port
+
 	if bootstrap != "" {
 		args = append(args, "--bootstrap", bootstrap)
 	}

@@ -71,7 +71,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "testnet-delay", EnvVars: []string{"ZORILLA_TESTNET_DELAY"}, Hidden: true,
 			Usage: "testnets only: delay what is sent over TCP to SUBNET by DELAY, e.g. 10.90.1.0/24=5ms (repeatable; TCP only)"},
 	}
-	return append(flags, abuseFlags()...)
+	return append(append(flags, webFlag()), abuseFlags()...)
 }
 
 // agentConfig builds the agent's config from its flags. Bad values are
@@ -113,6 +113,9 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	cfg.RunAs, cfg.UIDRange, cfg.JobNetwork = c.String("run-as"), c.String("uid-range"), c.String("job-network")
 	cfg.TestnetDelay = trimAll(c.StringSlice("testnet-delay"))
 	if err := abuseConfig(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if err := webConfig(c, &cfg); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

@@ -89,6 +89,8 @@ type printer struct {
 	// same one, which is said once; repeats counts the others.
 	failLines map[string]bool
 	repeats   int
+	// progress, when set, shows the placement while the job floods.
+	progress *progress
 }
 
 func newPrinter(stdout, stderr io.Writer, id job.ID) *printer {
@@ -99,6 +101,9 @@ func newPrinter(stdout, stderr io.Writer, id job.ID) *printer {
 func (p *printer) update(u job.Update) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.progress != nil && p.showProgress(u) {
+		return
+	}
 	switch u.Kind {
 	case "output":
 		w := p.stdout
@@ -116,6 +121,9 @@ func (p *printer) update(u job.Update) {
 	case "state":
 		fmt.Fprintf(p.stderr, "zorilla: job %s %s (+%v)%s\n", p.id, u.State,
 			time.Since(p.start).Round(time.Millisecond), withColon(u.Note))
+		if p.progress != nil && u.State == job.Starting {
+			p.progress.placed()
+		}
 	case "end":
 		if p.repeats > 0 {
 			fmt.Fprintf(p.stderr, "zorilla: %d more ranks printed the same MPI failure (every line is in the job's stderr file)\n", p.repeats)

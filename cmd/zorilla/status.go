@@ -18,7 +18,7 @@ func statusCommand() *cli.Command {
 		Name:         "status",
 		Usage:        "show a job: its state, the time of each state, its hosts and ranks, its exit",
 		ArgsUsage:    "[JOB]   (a job ID or a unique prefix of one; without JOB, list the jobs)",
-		Flags:        jobClientFlags(),
+		Flags:        append(jobClientFlags(), watchFlag()),
 		OnUsageError: onUsageError,
 		Action:       statusAction,
 	}
@@ -27,6 +27,9 @@ func statusCommand() *cli.Command {
 func statusAction(c *cli.Context) error {
 	switch c.NArg() {
 	case 0:
+		if c.Bool("watch") {
+			return usageErrorf("status --watch follows one JOB: give its ID")
+		}
 		return listJobs(c)
 	case 1:
 	default:
@@ -45,6 +48,9 @@ func statusAction(c *cli.Context) error {
 	rec, err := findJob(ctx, cl, c.Args().First())
 	if err != nil {
 		return agentError(err)
+	}
+	if c.Bool("watch") {
+		return watchStatus(c, cl, rec.ID)
 	}
 	writeStatus(c.App.Writer, rec, time.Now())
 	return nil
@@ -86,6 +92,7 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	}
 	writeLost(w, r.Lost)
 	writeRuns(w, r.Runs)
+	writeCheckpoints(w, r)
 	if r.DryRun {
 		plan, _ := job.Place(d.Strategy, r.Offers, d.Nodes, d.Replicas)
 		writeOffers(w, r.Offers, plan)
@@ -148,7 +155,11 @@ func writeRuns(w io.Writer, runs []job.Run) {
 		if end == "" {
 			end = "running"
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", r.Attempt, r.Started.Local().Format(timeLayout), strings.Join(hosts, " "), end)
+		from := "from scratch"
+		if r.From > 0 {
+			from = fmt.Sprintf("from checkpoint %d", r.From)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", r.Attempt, r.Started.Local().Format(timeLayout), from, strings.Join(hosts, " "), end)
 	}
 	tw.Flush()
 }

@@ -44,6 +44,14 @@ func TestStatusJobsCancel(t *testing.T) {
 			t.Errorf("status lacks %q:\n%v", want, st)
 		}
 	}
+	// A program without the MPI library cannot be stopped with a
+	// checkpoint, and a running job cannot be resumed: both say why.
+	if s := zorilla("stop", "--data-dir", dd, "--checkpoint", "--timeout", "1s", id); s.code != 1 || !strings.Contains(s.stderr, "not every rank is in mpi.Init") {
+		t.Errorf("stop of a job without the MPI library: %v", s)
+	}
+	if s := zorilla("resume", "--data-dir", dd, id); s.code != 1 || !strings.Contains(s.stderr, "not stopped") {
+		t.Errorf("resume of a running job: %v", s)
+	}
 	if c := zorilla("cancel", "--data-dir", dd, id[:8]); c.code != 0 || c.stdout != "job "+id+" cancelled\n" {
 		t.Fatalf("cancel: %v", c)
 	}
@@ -149,14 +157,21 @@ func TestWriteStatusListsAttempts(t *testing.T) {
 	rec := job.NewRecord("abc", "", job.NewDescription("/home/u/ring", nil, 2), t0)
 	rec.Runs = []job.Run{
 		{Attempt: 1, Started: t0, Ended: t0.Add(time.Second), Hosts: []peer.ID{a, b}, End: "host 12D3…abcd lost while running (agent unreachable)"},
-		{Attempt: 2, Started: t0.Add(3 * time.Second), Hosts: []peer.ID{a, c}},
+		{Attempt: 2, Started: t0.Add(3 * time.Second), Hosts: []peer.ID{a, c}, From: 7},
+	}
+	rec.Checkpoints = []job.Checkpoint{
+		{Num: 7, Taken: t0.Add(time.Second / 2), Attempt: 1, Complete: true, Files: []job.CheckpointFile{{Rank: 0, Size: 1 << 20}, {Rank: 1, Size: 1 << 20}}},
+		{Num: 8, Taken: t0.Add(4 * time.Second), Attempt: 2, Files: []job.CheckpointFile{{Rank: 1, Size: 1 << 20}}},
 	}
 	var w bytes.Buffer
 	writeStatus(&w, rec, t0.Add(time.Hour))
 	want := []string{
 		"attempts: 2\n",
-		"  1  2025-03-01 10:00:00.000  " + shortPeer(a) + " " + shortPeer(b) + "  host 12D3…abcd lost while running (agent unreachable)\n",
-		"  2  2025-03-01 10:00:03.000  " + shortPeer(a) + " " + shortPeer(c) + "  running\n",
+		"  1  2025-03-01 10:00:00.000  from scratch       " + shortPeer(a) + " " + shortPeer(b) + "  host 12D3…abcd lost while running (agent unreachable)\n",
+		"  2  2025-03-01 10:00:03.000  from checkpoint 7  " + shortPeer(a) + " " + shortPeer(c) + "  running\n",
+		"checkpoints: 2\n",
+		"  7  2025-03-01 10:00:00.500  attempt 1  2M  complete\n",
+		"  8  2025-03-01 10:00:04.000  attempt 2  1M  1 of 2 ranks\n",
 	}
 	for _, s := range want {
 		if !strings.Contains(w.String(), s) {

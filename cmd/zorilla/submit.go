@@ -54,11 +54,13 @@ func submitFlags() []cli.Flag {
 		&cli.GenericFlag{Name: "env", Usage: "`K=V` added to every process's environment (repeatable)", Value: &listFlag{}},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the run", Value: job.DefaultTimeout},
 		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
+		&cli.DurationFlag{Name: "checkpoint-every", Usage: "take a checkpoint (where the program calls Comm.Checkpoint) only when `D` has passed since the last one; by default at every call"},
 		&cli.IntFlag{Name: "retries", Usage: "start the job again on other hosts at most `N` times when it loses a host while running (a rank's last copy)", Value: job.DefaultRetries},
 		&cli.StringFlag{Name: "require", Usage: "what every host must have, e.g. os=linux,arch=amd64,cores=2,mem=2G,label=gpu"},
 		&cli.StringFlag{Name: "file", Usage: "job description `FILE` (JSON or YAML); flags given as well override it"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "only flood and list the offers (latency-sorted) and whether the job is feasible"},
 		&cli.BoolFlag{Name: "detach", Usage: "print the job ID and return at once"},
+		pmiFlag(),
 	}
 }
 
@@ -93,7 +95,9 @@ func submitAction(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, id)
 		return nil
 	}
-	rec, err := followJob(ctx, stop, cl, id, newPrinter(c.App.Writer, c.App.ErrWriter, id))
+	pr := newPrinter(c.App.Writer, c.App.ErrWriter, id)
+	pr.progress = newProgress(c.App.ErrWriter, planOf(c.Context, cl.Job, id))
+	rec, err := followJob(ctx, stop, cl, id, pr)
 	if err != nil {
 		return err
 	}
@@ -182,6 +186,7 @@ func applyFlags(c *cli.Context, d *job.Description) error {
 	if c.IsSet("r") {
 		d.Replicas = c.Int("r")
 	}
+	applyPMI(c, d)
 	if c.IsSet("a") {
 		s, err := job.ParseStrategy(c.String("a"))
 		if err != nil {
@@ -203,6 +208,9 @@ func applyFlags(c *cli.Context, d *job.Description) error {
 	}
 	if c.IsSet("retries") {
 		d.Retries = c.Int("retries")
+	}
+	if c.IsSet("checkpoint-every") {
+		d.CheckpointEvery = c.Duration("checkpoint-every")
 	}
 	if c.IsSet("require") {
 		req, err := job.ParseRequire(c.String("require"))
@@ -248,6 +256,9 @@ func checkLocalFiles(d job.Description) error {
 		return err
 	}
 	if _, err := inspectProgram(d.Executable); err != nil {
+		return err
+	}
+	if err := checkMPI(d.Executable, d.PMI); err != nil {
 		return err
 	}
 	for _, in := range d.Inputs {
@@ -326,7 +337,7 @@ func exitStatus(rec job.Record) (code int, ok bool) {
 	switch rec.State {
 	case job.Done:
 		return 0, true
-	case job.Cancelled:
+	case job.Cancelled, job.Stopped:
 		return exitInterrupted, true
 	case job.Failed:
 		if rec.Exit == 0 {
@@ -346,6 +357,8 @@ func exitText(rec job.Record) string {
 		return "-"
 	case rec.State == job.Cancelled:
 		return fmt.Sprintf("%d (cancelled)", code)
+	case rec.State == job.Stopped:
+		return fmt.Sprintf("%d (stopped; zorilla resume %s)", code, rec.ID)
 	}
 	return fmt.Sprint(code)
 }

@@ -179,6 +179,10 @@ func TestBadCommandLinesExit2(t *testing.T) {
 		{[]string{"status", "--data-dir", dd, "a", "b"}, "one JOB"},
 		{[]string{"status", "--data-dir", dd, "../etc"}, "job id"},
 		{[]string{"cancel", "--data-dir", dd}, "one JOB"},
+		{[]string{"stop", "--data-dir", dd, "--checkpoint"}, "one JOB"},
+		{[]string{"stop", "--data-dir", dd, "abc"}, "needs --checkpoint"},
+		{[]string{"stop", "--data-dir", dd, "--checkpoint", "--timeout", "0s", "abc"}, "--timeout"},
+		{[]string{"resume", "--data-dir", dd}, "one JOB"},
 		{[]string{"jobs", "--data-dir", dd, "extra"}, "no arguments"},
 		{[]string{"demo", "--agents", "0"}, "--agents"},
 		{[]string{"demo", "--procs", "100"}, "--procs"},
@@ -197,7 +201,7 @@ func TestBadCommandLinesExit2(t *testing.T) {
 // A command whose agent is not running says so in one line and exits 1.
 func TestAgentNotRunning(t *testing.T) {
 	dd := t.TempDir()
-	for _, args := range [][]string{{"jobs"}, {"status", "abc"}, {"cancel", "abc"}, {"submit", "-n", "1", script(t, "true")}} {
+	for _, args := range [][]string{{"jobs"}, {"status", "abc"}, {"cancel", "abc"}, {"resume", "abc"}, {"stop", "--checkpoint", "abc"}, {"submit", "-n", "1", script(t, "true")}} {
 		r := zorilla(append([]string{args[0], "--data-dir", dd}, args[1:]...)...)
 		if r.code != 1 || !strings.Contains(r.stderr, "agent is not running") || strings.Count(r.stderr, "\n") != 1 {
 			t.Errorf("%q: %v", args, r)

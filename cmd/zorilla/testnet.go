@@ -129,6 +129,7 @@ func testnetUp(c *cli.Context) error {
 	st.Print(c.App.Writer)
 	first := tn.Containers()[0]
 	fmt.Fprintf(c.App.Writer, "submit through %s:\n  zorilla submit --data-dir %s -n 8 PROGRAM\n", first.Name, first.DataDir)
+	fmt.Fprintf(c.App.Writer, "web view of %s: %s\n", first.Name, first.WebURL())
 	return nil
 }
 

@@ -55,12 +55,7 @@ func (r *ranker) holds(g int64) (int, bool) {
 // of the test keys this rank holds (zero for the others), to be summed over
 // all ranks.
 func (r *ranker) bucketize(it int) []int32 {
-	if i, ok := r.holds(int64(it)); ok {
-		r.keys[i] = int32(it)
-	}
-	if i, ok := r.holds(int64(it + maxIterations)); ok {
-		r.keys[i] = r.p.maxKey() - int32(it)
-	}
+	r.setIterationKeys(it)
 	clear(r.local)
 	nb := r.p.buckets()
 	for t, g := range r.p.testIndex {
@@ -180,4 +175,14 @@ func outOfOrder(sorted []int32, prev int32, hasPrev bool) int {
 		}
 	}
 	return bad
+}
+
+// setIterationKeys sets the two keys iteration it changes (NPB's rank).
+func (r *ranker) setIterationKeys(it int) {
+	if i, ok := r.holds(int64(it)); ok {
+		r.keys[i] = int32(it)
+	}
+	if i, ok := r.holds(int64(it + maxIterations)); ok {
+		r.keys[i] = r.p.maxKey() - int32(it)
+	}
 }

@@ -39,8 +39,14 @@ func run(ctx context.Context, c comm, p params, out io.Writer) (npb.Results, err
 			p.totalKeys(), p.class, maxIterations, size)
 	}
 	x := &exchange{c: c, r: newRanker(p, size, rank), totals: make([]int32, p.buckets()+testArraySize)}
-	if _, _, err := x.iterate(ctx, 1); err != nil { // untimed, as NPB
+	restored, err := x.restore()
+	if err != nil {
 		return npb.Results{}, err
+	}
+	if !restored {
+		if _, _, err := x.iterate(ctx, 1); err != nil { // untimed, as NPB
+			return npb.Results{}, err
+		}
 	}
 	passed, secs, err := x.timed(ctx, out)
 	if err != nil {
@@ -75,6 +81,8 @@ type exchange struct {
 	r      *ranker
 	totals []int32 // summed bucket sizes and test keys
 	recv   []int32 // the keys received, reused across iterations
+
+	done, passed int // iterations done and checks passed, when restored from a checkpoint
 }
 
 // timed runs the timed iterations, printing any partial verification
@@ -85,14 +93,17 @@ func (x *exchange) timed(ctx context.Context, out io.Writer) (int, float64, erro
 	}
 	var timer npb.Timer
 	timer.Start()
-	passed := 0
-	for it := 1; it <= maxIterations; it++ {
+	passed := x.passed
+	for it := x.done + 1; it <= maxIterations; it++ {
 		n, failures, err := x.iterate(ctx, it)
 		if err != nil {
 			return 0, 0, err
 		}
 		passed += n
 		printLines(out, failures)
+		if err := x.checkpoint(ctx, it, passed); err != nil {
+			return 0, 0, err
+		}
 	}
 	timer.Stop()
 	secs := []float64{timer.Seconds()}

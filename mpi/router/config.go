@@ -68,6 +68,16 @@ type Config struct {
 	// just its lead: twice the traffic at r = 2. For measuring what
 	// lead-only sending saves; off on a real agent.
 	EveryCopySends bool
+	// ShmRing is the data capacity of the shared-memory ring from one
+	// local rank to another (a power of two at most; 0 turns shared memory
+	// off, and ranks on one agent then talk through it). 1 MiB: two
+	// fragments, so a large message streams while the reader copies out.
+	ShmRing int
+	// ShmJobBytes bounds the rings of one job on this agent: with k local
+	// ranks, k(k-1) rings share it (each halved until they fit; a job
+	// whose rings would fall below 4 KiB talks through the agent). 128 MiB:
+	// nine ranks get full rings (72 MiB).
+	ShmJobBytes int
 	// MaxPending bounds socket connections that have not finished their
 	// handshake. 64: far more than ranks start at once on one machine, few
 	// enough that junk connections cannot pile up.
@@ -90,6 +100,8 @@ func DefaultConfig() Config {
 		MaxPending:        64,
 		LogBytes:          32 << 20,
 		AckDelay:          2 * time.Millisecond,
+		ShmRing:           1 << 20,
+		ShmJobBytes:       128 << 20,
 	}
 }
 
@@ -137,6 +149,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("router config: LogBytes %d below one fragment (%d)", c.LogBytes, c.frameMax())
 	case c.AckDelay <= 0 || c.AckDelay > c.HeartbeatInterval:
 		return fmt.Errorf("router config: AckDelay %v must be positive and at most the heartbeat interval", c.AckDelay)
+	case c.ShmRing < 0 || c.ShmRing > 64<<20 || c.ShmJobBytes < 0:
+		return fmt.Errorf("router config: ShmRing %d must be in 0..64 MiB and ShmJobBytes %d not negative", c.ShmRing, c.ShmJobBytes)
 	case c.MaxPending < 1:
 		return fmt.Errorf("router config: MaxPending %d", c.MaxPending)
 	}

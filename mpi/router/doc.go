@@ -11,8 +11,13 @@
 // the job failed) and calls Job.Fail when a process dies or the job must end,
 // and RemoveJob at the end.
 //
+// Shared memory (shm.go): ranks of an unreplicated job on this agent get
+// rings to each other at Init and stop sending each other messages through
+// the router; it only hands out the ring files and still watches the
+// processes, so a death fails the job as before.
+//
 // Routing: a message from a local rank goes straight into the queue of a
-// local destination, or over one libp2p stream per (job, remote agent),
+// local destination (when the ranks use no rings), or over one libp2p stream per (job, remote agent),
 // opened on first use. Links have credit-based flow control: a sender has at
 // most a window of bytes in flight per link (Config.Window, or less when the
 // job's remote agents share Config.JobBuffer), which the receiving agent

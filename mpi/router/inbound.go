@@ -141,6 +141,7 @@ func (j *Job) fromLink(in *inbound, fr *frame) error {
 		return fmt.Errorf("%w: rank %d does not run on %s", errViolation, h.Src, in.peer.ShortString())
 	}
 	size := len(f)
+	j.r.recv.add(f)
 	err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, func() { in.returned(size) })
 	if err != nil && !errors.Is(err, errClosedQueue) && j.ctx.Err() == nil {
 		return fmt.Errorf("%w: %w", errViolation, err)

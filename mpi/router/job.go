@@ -79,6 +79,7 @@ type Job struct {
 	lostCopy map[Proc]bool    // copies, here or elsewhere, that ended without Finalize
 	ended    map[peer.ID]bool // remote agents that ended the job cleanly
 	dropped  int              // events dropped because the channel was full
+	shm      *jobShm          // rings between local ranks, or nil (see shm.go)
 }
 
 func newJob(r *Router, spec JobSpec) *Job {
@@ -90,7 +91,8 @@ func newJob(r *Router, spec JobSpec) *Job {
 		lost: map[peer.ID]bool{}, lostCopy: map[Proc]bool{}, ended: map[peer.ID]bool{},
 		ackNow: make(chan struct{}, 1), ackSoon: make(chan struct{}, 1),
 	}
-	j.welcome = proto.Welcome{Version: proto.Version, MaxData: uint32(r.cfg.MaxData), HostOf: hostLayout(spec.Hosts)}.Encode()
+	j.welcome = proto.Welcome{Version: proto.Version, MaxData: uint32(r.cfg.MaxData), HostOf: hostLayout(spec.Hosts),
+		SiteOf: siteLayout(spec.Hosts, spec.Sites)}.Encode()
 	for _, p := range spec.Local {
 		pr := &proc{Proc: p, q: newOutq(r.cfg.QueueBytes), sent: sequencer{}, log: newSendLog(r.cfg.LogBytes, spec.Replicas),
 			wdone: make(chan struct{})}
@@ -101,6 +103,7 @@ func newJob(r *Router, spec JobSpec) *Job {
 		j.local[p.Rank] = pr
 		j.procs = append(j.procs, pr)
 	}
+	j.shm = newJobShm(spec, r.cfg)
 	j.events = make(chan Event, 3*len(j.procs)+len(j.remote)+4)
 	if len(j.procs) == 0 {
 		close(j.ready)
@@ -167,8 +170,12 @@ func (j *Job) Release() {
 		return
 	}
 	j.released = true
+	j.shm.release()
 	for _, p := range j.procs {
 		if p.state == procRunning {
+			if on := j.shm.onFrame(p.Rank); on != nil { // shared memory: which peers, before Start
+				p.q.control(on)
+			}
 			p.q.control(start)
 		}
 	}
@@ -313,6 +320,7 @@ func (j *Job) shutdown() {
 	bye := j.farewell()
 	j.mu.Lock()
 	j.removed = true
+	j.shm.close()
 	links, ins := j.streamsLocked()
 	var attached []*proc
 	for _, p := range j.procs {

@@ -13,11 +13,13 @@ import (
 // attach connects an authenticated process to its local copy and starts its
 // reader and writer. It answers Welcome (and Start if the job was already
 // released), or a refusal.
-func (j *Job) attach(p Proc, conn net.Conn, br *bufio.Reader) {
+func (j *Job) attach(p Proc, conn net.Conn, br *bufio.Reader, asksShm bool) {
 	j.mu.Lock()
 	refuse := j.attachLocked(p)
 	var pr *proc
 	released := false
+	var shmFrame, shmOn proto.Frame
+	var fds []int
 	if refuse == nil {
 		pr = j.local[p.Rank]
 		pr.conn, pr.state = conn, procRunning
@@ -28,6 +30,14 @@ func (j *Job) attach(p Proc, conn net.Conn, br *bufio.Reader) {
 			close(j.ready)
 		}
 		j.wg.Add(2)
+		var err error
+		if shmFrame, fds, err = j.shm.attached(p.Rank, asksShm); err != nil {
+			log.Warnf("job %s rank %d: no shared memory: %v", j.spec.ID, p.Rank, err)
+		}
+		j.shm.done(len(j.procs))
+		if released {
+			shmOn = j.shm.onFrame(p.Rank)
+		}
 	}
 	failure := j.err
 	j.mu.Unlock()
@@ -39,14 +49,14 @@ func (j *Job) attach(p Proc, conn net.Conn, br *bufio.Reader) {
 		writeAndClose(conn, refuse.Encode())
 		return
 	}
-	hello := j.welcome
+	hello := append(j.welcome[:len(j.welcome):len(j.welcome)], shmFrame...)
 	if j.spec.Replicas > 1 {
 		hello = append(append(proto.Frame(nil), hello...), j.roleFrame(pr.leads.Load())...)
 	}
 	if released {
-		hello = append(append(proto.Frame(nil), hello...), proto.NewFrame(proto.TypeStart, 0)...)
+		hello = append(append(append(proto.Frame(nil), hello...), shmOn...), proto.NewFrame(proto.TypeStart, 0)...)
 	}
-	if _, err := conn.Write(hello); err != nil {
+	if err := writeWithFiles(conn, hello, fds); err != nil {
 		pr.q.close(nil) // the reader sees the broken connection and reports the copy lost
 	}
 	_ = conn.SetDeadline(time.Time{}) // the handshake's deadline; a running rank may wait forever
@@ -110,6 +120,14 @@ func (j *Job) readLoop(pr *proc, conn net.Conn, br *bufio.Reader) {
 				_ = conn.Close()
 				return
 			}
+		case proto.TypeSaved:
+			err := j.saved(pr, f.Body())
+			fr.unref()
+			if err != nil {
+				j.procGone(pr, err)
+				_ = conn.Close()
+				return
+			}
 		case proto.TypeFinalize:
 			j.finalize(pr)
 			return
@@ -167,6 +185,7 @@ func (j *Job) route(from *proc, fr *frame) error {
 	}
 	for _, host := range j.spec.Hosts[h.Dst] {
 		if host == j.self {
+			j.r.local.add(f)
 			err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, nil)
 		} else {
 			err = j.linkTo(host).send(f)

@@ -103,6 +103,7 @@ func (j *Job) forward(host peer.ID, fr *frame) error {
 	if err != nil {
 		return err
 	}
+	j.r.local.add(fr.f)
 	return j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, nil)
 }
 

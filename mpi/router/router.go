@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"sync"
@@ -47,6 +48,8 @@ type Router struct {
 	frames  *framePool
 	wg      sync.WaitGroup
 	sent    Traffic // MSG frames written to links, updated atomically
+	recv    Traffic // MSG frames read from links and handed to a local copy, atomically
+	local   Traffic // MSG frames from a local copy queued for a local copy, atomically
 
 	mu     sync.Mutex // guards jobs, ended, endedQ, closed
 	jobs   map[string]*Job
@@ -105,21 +108,41 @@ func removeStale(path string) error {
 	return nil
 }
 
-// Traffic counts the MSG frames a router wrote to its links, and their
-// bytes (headers included): what replication costs on the wire.
+// Traffic counts MSG frames and their bytes (headers included): written to
+// links, it is what replication costs on the wire.
 type Traffic struct {
 	Frames, Bytes int64
 }
 
 // Sent returns the MSG traffic this router has written to links so far.
 func (r *Router) Sent() Traffic {
-	return Traffic{Frames: atomic.LoadInt64(&r.sent.Frames), Bytes: atomic.LoadInt64(&r.sent.Bytes)}
+	return r.sent.load()
 }
 
-func (r *Router) countSent(f proto.Frame) {
-	atomic.AddInt64(&r.sent.Frames, 1)
-	atomic.AddInt64(&r.sent.Bytes, int64(len(f)))
+// Totals are a router's MSG totals since it started, over all its jobs: a
+// message of many fragments counts once per fragment, and a fragment sent
+// to two copies of its destination counts twice.
+type Totals struct {
+	Sent     Traffic // written to links to other agents (resends included)
+	Received Traffic // read from links and handed to a local copy
+	Local    Traffic // from a local copy to a local copy through the router (not over shared memory)
 }
+
+// Stats returns the router's totals so far; it is safe to call at any time.
+func (r *Router) Stats() Totals {
+	return Totals{Sent: r.Sent(), Received: r.recv.load(), Local: r.local.load()}
+}
+
+func (t *Traffic) load() Traffic {
+	return Traffic{Frames: atomic.LoadInt64(&t.Frames), Bytes: atomic.LoadInt64(&t.Bytes)}
+}
+
+func (t *Traffic) add(f proto.Frame) {
+	atomic.AddInt64(&t.Frames, 1)
+	atomic.AddInt64(&t.Bytes, int64(len(f)))
+}
+
+func (r *Router) countSent(f proto.Frame) { r.sent.add(f) }
 
 // Socket is the path of the MPI socket.
 func (r *Router) Socket() string { return r.path }
@@ -130,6 +153,7 @@ func (r *Router) AddJob(spec JobSpec) (*Job, error) {
 		return nil, fmt.Errorf("router: add job %q: %w", spec.ID, err)
 	}
 	spec.Hosts = cloneHosts(spec.Hosts)
+	spec.Sites = maps.Clone(spec.Sites)
 	spec.Local = append([]Proc(nil), spec.Local...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -293,7 +317,7 @@ func (r *Router) serveConn(c *net.UnixConn) {
 		writeAndClose(c, refusal.Encode())
 		return
 	}
-	j.attach(Proc{Rank: int(h.Rank), Replica: int(h.Replica)}, c, br)
+	j.attach(Proc{Rank: int(h.Rank), Replica: int(h.Replica)}, c, br, h.Flags&proto.HelloShm != 0)
 }
 
 // checkHello finds the job a Hello is for and checks its credentials.

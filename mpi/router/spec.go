@@ -23,6 +23,15 @@ type JobSpec struct {
 	Replicas int         // copies of each rank, on distinct agents
 	Hosts    [][]peer.ID // Hosts[rank][replica] = agent that runs that copy
 	Local    []Proc      // the copies running on this agent
+	// Sites numbers the site of each agent of Hosts (agents close to one
+	// another, as the submitter grouped them), so that collectives cross
+	// between sites last. Nil, or one number for all, is one site; an
+	// agent missing from it is in site 0.
+	Sites map[peer.ID]int
+	// OnSaved, when set, is called (from the rank's reader, so it must
+	// not block long) each time a local rank says it wrote its part of a
+	// checkpoint; see marker.go.
+	OnSaved func(Saved)
 }
 
 // validate checks the spec against the agent it is added to.
@@ -38,6 +47,11 @@ func (s JobSpec) validate(self peer.ID) error {
 		return fmt.Errorf("replicas %d", s.Replicas)
 	case len(s.Hosts) != s.Size:
 		return fmt.Errorf("hosts for %d ranks, size %d", len(s.Hosts), s.Size)
+	}
+	for p, site := range s.Sites {
+		if site < 0 {
+			return fmt.Errorf("agent %s in site %d", p.ShortString(), site)
+		}
 	}
 	mine := map[Proc]bool{}
 	for r, copies := range s.Hosts {
@@ -92,6 +106,26 @@ func hostLayout(hosts [][]peer.ID) []uint32 {
 			ids[copies[0]] = id
 		}
 		out[r] = id
+	}
+	return out
+}
+
+// siteLayout is the site of each rank's first copy, numbered from 0 in
+// the order of their lowest rank, or nil when every rank is on one site.
+func siteLayout(hosts [][]peer.ID, sites map[peer.ID]int) []uint32 {
+	ids := map[int]uint32{}
+	out := make([]uint32, len(hosts))
+	for r, copies := range hosts {
+		s := sites[copies[0]]
+		id, ok := ids[s]
+		if !ok {
+			id = uint32(len(ids))
+			ids[s] = id
+		}
+		out[r] = id
+	}
+	if len(ids) < 2 {
+		return nil
 	}
 	return out
 }

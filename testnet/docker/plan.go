@@ -20,6 +20,7 @@ const (
 
 const (
 	agentPort        = 4001
+	webPort          = 4080 // the agent's web view, on every container address
 	containerDataDir = "/data"
 	// queueBase numbers the NFQUEUE queues: traffic to site s goes through
 	// queue queueBase+s of the sending container's namespace.
@@ -116,15 +117,17 @@ func planContainers(name, dir string, l Layout, a AddrPlan, ids []peer.ID, rng *
 
 // AgentArgs is the agent's command line in the container: the owner's
 // settings of its site (P = cores), open to any submitter (a testnet),
-// labelled with its site so that jobs can require one. It listens on TCP,
-// and on QUIC too when quic is set.
+// labelled with its site so that jobs can require one, with its web view
+// on the container's addresses (WebURL). It listens on TCP, and on QUIC
+// too when quic is set.
 func (c Container) AgentArgs(quic bool, extra []string) []string {
 	cores := strconv.Itoa(c.Cores)
 	args := []string{"agent", "--data-dir", containerDataDir, "--listen", fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", agentPort)}
 	if quic {
 		args = append(args, "--listen", fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", agentPort))
 	}
-	args = append(args, "--cores", cores, "--max-procs", cores, "--open", "--label", "site="+c.SiteName)
+	args = append(args, "--cores", cores, "--max-procs", cores, "--open", "--label", "site="+c.SiteName,
+		"--web", fmt.Sprintf("0.0.0.0:%d", webPort))
 	if c.Bootstrap != "" {
 		args = append(args, "--bootstrap", c.Bootstrap)
 	}
@@ -207,3 +210,7 @@ func netemCommands(dev string, rules []Rule) [][]string {
 	}
 	return out
 }
+
+// WebURL is the agent's web view, reached from the host on its site
+// address.
+func (c Container) WebURL() string { return fmt.Sprintf("http://%s:%d/", c.SiteIP, webPort) }

@@ -93,7 +93,7 @@ func TestAgentArgs(t *testing.T) {
 	c := Container{SiteName: "lyon", Cores: 2, Bootstrap: "/ip4/10.91.0.2/tcp/4001/p2p/X"}
 	got := strings.Join(c.AgentArgs(false, []string{"--log-level", "debug"}), " ")
 	want := "agent --data-dir /data --listen /ip4/0.0.0.0/tcp/4001 " +
-		"--cores 2 --max-procs 2 --open --label site=lyon --bootstrap /ip4/10.91.0.2/tcp/4001/p2p/X --log-level debug"
+		"--cores 2 --max-procs 2 --open --label site=lyon --web 0.0.0.0:4080 --bootstrap /ip4/10.91.0.2/tcp/4001/p2p/X --log-level debug"
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

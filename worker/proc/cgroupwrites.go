@@ -32,12 +32,19 @@ func cgroupWrites(version int, res Resources) []cgroupWrite {
 		w = append(w, cgroupWrite{"pids", "pids.max", strconv.FormatInt(res.Pids, 10), false})
 	}
 	if res.CPUs > 0 {
+		// The weight grows with the cores lent: a job's cgroup competes with
+		// the machine's other work as that many processes would, not as one
+		// (the kernel's default weight is one process's).
 		quota := strconv.FormatInt(max(int64(res.CPUs*cpuPeriod), 1000), 10) // the kernel's least quota is 1 ms
 		if version == 1 {
-			w = append(w, cgroupWrite{"cpu", "cpu.cfs_period_us", strconv.Itoa(cpuPeriod), false},
+			shares := strconv.FormatInt(min(max(int64(res.CPUs*1024), 2), 262144), 10)
+			w = append(w, cgroupWrite{"cpu", "cpu.shares", shares, false},
+				cgroupWrite{"cpu", "cpu.cfs_period_us", strconv.Itoa(cpuPeriod), false},
 				cgroupWrite{"cpu", "cpu.cfs_quota_us", quota, false})
 		} else {
-			w = append(w, cgroupWrite{"cpu", "cpu.max", quota + " " + strconv.Itoa(cpuPeriod), false})
+			weight := strconv.FormatInt(min(max(int64(res.CPUs*100), 1), 10000), 10)
+			w = append(w, cgroupWrite{"cpu", "cpu.weight", weight, false},
+				cgroupWrite{"cpu", "cpu.max", quota + " " + strconv.Itoa(cpuPeriod), false})
 		}
 	}
 	return w

@@ -277,6 +277,16 @@ func (f *childFiles) closeAll() {
 func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process, error) {
 	spec, shim := r.shimFor(s)
 	path, argv, env := s.Program, append([]string{s.Program}, s.Args...), s.environ(r.cfg.Path)
+	if s.ExtraFile != nil {
+		// The program finds it at the descriptor after the child's own:
+		// 0-2, and for the shim its report pipe, environment and cgroup
+		// files, which it closes before exec (openChildFiles' order).
+		fd := 3
+		if shim {
+			fd = cgroupFD + spec.Cgroups
+		}
+		env = append(env, fmt.Sprintf("%s=%d", s.ExtraFileEnv, fd))
+	}
 	var payload []byte // the program's environment, for the shim
 	if shim {
 		payload = encodeEnv(env)
@@ -290,6 +300,9 @@ func (r *osRunner) launch(ctx context.Context, s Spec, out OutputFunc) (*process
 	files, err := openChildFiles(shim, payload, s.Sandbox)
 	if err != nil {
 		return nil, fmt.Errorf("open pipes: %w", err)
+	}
+	if s.ExtraFile != nil {
+		files.child = append(files.child, s.ExtraFile) // closed here once the child has it
 	}
 	osp, err := startProcess(path, argv, &os.ProcAttr{
 		Dir: s.Dir, Env: env, Files: files.child,

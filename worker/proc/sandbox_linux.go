@@ -144,3 +144,7 @@ func (r *osRunner) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// IsolatesNetwork reports whether the job's processes get a network
+// namespace with only loopback.
+func (b *Sandbox) IsolatesNetwork() bool { return b != nil && b.netns }

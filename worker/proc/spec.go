@@ -3,6 +3,7 @@ package proc
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,6 +52,11 @@ type Spec struct {
 	// process runs as its user, in its cgroup and, where it has one, in a
 	// network namespace of its own.
 	Sandbox *Sandbox
+	// ExtraFile, when set, is passed to the program open (a PMI socket);
+	// the environment variable ExtraFileEnv holds its descriptor number.
+	// Start closes it once the child has it (or on failure).
+	ExtraFile    *os.File
+	ExtraFileEnv string
 }
 
 // Limits are the resource limits (setrlimit) of a process. A zero field

@@ -45,3 +45,6 @@ func (*Sandbox) Close() error { return nil }
 
 // KillLeftovers finds nothing where processes do not run.
 func KillLeftovers(string) (int, error) { return 0, nil }
+
+// IsolatesNetwork is false: there is no sandbox.
+func (*Sandbox) IsolatesNetwork() bool { return false }

@@ -33,6 +33,9 @@ type Cluster struct {
 	seq     int
 	mu      sync.Mutex
 	gate    *gate
+	// OnSaved, when set before AddJob, is every job's router.JobSpec.OnSaved,
+	// told which agent heard it.
+	OnSaved func(agent int, sv router.Saved)
 }
 
 // FastConfig is a router configuration with short timeouts, so that failure
@@ -122,6 +125,19 @@ func (c *Cluster) AddJob(size int, place func(rank int) int) (*Job, error) {
 // k of rank r on agent place(r, k) (copies of a rank on distinct agents).
 // Opts lists every copy, rank by rank.
 func (c *Cluster) AddReplicatedJob(size, replicas int, place func(rank, replica int) int) (*Job, error) {
+	return c.addJob(size, replicas, place, nil)
+}
+
+// AddSitedJob is AddJob with agent a in site site[a] (the routers' Sites).
+func (c *Cluster) AddSitedJob(size int, place func(rank int) int, site []int) (*Job, error) {
+	sites := map[peer.ID]int{}
+	for a, s := range site {
+		sites[c.Hosts[a].ID()] = s
+	}
+	return c.addJob(size, 1, func(rank, _ int) int { return place(rank) }, sites)
+}
+
+func (c *Cluster) addJob(size, replicas int, place func(rank, replica int) int, sites map[peer.ID]int) (*Job, error) {
 	c.mu.Lock()
 	c.seq++
 	id := fmt.Sprintf("job-%d", c.seq)
@@ -148,7 +164,11 @@ func (c *Cluster) AddReplicatedJob(size, replicas int, place func(rank, replica 
 		if len(procs) == 0 {
 			continue
 		}
-		rj, err := c.Routers[a].AddJob(router.JobSpec{ID: id, Key: j.Key, Size: size, Replicas: replicas, Hosts: hosts, Local: procs})
+		spec := router.JobSpec{ID: id, Key: j.Key, Size: size, Replicas: replicas, Hosts: hosts, Local: procs, Sites: sites}
+		if f := c.OnSaved; f != nil {
+			spec.OnSaved = func(sv router.Saved) { f(a, sv) }
+		}
+		rj, err := c.Routers[a].AddJob(spec)
 		if err != nil {
 			j.Remove()
 			return nil, err

@@ -23,7 +23,15 @@ type Hello struct {
 	Replica uint32
 	Job     string
 	Key     string
+	Flags   uint8 // HelloShm...; sent as a trailing byte only when not zero
 }
+
+// Hello flags.
+const (
+	// HelloShm: the process takes shared-memory rings (Shm, ShmOn) and
+	// sends to the peers ShmOn names through them.
+	HelloShm uint8 = 1
+)
 
 // Encode returns the Hello frame.
 func (h Hello) Encode() Frame {
@@ -34,6 +42,9 @@ func (h Hello) Encode() Frame {
 	w.u32(h.Replica)
 	w.str(h.Job)
 	w.str(h.Key)
+	if h.Flags != 0 {
+		w.b = append(w.b, h.Flags)
+	}
 	return MakeFrame(TypeHello, w.b)
 }
 
@@ -43,6 +54,10 @@ func DecodeHello(b []byte) (Hello, error) {
 	h := Hello{Version: r.u16(), Rank: r.u32(), Size: r.u32(), Replica: r.u32()}
 	h.Job = r.str(MaxJobLen)
 	h.Key = r.str(MaxKeyLen)
+	if r.err == nil && len(r.b) == 1 && r.b[0] != 0 { // the optional flags, never sent as 0
+		h.Flags = r.b[0]
+		r.b = nil
+	}
 	if err := r.done(); err != nil {
 		return Hello{}, fmt.Errorf("hello: %w", err)
 	}
@@ -51,15 +66,19 @@ func DecodeHello(b []byte) (Hello, error) {
 
 // Welcome accepts a Hello. MaxData is the most data bytes a MSG fragment may
 // carry; HostOf[rank] numbers the agent running that rank's first copy, so a
-// library can tell which ranks share a machine.
+// library can tell which ranks share a machine. SiteOf[rank] numbers that
+// agent's site; it is empty when the job runs on one site, and then not on
+// the wire at all (the body ends after HostOf, as agents before sites sent
+// it and libraries before sites expect it).
 type Welcome struct {
 	Version uint16
 	MaxData uint32
 	HostOf  []uint32 // one entry per rank
+	SiteOf  []uint32 // one entry per rank, or none
 }
 
 // WelcomeLimit is the largest Welcome body for a job of size ranks.
-func WelcomeLimit(size int) int { return 2 + 4 + 4 + 4*size }
+func WelcomeLimit(size int) int { return 2 + 4 + 4 + 4*size + 4 + 4*size }
 
 // Encode returns the Welcome frame.
 func (m Welcome) Encode() Frame {
@@ -69,6 +88,12 @@ func (m Welcome) Encode() Frame {
 	w.u32(uint32(len(m.HostOf)))
 	for _, h := range m.HostOf {
 		w.u32(h)
+	}
+	if len(m.SiteOf) > 0 {
+		w.u32(uint32(len(m.SiteOf)))
+		for _, s := range m.SiteOf {
+			w.u32(s)
+		}
 	}
 	return MakeFrame(TypeWelcome, w.b)
 }
@@ -84,6 +109,17 @@ func DecodeWelcome(b []byte) (Welcome, error) {
 	m.HostOf = make([]uint32, n)
 	for i := range m.HostOf {
 		m.HostOf[i] = r.u32()
+	}
+	if r.err == nil && len(r.b) > 0 {
+		if k := r.u32(); r.err == nil && k != n {
+			return Welcome{}, fmt.Errorf("welcome: %w: sites for %d ranks, hosts for %d", ErrMalformed, k, n)
+		}
+		if n > 0 {
+			m.SiteOf = make([]uint32, n)
+		}
+		for i := range m.SiteOf {
+			m.SiteOf[i] = r.u32()
+		}
 	}
 	if err := r.done(); err != nil {
 		return Welcome{}, fmt.Errorf("welcome: %w", err)

@@ -15,6 +15,13 @@ func TestControlRoundTrip(t *testing.T) {
 	}
 	wel := Welcome{Version: 1, MaxData: 1 << 17, HostOf: []uint32{0, 0, 1}}
 	if got, err := DecodeWelcome(wel.Encode().Body()); err != nil || !reflect.DeepEqual(got, wel) {
+		t.Errorf("welcome: %+v, %v", got, err)
+	}
+	wel.SiteOf = []uint32{0, 0, 1}
+	if b := wel.Encode().Body(); len(b) > WelcomeLimit(3) {
+		t.Errorf("welcome with sites: %d bytes, limit %d", len(b), WelcomeLimit(3))
+	}
+	if got, err := DecodeWelcome(wel.Encode().Body()); err != nil || !reflect.DeepEqual(got, wel) {
 		t.Fatalf("welcome: %+v %v", got, err)
 	}
 	fail := Fail{Cause: CauseAborted, Rank: 2, Code: -7, Reason: "boom"}
@@ -45,13 +52,15 @@ func TestControlRoundTrip(t *testing.T) {
 func TestControlRejects(t *testing.T) {
 	long := string(bytes.Repeat([]byte("j"), MaxJobLen+1))
 	cases := map[string]error{
-		"short hello":    decodeErr(DecodeHello([]byte{1, 0, 0})),
-		"long job":       decodeErr(DecodeHello(Hello{Job: long}.Encode().Body())),
-		"trailing hello": decodeErr(DecodeHello(append(Hello{Job: "a"}.Encode().Body(), 0))),
-		"huge welcome":   decodeErr(DecodeWelcome([]byte{1, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})),
-		"empty fail":     decodeErr(DecodeFail(nil)),
-		"empty refused":  decodeErr(DecodeRefused(nil)),
-		"short credit":   decodeErr(DecodeU32([]byte{1, 2})),
+		"short hello":                   decodeErr(DecodeHello([]byte{1, 0, 0})),
+		"long job":                      decodeErr(DecodeHello(Hello{Job: long}.Encode().Body())),
+		"trailing hello":                decodeErr(DecodeHello(append(Hello{Job: "a"}.Encode().Body(), 0))),
+		"huge welcome":                  decodeErr(DecodeWelcome([]byte{1, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})),
+		"welcome sites for other ranks": decodeErr(DecodeWelcome([]byte{1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0})),
+		"welcome sites cut short":       decodeErr(DecodeWelcome([]byte{1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7})),
+		"empty fail":                    decodeErr(DecodeFail(nil)),
+		"empty refused":                 decodeErr(DecodeRefused(nil)),
+		"short credit":                  decodeErr(DecodeU32([]byte{1, 2})),
 	}
 	for name, err := range cases {
 		if !errors.Is(err, ErrMalformed) {
@@ -122,6 +131,7 @@ func TestReadFrameLimits(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(Hello{Version: 1, Job: "j", Key: "k"}.Encode()))
 	f.Add([]byte(Welcome{Version: 1, MaxData: 9, HostOf: []uint32{0, 1}}.Encode()))
+	f.Add([]byte(Welcome{Version: 1, MaxData: 9, HostOf: []uint32{0, 1}, SiteOf: []uint32{1, 0}}.Encode()))
 	f.Add([]byte(Fail{Cause: 1, Rank: -1, Reason: "r"}.Encode()))
 	f.Add([]byte(Open{Version: 1, Job: "j"}.Encode()))
 	f.Add(append(MsgFrame(&MsgHeader{Total: 3}, 3), 1, 2, 3))

@@ -112,7 +112,7 @@ func bench(bin string, n int, idle, window time.Duration, seed uint64) error {
 }
 
 func startAgent(bin, dir, bootstrap string) (*agent, error) {
-	args := []string{"agent", "--data-dir", dir,
+	args := []string{"agent", "--data-dir", dir, "--web", "off", // many agents: the default view port is one
 		"--listen", "/ip4/127.0.0.1/tcp/0", "--listen", "/ip4/127.0.0.1/udp/0/quic-v1"}
 	if bootstrap != "" {
 		args = append(args, "--bootstrap", bootstrap)

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// writeCheckpoints lists the job's checkpoints: number, when it was taken,
+// by which attempt, its size, and whether every rank's file is in. Their
+// files are removed when the job ends; the list stays.
+func writeCheckpoints(w io.Writer, r job.Record) {
+	if len(r.Checkpoints) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "checkpoints: %d\n", len(r.Checkpoints))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range r.Checkpoints {
+		state := "complete"
+		if !c.Complete {
+			state = fmt.Sprintf("%d of %d ranks", len(c.Files), r.Desc.Nodes)
+		}
+		fmt.Fprintf(tw, "  %d\t%s\tattempt %d\t%s\t%s\n", c.Num, c.Taken.Local().Format(timeLayout), c.Attempt,
+			job.FormatSize(c.Bytes()), state)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,42 @@
+package job
+
+import "time"
+
+// FloodSample is where the placement of a job stood at one moment of a
+// reservation: the flood's radius, and the offers and slots in hand
+// against the n x r processes needed. The session takes one on every offer
+// and every radius; `zorilla submit` shows the latest as its progress line
+// and the web view draws them over time.
+type FloodSample struct {
+	At     time.Time `json:"at"`
+	Match  int       `json:"match"`  // which reservation (Record.Matches) it belongs to
+	Radius int       `json:"radius"` // the flood's radius at that moment
+	Offers int       `json:"offers"` // offers held
+	Slots  int       `json:"slots"`  // process slots those offers hold
+	Need   int       `json:"need"`   // processes the job needs: n x r
+}
+
+// MaxFloodSamples bounds the samples a record keeps: the first ones and the
+// latest, as MaxHistory does for events.
+const MaxFloodSamples = 128
+
+// appendSample adds s to ss, dropping the oldest after the first half
+// beyond MaxFloodSamples.
+func appendSample(ss []FloodSample, s FloodSample) []FloodSample {
+	if len(ss)+1 > MaxFloodSamples {
+		keep := MaxFloodSamples / 2
+		ss = append(ss[:keep:keep], ss[len(ss)+1-(MaxFloodSamples-keep):]...)
+	}
+	return append(ss, s)
+}
+
+// sample records where the reservation stands, in the record and in the
+// feed (an Update of kind "progress"): radius is the one flooded last.
+func (ss *session) sample(radius int) {
+	r := max(radius, 1) // radius 1 goes out at once
+	d := ss.sub.Desc
+	s := FloodSample{At: time.Now(), Match: ss.rec.Matches, Radius: r,
+		Offers: len(ss.rlist), Slots: ss.slots(), Need: d.Nodes * d.Replicas}
+	ss.rec.Flood = appendSample(ss.rec.Flood, s)
+	ss.feed.append(Update{Kind: "progress", Flood: &s})
+}

@@ -1,0 +1,325 @@
+// Package shm is a single-writer, single-reader byte ring in shared memory:
+// the channel two rank processes on one machine use instead of their agent.
+// The agent creates each ring as a sealed memfd (Create) and passes it to
+// its writer and its reader over their unix sockets; each maps it (Map).
+//
+// Neither side trusts the other: everything read from the shared header is
+// checked (a position that moves backwards or past the other's is an
+// error, never an out-of-bounds access), the memfd is sealed against
+// shrinking so a peer cannot make the mapping fault, and every wait is
+// bounded so a dead or silent peer is noticed by the caller's own checks.
+//
+// Waiting is a short poll, then a futex wait on the shared position word,
+// which costs no CPU; the other side wakes it only when it said it sleeps.
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Layout of a ring file: a header page, then the data.
+//
+//	off  size
+//	  0  u32  magic "ZSHM"
+//	  4  u32  layout version (1)
+//	  8  u64  data capacity in bytes (a power of two)
+//	 64  u64  head: bytes written so far (writer only); its low word is the reader's futex
+//	 72  u32  the writer sleeps waiting for room
+//	128  u64  tail: bytes read so far (reader only); its low word is the writer's futex
+//	136  u32  the reader sleeps waiting for data
+//	140  u32  the reader is gone (finalized): the writer drops what it writes
+//	4096 ...  data
+const (
+	HeaderSize = 4096
+	magic      = 0x4d48535a // "ZSHM" little-endian
+	layout     = 1
+
+	offMagic   = 0
+	offVersion = 4
+	offCap     = 8
+	offHead    = 64
+	offWSleep  = 72
+	offTail    = 128
+	offRSleep  = 136
+	offRClosed = 140
+
+	// MinCap and MaxCap bound a ring's data capacity.
+	MinCap = 4 << 10
+	MaxCap = 64 << 20
+)
+
+// Errors of a ring.
+var (
+	ErrCorrupt = errors.New("shm: ring corrupted by its peer")
+	ErrBadRing = errors.New("shm: not a valid ring")
+)
+
+// Create makes a ring of capacity bytes of data (a power of two between
+// MinCap and MaxCap) as a sealed memfd and returns it; the caller passes it
+// on and closes it.
+func Create(name string, capacity int) (*os.File, error) {
+	if capacity < MinCap || capacity > MaxCap || capacity&(capacity-1) != 0 {
+		return nil, fmt.Errorf("shm: ring capacity %d: want a power of two in [%d, %d]", capacity, MinCap, MaxCap)
+	}
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("shm: memfd_create: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd:"+name)
+	size := HeaderSize + capacity
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: size ring: %w", err)
+	}
+	var hdr [16]byte
+	binary.LittleEndian.PutUint32(hdr[offMagic:], magic)
+	binary.LittleEndian.PutUint32(hdr[offVersion:], layout)
+	binary.LittleEndian.PutUint64(hdr[offCap:], uint64(capacity))
+	if _, err := unix.Pwrite(fd, hdr[:], 0); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: write ring header: %w", err)
+	}
+	// Sealed, the file can neither shrink (a mapping of the lost part
+	// would fault in the peer) nor grow, and the seals stay.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("shm: seal ring: %w", err)
+	}
+	return f, nil
+}
+
+// Ring is one side's mapping of a ring.
+type Ring struct {
+	mem  []byte
+	data []byte
+	mask uint64
+	pos  uint64 // the writer's head or the reader's tail: kept here, only published to the peer
+	seen uint64 // the writer's last view of the tail, which may only move up to pos
+}
+
+// Map checks and maps a ring file received from the agent. The file may be
+// closed afterwards; Unmap releases the mapping.
+func Map(fd int) (*Ring, error) {
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadRing, err)
+	}
+	if seals&(unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL) != unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL {
+		return nil, fmt.Errorf("%w: not sealed against shrinking", ErrBadRing)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadRing, err)
+	}
+	capacity := st.Size - HeaderSize
+	if capacity < MinCap || capacity > MaxCap || capacity&(capacity-1) != 0 {
+		return nil, fmt.Errorf("%w: file of %d bytes", ErrBadRing, st.Size)
+	}
+	mem, err := unix.Mmap(fd, 0, int(st.Size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mmap: %w", ErrBadRing, err)
+	}
+	r := &Ring{mem: mem, data: mem[HeaderSize:], mask: uint64(capacity - 1)}
+	if binary.LittleEndian.Uint32(mem[offMagic:]) != magic || binary.LittleEndian.Uint32(mem[offVersion:]) != layout ||
+		binary.LittleEndian.Uint64(mem[offCap:]) != uint64(capacity) {
+		r.Unmap()
+		return nil, fmt.Errorf("%w: bad header", ErrBadRing)
+	}
+	return r, nil
+}
+
+// Unmap releases the mapping; the ring must not be used afterwards.
+func (r *Ring) Unmap() {
+	if r.mem != nil {
+		_ = unix.Munmap(r.mem)
+		r.mem, r.data = nil, nil
+	}
+}
+
+// Cap is the ring's data capacity.
+func (r *Ring) Cap() int { return len(r.data) }
+
+func (r *Ring) u64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
+func (r *Ring) u32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&r.mem[off])) }
+
+// Waiting: Poll spins this long for the peer before sleeping; a sleep lasts
+// at most Nap, after which the caller's check runs again.
+const (
+	Poll = 50 * time.Microsecond
+	Nap  = 100 * time.Millisecond
+)
+
+// wait blocks until ready reports true, check fails, or the peer's word at
+// word changes while we sleep (flag tells the peer we sleep). ready is
+// evaluated after flag is set, so a peer that moved before reading the flag
+// is seen: the sequentially consistent atomics order the two sides.
+func (r *Ring) wait(word, flag int, ready func() (bool, error), check func() error) error {
+	start := time.Now()
+	for i := 0; ; i++ {
+		ok, err := ready()
+		if ok || err != nil {
+			return err
+		}
+		if i&63 == 63 {
+			if time.Since(start) > Poll {
+				break
+			}
+			// Give the processor away meanwhile: on a machine with more
+			// runnable threads than cores, the peer that will write may
+			// be the one waiting for it.
+			runtime.Gosched()
+			schedYield()
+		}
+	}
+	for {
+		seen := atomic.LoadUint32(r.u32(word))
+		atomic.StoreUint32(r.u32(flag), 1)
+		ok, err := ready()
+		if ok || err != nil {
+			atomic.StoreUint32(r.u32(flag), 0)
+			return err
+		}
+		futexWait(r.u32(word), seen, Nap)
+		atomic.StoreUint32(r.u32(flag), 0)
+		if ok, err := ready(); ok || err != nil {
+			return err
+		}
+		if err := check(); err != nil {
+			return err
+		}
+	}
+}
+
+// wake wakes the peer sleeping on word if its flag says it sleeps.
+func (r *Ring) wake(word, flag int) {
+	if atomic.LoadUint32(r.u32(flag)) != 0 {
+		futexWake(r.u32(word))
+	}
+}
+
+// Write copies all of p into the ring, waiting for room as long as check
+// returns nil. It returns ErrCorrupt if the reader's published position is
+// impossible. When the reader is gone (Close), the data is dropped.
+func (r *Ring) Write(p []byte, check func() error) error {
+	size := uint64(len(r.data))
+	for len(p) > 0 {
+		var free uint64
+		ready := func() (bool, error) {
+			if atomic.LoadUint32(r.u32(offRClosed)) != 0 {
+				return true, nil
+			}
+			tail := atomic.LoadUint64(r.u64(offTail))
+			used := r.pos - tail
+			if used > size || tail-r.seen > r.pos-r.seen { // tail ahead of head, more than a ring behind, or back
+				return false, fmt.Errorf("%w: reader at %d, writer at %d", ErrCorrupt, tail, r.pos)
+			}
+			r.seen = tail
+			free = size - used
+			return free > 0, nil
+		}
+		if err := r.wait(offTail, offWSleep, ready, check); err != nil {
+			return err
+		}
+		if atomic.LoadUint32(r.u32(offRClosed)) != 0 {
+			return nil
+		}
+		at := r.pos & r.mask
+		n := min(uint64(len(p)), free, size-at)
+		copy(r.data[at:at+n], p[:n])
+		r.pos += n
+		p = p[n:]
+		atomic.StoreUint64(r.u64(offHead), r.pos)
+		r.wake(offHead, offRSleep)
+	}
+	return nil
+}
+
+// WriteFrame writes hdr then data, publishing both at once when they fit
+// the room there is now: a small message costs the reader one wake-up and
+// one look at the head.
+func (r *Ring) WriteFrame(hdr, data []byte, check func() error) error {
+	size := uint64(len(r.data))
+	n := uint64(len(hdr) + len(data))
+	tail := atomic.LoadUint64(r.u64(offTail))
+	if used := r.pos - tail; used > size || tail-r.seen > r.pos-r.seen || size-used < n ||
+		atomic.LoadUint32(r.u32(offRClosed)) != 0 {
+		if err := r.Write(hdr, check); err != nil { // no room (or a bad tail): the general path
+			return err
+		}
+		return r.Write(data, check)
+	}
+	r.seen = tail
+	for _, p := range [][]byte{hdr, data} {
+		for len(p) > 0 {
+			at := r.pos & r.mask
+			k := copy(r.data[at:], p)
+			r.pos += uint64(k)
+			p = p[k:]
+		}
+	}
+	atomic.StoreUint64(r.u64(offHead), r.pos)
+	r.wake(offHead, offRSleep)
+	return nil
+}
+
+// Read copies at least one byte from the ring into p (which must not be
+// empty), waiting for data as long as check returns nil.
+func (r *Ring) Read(p []byte, check func() error) (int, error) {
+	size := uint64(len(r.data))
+	var avail uint64
+	ready := func() (bool, error) {
+		head := atomic.LoadUint64(r.u64(offHead))
+		avail = head - r.pos
+		if avail > size {
+			return false, fmt.Errorf("%w: writer at %d, reader at %d", ErrCorrupt, head, r.pos)
+		}
+		return avail > 0, nil
+	}
+	if err := r.wait(offHead, offRSleep, ready, check); err != nil {
+		return 0, err
+	}
+	at := r.pos & r.mask
+	n := min(uint64(len(p)), avail, size-at)
+	copy(p[:n], r.data[at:at+n])
+	r.pos += n
+	atomic.StoreUint64(r.u64(offTail), r.pos)
+	r.wake(offTail, offWSleep)
+	return int(n), nil
+}
+
+// CloseRead tells the writer the reader is gone: it drops what it writes
+// from then on instead of waiting for room.
+func (r *Ring) CloseRead() {
+	atomic.StoreUint32(r.u32(offRClosed), 1)
+	futexWake(r.u32(offTail))
+}
+
+// Futex operations on a shared (not process-private) word.
+const (
+	futexWaitOp = 0
+	futexWakeOp = 1
+)
+
+func schedYield() { _, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+func futexWait(addr *uint32, val uint32, d time.Duration) {
+	ts := unix.NsecToTimespec(int64(d))
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
+		uintptr(unsafe.Pointer(&ts)), 0, 0)
+}
+
+func futexWake(addr *uint32) {
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1, 0, 0, 0)
+}
+
+// WakeReader wakes a reader sleeping in Read, so it runs its check at once.
+func (r *Ring) WakeReader() { futexWake(r.u32(offHead)) }

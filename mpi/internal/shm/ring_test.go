@@ -1,0 +1,204 @@
+package shm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pair makes a ring and maps it twice, as its writer and reader would.
+func pair(t testing.TB, capacity int) (w, r *Ring) {
+	t.Helper()
+	f, err := Create("test", capacity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if w, err = Map(int(f.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = Map(int(f.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Unmap(); r.Unmap() })
+	return w, r
+}
+
+func never() error { return nil }
+
+// TestRingStream: chunks of random sizes, many larger than the ring, some
+// written as two-part frames, come out in order and intact while writer and
+// reader run concurrently.
+func TestRingStream(t *testing.T) {
+	w, r := pair(t, MinCap)
+	const total = 1 << 20
+	src := make([]byte, total)
+	for i := range src {
+		src[i] = byte(i * 7 / 3)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for off := 0; off < total; {
+			n := min(total-off, 1+rng.IntN(3*MinCap))
+			var err error
+			if n%2 == 0 { // a frame of two parts, published at once when it fits
+				n = min(n, 1+rng.IntN(MinCap/2))
+				err = w.WriteFrame(src[off:off+n/2], src[off+n/2:off+n], never)
+			} else {
+				err = w.Write(src[off:off+n], never)
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+			off += n
+		}
+		errc <- nil
+	}()
+	got := make([]byte, 0, total)
+	buf := make([]byte, 5000)
+	for len(got) < total {
+		n, err := r.Read(buf[:1+len(got)%len(buf)], never)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("stream differs")
+	}
+}
+
+// TestRingCorrupt: positions a peer scribbled are refused, never followed.
+func TestRingCorrupt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		off   int
+		value uint64
+		read  bool // the reader notices (else the writer)
+	}{
+		{"head past a whole ring", offHead, MinCap + 1, true},
+		{"head far away", offHead, 1 << 62, true},
+		{"tail ahead of head", offTail, 5, false},
+		{"tail wrapped below", offTail, ^uint64(0), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, r := pair(t, MinCap)
+			binary.LittleEndian.PutUint64(w.mem[tc.off:], tc.value)
+			var err error
+			if tc.read {
+				_, err = r.Read(make([]byte, 10), never)
+			} else {
+				err = w.Write([]byte("x"), never)
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("got %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
+
+// TestRingWaitEnds: a reader waiting on an empty ring and a writer waiting
+// on a full one return the check's error once it fails, within a nap.
+func TestRingWaitEnds(t *testing.T) {
+	w, r := pair(t, MinCap)
+	stop := errors.New("stopped")
+	deadline := time.Now().Add(300 * time.Millisecond)
+	check := func() error {
+		if time.Now().After(deadline) {
+			return stop
+		}
+		return nil
+	}
+	if _, err := r.Read(make([]byte, 1), check); !errors.Is(err, stop) {
+		t.Fatalf("read: %v", err)
+	}
+	if err := w.Write(make([]byte, MinCap+1), check); !errors.Is(err, stop) {
+		t.Fatalf("write: %v", err)
+	}
+	if late := time.Since(deadline); late > 2*Nap+time.Second {
+		t.Fatalf("the waits ended %v after their check failed", late)
+	}
+}
+
+// TestRingClosedRead: once the reader is gone, writes are dropped instead
+// of waiting for room.
+func TestRingClosedRead(t *testing.T) {
+	w, r := pair(t, MinCap)
+	r.CloseRead()
+	if err := w.Write(make([]byte, 10*MinCap), func() error { return errors.New("waited") }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMapRefuses: files that are not sealed rings are refused.
+func TestMapRefuses(t *testing.T) {
+	plain := func(size int64) int {
+		fd, err := unix.MemfdCreate("plain", unix.MFD_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = unix.Ftruncate(fd, size)
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+	good, err := Create("bad-magic", MinCap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	if _, err := unix.Pwrite(int(good.Fd()), []byte{1, 2, 3, 4}, 0); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.CreateTemp(t.TempDir(), "ring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	for name, fd := range map[string]int{
+		"unsealed memfd": plain(HeaderSize + MinCap),
+		"bad magic":      int(good.Fd()),
+		"regular file":   int(tmp.Fd()),
+	} {
+		if r, err := Map(fd); !errors.Is(err, ErrBadRing) {
+			t.Errorf("%s: got %v, want ErrBadRing", name, err)
+			if r != nil {
+				r.Unmap()
+			}
+		}
+	}
+	for _, c := range []int{0, MinCap - 1, MinCap + 1, 2 * MaxCap} {
+		if f, err := Create("bad", c); err == nil {
+			f.Close()
+			t.Errorf("capacity %d accepted", c)
+		}
+	}
+}
+
+// FuzzRing: whatever a peer writes into the header and the data, a read
+// returns data from inside the ring or an error, and never panics.
+func FuzzRing(f *testing.F) {
+	f.Add(uint64(10), uint64(0), []byte("hello"))
+	f.Add(uint64(MinCap+1), uint64(3), []byte{})
+	f.Add(^uint64(0), uint64(1), []byte{1})
+	w, r := pair(f, MinCap)
+	f.Fuzz(func(t *testing.T, head, skip uint64, data []byte) {
+		r.pos = skip
+		copy(w.data, data)
+		binary.LittleEndian.PutUint64(w.mem[offHead:], head)
+		n, err := r.Read(make([]byte, 100), func() error { return errors.New("empty") })
+		if err == nil && (n <= 0 || n > 100 || head-skip > MinCap) {
+			t.Fatalf("read %d bytes with head %d, reader at %d", n, head, skip)
+		}
+	})
+}

@@ -1,0 +1,102 @@
+package mpi_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/mpi"
+	"github.com/zorilla-p2p/zorilla/mpi/internal/mpitest"
+	"github.com/zorilla-p2p/zorilla/mpi/router"
+)
+
+// BenchmarkAllreduceHostAware is the figure: Allreduce of 8 B and
+// of 8 MiB on 8 ranks over 4 agents (2 per agent, consecutive ranks), the
+// host-aware algorithm against the flat one, in interleaved rounds (b.N
+// rounds; each runs both, back to back). It reports the medians of each
+// and the median of the per-round ratios flat / host-aware:
+//
+//	go test -run '^$' -bench AllreduceHostAware -benchtime 10x ./mpi/
+func BenchmarkAllreduceHostAware(b *testing.B) {
+	c, err := mpitest.NewCluster(4, router.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		name  string
+		elems int // float64s
+		reps  int // allreduces per measurement
+	}{{"8B", 1, 200}, {"8MiB", 1 << 20, 2}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var hier, flat, ratio []float64
+			j, err := c.AddJob(8, func(r int) int { return r / 2 })
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			errs := j.Run(ctx, func(w *mpi.Comm) error {
+				if !mpi.Hierarchical(w) {
+					return fmt.Errorf("the layout does not use the hosts")
+				}
+				buf := make([]float64, tc.elems)
+				for i := 0; i < b.N; i++ {
+					th, err := timeAllreduce(w, buf, tc.reps)
+					if err != nil {
+						return err
+					}
+					tf, err := timeAllreduce(mpi.Flat(w), buf, tc.reps)
+					if err != nil {
+						return err
+					}
+					if w.Rank() == 0 {
+						hier, flat, ratio = append(hier, th), append(flat, tf), append(ratio, tf/th)
+					}
+				}
+				return nil
+			})
+			for r, err := range errs {
+				if err != nil {
+					b.Fatalf("rank %d: %v", r, err)
+				}
+			}
+			b.ReportMetric(median(hier)*1e6, "host-aware-µs/op")
+			b.ReportMetric(median(flat)*1e6, "flat-µs/op")
+			b.ReportMetric(median(ratio), "flat/host-aware")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// timeAllreduce is the time of one Allreduce, averaged over reps between
+// two barriers, as rank 0 sees it.
+func timeAllreduce(c *mpi.Comm, buf []float64, reps int) (float64, error) {
+	if err := c.Barrier(); err != nil {
+		return 0, err
+	}
+	t0 := mpi.Wtime()
+	for k := 0; k < reps; k++ {
+		if err := mpi.Allreduce(c, buf, buf, mpi.Max[float64]); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		return 0, err
+	}
+	return (mpi.Wtime() - t0) / float64(reps), nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,57 @@
+package mpi_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/mpi"
+)
+
+// TestSitesEqualFlat runs every host-aware collective with the hosts and
+// their sites, and flat, on every size 1..9 with 1 to 3 consecutive ranks
+// per host, the three agents in one, two (in and out of host order) and
+// three sites, and compares both with the exact result; then the same on
+// the communicators of the even and of the odd ranks.
+func TestSitesEqualFlat(t *testing.T) {
+	var sited atomic.Int32
+	for _, sites := range [][]int{{0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {0, 1, 2}} {
+		for per := 1; per <= 3; per++ {
+			for n := 1; n <= 9; n++ {
+				t.Run(fmt.Sprintf("sites-%v/%d-per-host/%d", sites, per, n), func(t *testing.T) {
+					place := func(r int) int { return (r / per) % len(cluster.Hosts) }
+					j, err := cluster.AddSitedJob(n, place, sites)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					errs := j.Run(ctx, func(c *mpi.Comm) error {
+						if c.Rank() == 0 && mpi.SiteLevel(c) {
+							sited.Add(1)
+						}
+						if err := errors.Join(compareLevels(c), compareLevels(mpi.Flat(c))); err != nil {
+							return err
+						}
+						half, err := c.Split(c.Rank()%2, c.Rank())
+						if err != nil {
+							return err
+						}
+						return errors.Join(compareLevels(half), compareLevels(mpi.Flat(half)))
+					})
+					for r, err := range errs {
+						if err != nil {
+							t.Errorf("rank %d: %v", r, err)
+						}
+					}
+				})
+			}
+		}
+	}
+	if sited.Load() < 20 {
+		t.Errorf("only %d layouts had a site level", sited.Load())
+	}
+}

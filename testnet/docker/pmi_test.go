@@ -1,0 +1,175 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Issue 20 across containers: MPICH programs under `zorilla submit --pmi`
+// on 4 agent containers on two sites (agents run with --job-network host:
+// MPICH's ranks connect to each other over the containers' networks). The
+// image is FROM scratch, so the test copies the programs' shared
+// libraries (MPICH, UCX and its transport modules, hwloc, libc and the
+// loader) into each container first, as an owner would install MPICH.
+//
+// Opt-in (ZORILLA_DOCKER_PMI=1): Debian's MPICH 4.0.2 over UCX 1.13's
+// TCP transport, which ranks in different containers must use, often
+// hangs in MPI_Finalize, a rank flushing a TCP endpoint while the others
+// wait in the next PMI barrier (openucx/ucx#8738). It is not the agents':
+// mpiexec.mpich on one machine with UCX_TLS=tcp,self hung in 8 runs of 8
+// the same way. Across containers it hung in 2 runs of 3; the runs that
+// end pass.
+func TestDockerPMI(t *testing.T) {
+	if os.Getenv("ZORILLA_DOCKER_PMI") != "1" {
+		t.Skip("opt-in: ZORILLA_DOCKER_PMI=1 (MPICH over UCX/TCP can hang in MPI_Finalize, openucx/ucx#8738)")
+	}
+	needDocker(t)
+	cc, err := exec.LookPath("mpicc.mpich")
+	if err != nil {
+		t.Skip("mpicc.mpich not found: install Debian's mpich and libmpich-dev")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	progs := t.TempDir()
+	for _, name := range []string{"hello", "ring", "coll"} {
+		src := filepath.Join("..", "..", "worker", "pmi", "testdata", name+".c")
+		if b, err := exec.CommandContext(ctx, cc, "-O2", "-o", filepath.Join(progs, name), src).CombinedOutput(); err != nil {
+			t.Fatalf("mpicc %s: %v\n%s", name, err, b)
+		}
+	}
+	libs := stageLibs(t, ctx, filepath.Join(progs, "hello"))
+
+	tag := imageTag(t)
+	bin := buildForTest(t, ctx, tag)
+	dir, err := os.MkdirTemp("", "zp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	cfg := DefaultConfig()
+	cfg.Name, cfg.Dir, cfg.Image = fmt.Sprintf("zp%d", os.Getpid()%100000), filepath.Join(dir, "t"), tag
+	cfg.Shaper = shaperForTest()
+	cfg.AgentArgs = []string{"--job-network", "host"}
+	layout, err := ParseSitesString("a 2 x 2; b 2 x 2 at 5 ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, err := Up(ctx, cfg, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = Down(context.Background(), cfg, false) })
+	awaitCtx, stop := context.WithTimeout(ctx, 2*time.Minute)
+	defer stop()
+	if err := tn.Await(awaitCtx, "neighbours", time.Second, Converged(3)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tn.Containers() {
+		if b, err := exec.CommandContext(ctx, "docker", "cp", libs+"/.", c.Name+":/").CombinedOutput(); err != nil {
+			t.Fatalf("docker cp the MPICH libraries into %s: %v\n%s", c.Name, err, b)
+		}
+	}
+	first := tn.Containers()[0]
+	submit := func(t *testing.T, prog string, n int, strategy string) string {
+		t.Helper()
+		start := time.Now()
+		out, errOut, err := runSubmit(ctx, bin, first.DataDir, "--pmi", "-n", fmt.Sprint(n), "-a", strategy, filepath.Join(progs, prog))
+		if err != nil {
+			t.Fatalf("zorilla submit --pmi %s: %v\nstdout:\n%s\nstderr:\n%s", prog, err, out, errOut)
+		}
+		t.Logf("%s -n %d -a %s: %v", prog, n, strategy, time.Since(start).Round(time.Millisecond))
+		return out
+	}
+	hello := regexp.MustCompile(`^\[(\d+)\] hello rank (\d+) of (\d+) on (\S+) node-local (\d+)$`)
+	for _, c := range []struct {
+		n        int
+		strategy string
+		hosts    int
+	}{{4, "spread", 4}, {3, "spread", 3}} {
+		t.Run(fmt.Sprintf("hello/%s/n=%d", c.strategy, c.n), func(t *testing.T) {
+			out := submit(t, "hello", c.n, c.strategy)
+			perHost := map[string]int{}
+			local := map[string]string{}
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				m := hello.FindStringSubmatch(l)
+				if m == nil || m[1] != m[2] || m[3] != fmt.Sprint(c.n) {
+					t.Fatalf("line %q of\n%s", l, out)
+				}
+				perHost[m[4]]++
+				local[m[4]] = m[5]
+			}
+			if len(perHost) != c.hosts {
+				t.Fatalf("ranks on %d containers, want %d: %v", len(perHost), c.hosts, perHost)
+			}
+			for h, n := range perHost {
+				if local[h] != fmt.Sprint(n) {
+					t.Errorf("%s: %d ranks, MPICH counts %s on its node", h, n, local[h])
+				}
+			}
+		})
+	}
+	for _, prog := range []string{"ring", "coll"} {
+		t.Run(prog, func(t *testing.T) {
+			out := submit(t, prog, 4, "spread")
+			if strings.Contains(out, "WRONG") || !strings.Contains(out, " ok") {
+				t.Fatalf("%s", out)
+			}
+		})
+	}
+}
+
+// stageLibs copies the shared libraries prog needs, and UCX's transport
+// modules with theirs, into a folder laid out as the root of a container.
+func stageLibs(t *testing.T, ctx context.Context, prog string) string {
+	t.Helper()
+	files := []string{prog}
+	mods, _ := filepath.Glob("/usr/lib/x86_64-linux-gnu/ucx/*.so*")
+	files = append(files, mods...)
+	need := map[string]bool{}
+	for _, f := range files {
+		out, err := exec.CommandContext(ctx, "ldd", f).Output()
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(out)))
+		for sc.Scan() {
+			for _, w := range strings.Fields(sc.Text()) {
+				if strings.HasPrefix(w, "/") {
+					need[w] = true
+				}
+			}
+		}
+	}
+	for _, m := range mods {
+		need[m] = true
+	}
+	root := t.TempDir()
+	for f := range need {
+		// Debian's /lib and /lib64 are links into /usr: put every file
+		// under /usr, so that UCX finds its modules beside libucs.
+		dst := filepath.Join(root, f)
+		if strings.HasPrefix(f, "/lib/") || strings.HasPrefix(f, "/lib64/") {
+			dst = filepath.Join(root, "usr", f)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.CommandContext(ctx, "cp", "-L", f, dst).CombinedOutput(); err != nil {
+			t.Fatalf("cp %s: %v\n%s", f, err, b)
+		}
+	}
+	for _, l := range []string{"lib64", "lib"} {
+		if err := os.Symlink("usr/"+l, filepath.Join(root, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}

@@ -1,0 +1,292 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// The waiting line (issue 15). A worker that declines an advert only for
+// lack of free slots keeps it here until the advert expires, and the
+// moment slots free offers them to the earliest job still waiting
+// (job.Precedes): a waiting job is served when the slots free, not when
+// its flood's next radius happens to come by. A job that holds a lease
+// here stays listed too, so that when an earlier job is refused for lack
+// of the slots it holds, it can be asked to give them back (DeclineYield),
+// and so that it is offered again after it did.
+
+// waitEntry is one job this worker has seen advertised and may serve.
+type waitEntry struct {
+	advert flood.Advert // the latest copy: addresses, expiry
+	need   job.Need
+	first  time.Time // when this worker first saw the job
+	prio   job.Priority
+	asked  string // the lease this job was asked to yield, if any
+}
+
+// WaitConfig bounds the waiting line.
+type WaitConfig struct {
+	// Max is how many jobs the line holds; when full, a job that comes
+	// later than every listed one is not listed, an earlier one takes
+	// the place of the latest.
+	Max int
+	// Skew bounds how much earlier than its first sighting here a job may
+	// claim to have been submitted (its advert's Issued): clocks differ a
+	// little, and a submitter that lies about its submission gains at
+	// most this much on honest ones.
+	Skew time.Duration
+	// OfferTimeout bounds one offer made from the line: a submitter that
+	// does not answer in time holds up the jobs behind it no longer.
+	OfferTimeout time.Duration
+}
+
+// DefaultWaitConfig returns the settings of a real agent.
+func DefaultWaitConfig() WaitConfig {
+	return WaitConfig{
+		// 64 jobs: more jobs waiting for one machine than this means the
+		// network is far too small for its users; the earliest are kept.
+		Max: 64,
+		// 2 minutes, a job's default scheduling deadline: a job that
+		// reaches this agent late in its flood keeps its place.
+		Skew: 2 * time.Minute,
+		// 3 s: an offer is one round trip and an RTT measurement.
+		OfferTimeout: 3 * time.Second,
+	}
+}
+
+// WaitPriority is the Priority this worker gives a job: its claimed
+// submission (the advert's Issued), but not earlier than skew before
+// this worker first saw it. Pure.
+func WaitPriority(id job.ID, issued, first time.Time, skew time.Duration) job.Priority {
+	since := issued
+	if floor := first.Add(-skew); since.Before(floor) {
+		since = floor
+	}
+	return job.Priority{Since: since, Job: id}
+}
+
+// waitLine is the table of waiting jobs. Its lock guards only the table,
+// never I/O; the serve loop (one goroutine) makes the offers.
+type waitLine struct {
+	cfg WaitConfig
+
+	mu   sync.Mutex
+	jobs map[job.ID]*waitEntry
+}
+
+func newWaitLine(cfg WaitConfig) *waitLine {
+	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}}
+}
+
+// note lists the job of advert a (or refreshes it) and returns its
+// priority; false when the line is full of earlier jobs.
+func (w *waitLine) note(a flood.Advert, need job.Need, now time.Time) (job.Priority, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sweep(now)
+	e, ok := w.jobs[need.Job]
+	if !ok {
+		e = &waitEntry{first: now}
+	}
+	e.advert, e.need = a, need
+	e.prio = WaitPriority(need.Job, a.Issued, e.first, w.cfg.Skew)
+	if !ok && len(w.jobs) >= w.cfg.Max {
+		latest := w.latest()
+		if !job.Precedes(e.prio, latest.prio) {
+			return e.prio, false
+		}
+		delete(w.jobs, latest.need.Job)
+	}
+	w.jobs[need.Job] = e
+	return e.prio, true
+}
+
+// latest is the entry every other precedes. The line is not empty.
+func (w *waitLine) latest() *waitEntry {
+	var out *waitEntry
+	for _, e := range w.jobs {
+		if out == nil || job.Precedes(out.prio, e.prio) {
+			out = e
+		}
+	}
+	return out
+}
+
+// drop forgets a job: it runs here, or it said it needs nothing more.
+func (w *waitLine) drop(j job.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.jobs, j)
+}
+
+// askedToYield remembers that job j was asked to give back lease key.
+func (w *waitLine) askedToYield(j job.ID, key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.jobs[j]; ok {
+		e.asked = key
+	}
+}
+
+// cancelled is told that job j gave back lease key: a job that yields it
+// as asked stays in the line, to be offered again; any other cancel (an
+// offer the plan did not use, a job that ended) means it needs nothing
+// more here.
+func (w *waitLine) cancelled(j job.ID, key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.jobs[j]; ok && e.asked == key {
+		e.asked = ""
+		return
+	}
+	delete(w.jobs, j)
+}
+
+// addrs returns the addresses a listed job's submitter gave.
+func (w *waitLine) addrs(j job.ID) []ma.Multiaddr {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.jobs[j]; ok {
+		return e.advert.Addrs
+	}
+	return nil
+}
+
+// priority returns a listed job's priority.
+func (w *waitLine) priority(j job.ID) (job.Priority, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.jobs[j]
+	if !ok {
+		return job.Priority{}, false
+	}
+	return e.prio, true
+}
+
+// ordered returns the live entries, earliest first.
+func (w *waitLine) ordered(now time.Time) []waitEntry {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.sweep(now)
+	out := make([]waitEntry, 0, len(w.jobs))
+	for _, e := range w.jobs {
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b waitEntry) int {
+		if job.Precedes(a.prio, b.prio) {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// nextExpiry is when the first listed advert expires.
+func (w *waitLine) nextExpiry() (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, e := range w.jobs {
+		if first.IsZero() || e.advert.Expires.Before(first) {
+			first = e.advert.Expires
+		}
+	}
+	return first, !first.IsZero()
+}
+
+func (w *waitLine) sweep(now time.Time) {
+	for j, e := range w.jobs {
+		if !now.Before(e.advert.Expires) {
+			delete(w.jobs, j)
+		}
+	}
+}
+
+// Contested returns the uncommitted leases of jobs that the job of
+// priority p precedes: the holders to ask to yield when p's advert is
+// refused for lack of free slots. prio gives a holder's priority; a
+// holder without one is left alone. Pure.
+func Contested(leases []Lease, p job.Priority, prio func(job.ID) (job.Priority, bool)) []Lease {
+	var out []Lease
+	for _, l := range leases {
+		if l.Committed || l.Job == p.Job {
+			continue
+		}
+		if hp, ok := prio(l.Job); ok && job.Precedes(p, hp) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// serveWaiting is the line's one goroutine: each time slots free (or a
+// lease or an advert expires), it offers the free slots to the waiting
+// jobs, earliest first.
+func (s *Service) serveWaiting() {
+	defer s.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.leases.Freed():
+		case <-timer.C:
+			s.leases.Expire() // a lazy expiry signals Freed
+		}
+		s.offerWaiting()
+		timer.Reset(s.nextWake(time.Now()))
+	}
+}
+
+// nextWake is how long until a lease or a listed advert expires.
+func (s *Service) nextWake(now time.Time) time.Duration {
+	wake := now.Add(time.Hour)
+	if t, ok := s.leases.NextExpiry(); ok && t.Before(wake) {
+		wake = t
+	}
+	if t, ok := s.waiting.nextExpiry(); ok && t.Before(wake) {
+		wake = t
+	}
+	return max(wake.Sub(now), time.Millisecond)
+}
+
+// offerWaiting offers free slots to the listed jobs in order, skipping
+// those that hold a lease here or do not fit now. A job whose submitter
+// does not keep the offer needs nothing more here: it leaves the line.
+func (s *Service) offerWaiting() {
+	if s.draining.Load() {
+		return
+	}
+	for _, e := range s.waiting.ordered(time.Now()) {
+		if s.ctx.Err() != nil {
+			return
+		}
+		if _, held := s.leases.ByJob(e.need.Job); held {
+			continue
+		}
+		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, s.cfg.LeaseTTL)
+		if err != nil || !d.Accept {
+			if !d.Full {
+				s.waiting.drop(e.need.Job) // the policy changed: it never will
+			}
+			continue
+		}
+		if !s.abuse.allowOffer(e.advert.Submitter, time.Now()) {
+			s.endLease(l.Key)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.Wait.OfferTimeout)
+		kept := s.sendOffer(ctx, e.advert, e.need, l)
+		cancel()
+		if !kept {
+			s.waiting.drop(e.need.Job)
+		}
+	}
+}
