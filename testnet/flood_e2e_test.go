@@ -94,15 +94,22 @@ func TestFloodRadiusGrowsUntilEnough(t *testing.T) {
 	if placed != agents*cores || len(rec.Plan.Hosts) != agents {
 		t.Fatalf("%d processes on %d hosts, want %d on %d", placed, len(rec.Plan.Hosts), agents*cores, agents)
 	}
-	// Once enough is offered the submitter floods Extra more radii at once
-	// (overbooking): those do not count as radii the job needed.
-	floods := sub.Flooder().Stats().Originated
-	needed := int(floods) - sub.Config().Services.Submitter.Schedule.Extra
-	if needed < 2 {
-		t.Fatalf("submitter flooded %d radii, %d of them before enough: radius > 1 was needed", floods, needed)
+	// The flood samples say at which radius the offers first held n slots:
+	// not radius 1. (The submitter's count of floods cannot say it: the
+	// extra radius flooded once offers are enough is skipped when every
+	// agent it knows has answered.)
+	enoughAt := 0
+	for _, s := range rec.Flood {
+		if s.Slots >= s.Need {
+			enoughAt = s.Radius
+			break
+		}
+	}
+	if enoughAt < 2 {
+		t.Fatalf("offers held n x r slots at radius %d (samples %+v): radius > 1 was needed", enoughAt, rec.Flood)
 	}
 	t.Logf("all %d slots placed once radius %d was flooded (%d floods in all); the submitter had %d neighbours",
-		placed, needed, floods, len(sub.Overlay().Neighbours()))
+		placed, enoughAt, sub.Flooder().Stats().Originated, len(sub.Overlay().Neighbours()))
 }
 
 // The owner policy end to end: an agent that denies the submitter is
