@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,12 +136,14 @@ func failoverTrial(t *testing.T, seed uint64, f fault, point string) {
 		delay = time.Duration(rng.IntN(40)) * time.Millisecond // while the blocks stream
 	}
 	var once sync.Once
+	var firing atomic.Bool
 	fired := make(chan struct{})
 	hook := func(cm *mpi.Comm, it int) {
 		if it != at || failoverPlace(cm.Rank(), cm.Session().Replica()) != victim {
 			return
 		}
 		once.Do(func() {
+			firing.Store(true)
 			go func() {
 				defer close(fired)
 				if point == "collective" || point == "big" {
@@ -159,6 +162,9 @@ func failoverTrial(t *testing.T, seed uint64, f fault, point string) {
 		events[a] = drain(rj)
 	}
 	errs := j.Run(ctxFor(t, 30*time.Second), checkedProgram(iters, block, hook))
+	if !firing.Load() { // the job ended before the victim's copy reached the fault's iteration
+		t.Fatalf("the fault never fired: the victim's copy never reached iteration %d; ranks' errors %v", at, errs)
+	}
 	<-fired
 	for i, o := range j.Opts {
 		if failoverPlace(o.Rank, o.Replica) != victim && errs[i] != nil {
