@@ -258,9 +258,14 @@ func (ss *session) slots() int {
 // few spares reserved for a failing commit.
 func (ss *session) place() (Plan, error) {
 	d := ss.sub.Desc
-	plan, err := Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
-	if err == nil && d.PMI {
-		err = checkPMIPlan(plan)
+	var (
+		plan Plan
+		err  error
+	)
+	if d.PMI {
+		plan, err = PlacePMI(d.Strategy, ss.rlist, d.Nodes)
+	} else {
+		plan, err = Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
 	}
 	if err != nil {
 		ss.cancelLeases(ss.rlist)
