@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/multiformats/go-multiaddr"
 )
 
@@ -38,8 +39,12 @@ func preferDirect(rlist []Offer) {
 	sort.SliceStable(rlist, func(i, j int) bool { return !relayOnly(rlist[i]) && relayOnly(rlist[j]) })
 }
 
-// relayOnly reports an offer whose every address goes through a relay.
+// relayOnly reports an offer from a host the submitter reached only
+// through a relay, or whose every address goes through a relay.
 func relayOnly(o Offer) bool {
+	if o.Relayed {
+		return true
+	}
 	for _, a := range o.Addrs {
 		if _, err := a.ValueForProtocol(multiaddr.P_CIRCUIT); err != nil {
 			return false
@@ -130,4 +135,15 @@ func checkPMIPlan(plan Plan, direct []Offer, n int) error {
 	return fmt.Errorf("%w: pmi: %s reachable only through relays (behind NATs), and MPICH's ranks open TCP connections to each other directly, "+
 		"which cannot reach a host behind a NAT; the directly reachable hosts offered %d of the %d slots the job needs: "+
 		"add agents others can reach directly, or keep the job on one host (-a concentrate)", ErrInfeasible, what, slots, n)
+}
+
+// onlyRelayed reports connections that all go through a relay (none
+// direct); no connection at all is not judged.
+func onlyRelayed(conns []network.Conn) bool {
+	for _, c := range conns {
+		if _, err := c.RemoteMultiaddr().ValueForProtocol(multiaddr.P_CIRCUIT); err != nil {
+			return false
+		}
+	}
+	return len(conns) > 0
 }

@@ -166,6 +166,42 @@ func runHomesJob(t *testing.T, ctx context.Context, dir, bin string) string {
 	return "done, verified"
 }
 
+// refusedHomesPMIJob submits, in the home of data dir dir, an MPICH job
+// (--pmi) of one rank per home while the homes' agents are joined only
+// through a relay: MPICH's ranks open TCP connections to each other's
+// addresses, which a NAT drops, so the placement must be refused before
+// anything starts, naming the other home's agent behind (issue 20). The
+// program is never run: the refusal comes at placement.
+func refusedHomesPMIJob(t *testing.T, ctx context.Context, dir, bin string, behind peer.ID) string {
+	t.Helper()
+	cl, err := node.Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	b, err := cl.Upload(ctx, filepath.Join(bin, "examples", "stencil"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jd := job.NewDescription("stencil", nil, 2)
+	jd.Strategy, jd.Require.Labels, jd.PMI = job.Spread, []string{"home"}, true
+	id, err := cl.Submit(ctx, node.SubmitRequest{Description: jd, Program: job.FileRef{Name: "stencil", Hash: b.Hash, Size: b.Size}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := awaitJob(ctx, dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := behind.String()
+	short := s[:4] + "…" + s[len(s)-4:]
+	if rec.State != job.Failed || rec.Starts != 0 || !strings.Contains(rec.Reason, "host "+short+" is reachable only through relays") {
+		t.Fatalf("an MPICH job across the relayed homes ended %s after %d starts (%s), want it refused at placement naming home 2's agent %s",
+			rec.State, rec.Starts, rec.Reason, short)
+	}
+	return rec.Reason
+}
+
 // agentID waits for the agent of data dir dir to answer and returns its ID.
 func agentID(t *testing.T, ctx context.Context, dir string) peer.ID {
 	t.Helper()
