@@ -166,40 +166,23 @@ func runHomesJob(t *testing.T, ctx context.Context, dir, bin string) string {
 	return "done, verified"
 }
 
-// refusedHomesPMIJob submits, in the home of data dir dir, an MPICH job
-// (--pmi) of one rank per home while the homes' agents are joined only
-// through a relay: MPICH's ranks open TCP connections to each other's
-// addresses, which a NAT drops, so the placement must be refused before
-// anything starts, naming the other home's agent behind (issue 20). The
-// program is never run: the refusal comes at placement.
+// refusedHomesPMIJob runs `zorilla submit --pmi` in the home of data dir
+// dir, one rank per home, while the homes' agents are joined only through
+// a relay: MPICH's ranks open TCP connections to each other's addresses,
+// which a NAT drops, so the placement must be refused before anything is
+// placed or started, naming the other home's agent (issue 20). The
+// program is never run (a Go example: the refusal comes first).
 func refusedHomesPMIJob(t *testing.T, ctx context.Context, dir, bin string, behind peer.ID) string {
 	t.Helper()
-	cl, err := node.Dial(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	b, err := cl.Upload(ctx, filepath.Join(bin, "examples", "stencil"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	jd := job.NewDescription("stencil", nil, 2)
-	jd.Strategy, jd.Require.Labels, jd.PMI = job.Spread, []string{"home"}, true
-	id, err := cl.Submit(ctx, node.SubmitRequest{Description: jd, Program: job.FileRef{Name: "stencil", Hash: b.Hash, Size: b.Size}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := awaitJob(ctx, dir, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, errOut, err := runSubmit(ctx, bin, dir, "--pmi", "-n", "2", "-a", "spread", "--require", "label=home",
+		filepath.Join(bin, "examples", "stencil"))
 	s := behind.String()
-	short := s[:4] + "…" + s[len(s)-4:]
-	if rec.State != job.Failed || rec.Starts != 0 || !strings.Contains(rec.Reason, "host "+short+" is reachable only through relays") {
-		t.Fatalf("an MPICH job across the relayed homes ended %s after %d starts (%s), want it refused at placement naming home 2's agent %s",
-			rec.State, rec.Starts, rec.Reason, short)
+	want := "host " + s[:4] + "…" + s[len(s)-4:] + " is reachable only through relays"
+	if err == nil || !strings.Contains(errOut, want) || strings.Contains(errOut, "placed") {
+		t.Fatalf("zorilla submit --pmi across the relayed homes: %v, want it refused at placement saying %q\nstdout:\n%s\nstderr:\n%s",
+			err, want, out, errOut)
 	}
-	return rec.Reason
+	return strings.TrimSpace(errOut)
 }
 
 // agentID waits for the agent of data dir dir to answer and returns its ID.
