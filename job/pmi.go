@@ -128,11 +128,11 @@ func checkPMIPlan(plan Plan, direct []Offer, n int) error {
 	for _, o := range direct {
 		slots += Capacity(o, n)
 	}
-	what := "host " + behind[0] + " is"
+	what := "host " + behind[0] + " is reachable only through relays (behind a NAT)"
 	if len(behind) > 1 {
-		what = "hosts " + strings.Join(behind, ", ") + " are"
+		what = "hosts " + strings.Join(behind, ", ") + " are reachable only through relays (behind NATs)"
 	}
-	return fmt.Errorf("%w: pmi: %s reachable only through relays (behind NATs), and MPICH's ranks open TCP connections to each other directly, "+
+	return fmt.Errorf("%w: pmi: %s, and MPICH's ranks open TCP connections to each other directly, "+
 		"which cannot reach a host behind a NAT; the directly reachable hosts offered %d of the %d slots the job needs: "+
 		"add agents others can reach directly, or keep the job on one host (-a concentrate)", ErrInfeasible, what, slots, n)
 }
