@@ -37,8 +37,9 @@ import (
 // 4.2.0 removed the barrier (pmodels/mpich 08d8105b7b). It is not the
 // agents': mpiexec.mpich on one machine with UCX_TLS=tcp,self hangs the
 // same way, and no UCX or MPICH setting of these versions avoids it
-// (BENCHMARKS.md, issue 20). Across containers 3 jobs of 4 hung in the
-// last run; the runs that end pass.
+// (BENCHMARKS.md, issue 20). Across containers 6 jobs of 24 hung in the
+// last session's runs; the jobs that end pass. After a minute, the hosts
+// of the waiting ranks say so in the job's output (pmi.Stalls).
 func TestDockerPMI(t *testing.T) {
 	needDocker(t)
 	cc, err := exec.LookPath("mpicc.mpich")
