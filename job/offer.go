@@ -26,6 +26,10 @@ type Offer struct {
 	RTT    time.Duration         `json:"rtt"`             // submitter-measured round trip (application-level ping)
 	Addrs  []multiaddr.Multiaddr `json:"addrs,omitempty"` // where to reach the worker
 	Site   string                `json:"site,omitempty"`  // the host's site label (SiteLabel), if any
+	// Relayed: when it offered, the submitter was connected to the host
+	// only through a relay (the host is behind a NAT, whatever private
+	// addresses it lists). An MPICH job's ranks cannot reach it (PlacePMI).
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // SortRList sorts offers by ascending RTT, ties broken by peer ID, so that

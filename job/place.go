@@ -91,6 +91,12 @@ func assignRanks(u []int, n int) [][]Proc {
 // are not enough, the error wraps ErrInfeasible and the job must be matched
 // again (a new flood).
 func Replan(prev Plan, failed map[peer.ID]bool) (Plan, error) {
+	return replan(prev, failed, false)
+}
+
+// replan is Replan; pmi places with PlacePMI (an MPICH job's hosts must
+// reach each other directly).
+func replan(prev Plan, failed map[peer.ID]bool, pmi bool) (Plan, error) {
 	rlist := make([]Offer, 0, len(prev.Hosts)+len(prev.Cancel))
 	for _, h := range prev.Hosts {
 		if !failed[h.Offer.Peer] {
@@ -102,7 +108,15 @@ func Replan(prev Plan, failed map[peer.ID]bool) (Plan, error) {
 			rlist = append(rlist, o)
 		}
 	}
-	p, err := Place(prev.Strategy, rlist, prev.N, prev.R)
+	var (
+		p   Plan
+		err error
+	)
+	if pmi {
+		p, err = PlacePMI(prev.Strategy, rlist, prev.N)
+	} else {
+		p, err = Place(prev.Strategy, rlist, prev.N, prev.R)
+	}
 	if err != nil {
 		return Plan{}, fmt.Errorf("replan without %d failed hosts: %w", len(failed), err)
 	}

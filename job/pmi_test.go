@@ -2,10 +2,12 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 )
 
@@ -53,31 +55,144 @@ func TestPreferDirect(t *testing.T) {
 	}
 }
 
-func TestCheckPMIPlan(t *testing.T) {
+// TestPlacePMI: an MPICH job's hosts must reach each other directly, so
+// directly reachable hosts are placed first, a relay-only host runs a job
+// only alone, and a placement that cannot work is refused naming the hosts
+// behind relays and why.
+func TestPlacePMI(t *testing.T) {
 	ma := func(s string) multiaddr.Multiaddr { return multiaddr.StringCast(s) }
 	relay := ma("/ip4/1.2.3.4/tcp/4001/p2p/12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK/p2p-circuit")
 	direct := ma("/ip4/10.0.0.2/tcp/4001")
-	ids := realPeers(t, 3)
-	host := func(i int, addrs ...multiaddr.Multiaddr) HostPlan {
-		return HostPlan{Offer: Offer{Peer: ids[i], Addrs: addrs}}
+	ids := realPeers(t, 4)
+	short := make([]string, len(ids))
+	for i, id := range ids {
+		short[i] = shortPeer(id)
+	}
+	// offer i of host i with slots, reachable through addrs.
+	offer := func(i, slots int, addrs ...multiaddr.Multiaddr) Offer {
+		return Offer{Peer: ids[i], Lease: fmt.Sprint("lease-", i), Slots: slots, RTT: time.Duration(i+1) * time.Millisecond, Addrs: addrs}
 	}
 	for _, tc := range []struct {
-		name  string
-		hosts []HostPlan
-		ok    bool
+		name     string
+		strategy Strategy
+		n        int
+		rlist    []Offer
+		hosts    []int    // hosts of the plan, in order; nil: refused
+		cancel   []int    // offers given back (in any order)
+		named    []string // the refusal names these hosts...
+		unnamed  []string // ...and not these
+		says     []string
 	}{
-		{"one host behind a relay: alone it needs no connection", []HostPlan{host(0, relay)}, true},
-		{"every host direct", []HostPlan{host(0, direct), host(1, direct, relay)}, true},
-		{"one relay-only host among direct ones: left to the start's check", []HostPlan{host(0, direct), host(1, relay)}, true},
-		{"two hosts behind relays", []HostPlan{host(0, relay), host(1, relay), host(2, direct)}, false},
-		{"no addresses known: not judged", []HostPlan{host(0), host(1)}, true},
+		{name: "every host direct: as Place", strategy: Spread, n: 3,
+			rlist: []Offer{offer(0, 2, direct), offer(1, 2, direct), offer(2, 2, direct)},
+			hosts: []int{0, 1, 2}},
+		{name: "one relay-only host among direct ones that can hold the job: left out", strategy: Spread, n: 3,
+			rlist: []Offer{offer(0, 2, relay), offer(1, 2, direct), offer(2, 2, direct)},
+			hosts: []int{1, 2}, cancel: []int{0}},
+		{name: "a host with a direct address besides its relay is direct", strategy: Spread, n: 2,
+			rlist: []Offer{offer(0, 1, relay, direct), offer(1, 1, direct)},
+			hosts: []int{0, 1}},
+		{name: "one relay-only host needed beside direct ones: refused", strategy: Spread, n: 4,
+			rlist: []Offer{offer(0, 1, direct), offer(1, 1, relay), offer(2, 2, direct)},
+			named: []string{short[1]}, unnamed: []string{short[0], short[2]},
+			says: []string{"host " + short[1] + " is reachable only through relays", "offered 3 of the 4 slots", "-a concentrate"}},
+		{name: "a host the submitter reached only through a relay, listing a private address: behind a NAT", strategy: Spread, n: 2,
+			rlist: []Offer{offer(0, 1, direct), func() Offer { o := offer(1, 1, direct, relay); o.Relayed = true; return o }()},
+			named: []string{short[1]}, unnamed: []string{short[0]},
+			says: []string{"host " + short[1] + " is reachable only through relays", "offered 1 of the 2 slots"}},
+		{name: "two hosts behind relays: refused, both named", strategy: Spread, n: 3,
+			rlist: []Offer{offer(0, 1, relay), offer(1, 1, relay), offer(2, 1, direct)},
+			named: []string{short[0], short[1]}, unnamed: []string{short[2]},
+			says: []string{"hosts " + short[0] + ", " + short[1] + " are reachable only through relays", "offered 1 of the 3 slots"}},
+		{name: "a relay-only host alone: no connection between hosts needed", strategy: Concentrate, n: 4,
+			rlist: []Offer{offer(0, 4, relay)},
+			hosts: []int{0}},
+		{name: "concentrate on a relay-only host when no direct one can hold the job", strategy: Concentrate, n: 4,
+			rlist: []Offer{offer(0, 1, direct), offer(1, 4, relay)},
+			hosts: []int{1}, cancel: []int{0}},
+		{name: "no addresses known: not judged", strategy: Spread, n: 2,
+			rlist: []Offer{offer(0, 1), offer(1, 1)},
+			hosts: []int{0, 1}},
+		{name: "not enough slots at all: Place's refusal", strategy: Spread, n: 9,
+			rlist: []Offer{offer(0, 2, direct), offer(1, 2, relay)},
+			says:  []string{"slots"}},
 	} {
-		err := checkPMIPlan(Plan{Hosts: tc.hosts})
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: checkPMIPlan = %v, want ok=%v", tc.name, err, tc.ok)
-		}
-		if err != nil && !strings.Contains(err.Error(), shortPeer(ids[0])) {
-			t.Errorf("%s: %v does not name the hosts", tc.name, err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := PlacePMI(tc.strategy, append([]Offer(nil), tc.rlist...), tc.n)
+			if tc.hosts == nil {
+				if err == nil {
+					t.Fatalf("placed %v, want a refusal", p.Peers())
+				}
+				if !errors.Is(err, ErrInfeasible) {
+					t.Errorf("%v does not wrap ErrInfeasible", err)
+				}
+				for _, s := range append(tc.named, tc.says...) {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("%v does not say %q", err, s)
+					}
+				}
+				for _, s := range tc.unnamed {
+					if strings.Contains(err.Error(), s) {
+						t.Errorf("%v names directly reachable host %s", err, s)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, want []peer.ID
+			for _, h := range tc.hosts {
+				want = append(want, ids[h])
+			}
+			got = p.Peers()
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("hosts %v, want %v", got, want)
+			}
+			procs := 0
+			for _, h := range p.Hosts {
+				procs += len(h.Procs)
+			}
+			if procs != tc.n {
+				t.Errorf("%d processes placed, want %d", procs, tc.n)
+			}
+			back := map[peer.ID]bool{}
+			for _, o := range p.Cancel {
+				back[o.Peer] = true
+			}
+			for _, c := range tc.cancel {
+				if !back[ids[c]] {
+					t.Errorf("offer of host %d not given back: Cancel %v", c, p.Cancel)
+				}
+			}
+			if len(p.Hosts)+len(p.Cancel) != len(tc.rlist) {
+				t.Errorf("%d hosts + %d given back, want the %d offers accounted for", len(p.Hosts), len(p.Cancel), len(tc.rlist))
+			}
+		})
+	}
+}
+
+// TestReplanPMI: a start retried without a failed host does not bring in a
+// relay-only spare beside direct hosts.
+func TestReplanPMI(t *testing.T) {
+	relay := multiaddr.StringCast("/ip4/1.2.3.4/tcp/4001/p2p/12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK/p2p-circuit")
+	direct := multiaddr.StringCast("/ip4/10.0.0.2/tcp/4001")
+	ids := realPeers(t, 3)
+	prev, err := PlacePMI(Spread, []Offer{
+		{Peer: ids[0], Lease: "a", Slots: 1, RTT: 1, Addrs: []multiaddr.Multiaddr{direct}},
+		{Peer: ids[1], Lease: "b", Slots: 1, RTT: 2, Addrs: []multiaddr.Multiaddr{direct}},
+		{Peer: ids[2], Lease: "c", Slots: 1, RTT: 3, Addrs: []multiaddr.Multiaddr{relay}},
+	}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := map[peer.ID]bool{ids[1]: true}
+	if p, err := Replan(prev, failed); err != nil || len(p.Hosts) != 2 {
+		t.Fatalf("Replan (not PMI) = %v, %v: want the relay-only spare used", p.Peers(), err)
+	}
+	if p, err := replan(prev, failed, true); err == nil {
+		t.Fatalf("replan of a PMI job placed %v beside a relay-only host, want a refusal", p.Peers())
+	} else if !strings.Contains(err.Error(), shortPeer(ids[2])) {
+		t.Errorf("%v does not name the relay-only host", err)
 	}
 }

@@ -125,7 +125,7 @@ func Recover(r Record, f Failure, failed []peer.ID, rp RetryPolicy, rank, exit i
 func recoverStart(r Record, f Failure, failed []peer.ID, rp RetryPolicy) Recovery {
 	why := fmt.Sprintf("%s on %d hosts (start %d)", f, len(failed), r.Starts)
 	if r.Plan != nil && r.Starts < rp.StartsPerMatch {
-		if p, err := Replan(*r.Plan, peerSet(failed)); err == nil {
+		if p, err := replan(*r.Plan, peerSet(failed), r.Desc.PMI); err == nil {
 			return Recovery{Action: RetryStart, State: Starting, Reason: why + ": retry", Unavailable: failed, Plan: p}
 		}
 	}

@@ -197,7 +197,8 @@ func (ss *session) takeOffer(o offerIn) {
 		addrs = addrs[:maxOfferAddrs]
 	}
 	offer := Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
-		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: siteName(o.msg.Site)}
+		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: siteName(o.msg.Site),
+		Relayed: onlyRelayed(ss.s.h.Network().ConnsToPeer(o.from))}
 	ss.rlist = append(ss.rlist, offer)
 	ss.declined.offered(o.from)
 	OrderRList(ss.rlist, ss.sub.Desc.Prefer)
@@ -258,9 +259,14 @@ func (ss *session) slots() int {
 // few spares reserved for a failing commit.
 func (ss *session) place() (Plan, error) {
 	d := ss.sub.Desc
-	plan, err := Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
-	if err == nil && d.PMI {
-		err = checkPMIPlan(plan)
+	var (
+		plan Plan
+		err  error
+	)
+	if d.PMI {
+		plan, err = PlacePMI(d.Strategy, ss.rlist, d.Nodes)
+	} else {
+		plan, err = Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
 	}
 	if err != nil {
 		ss.cancelLeases(ss.rlist)

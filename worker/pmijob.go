@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -21,11 +22,23 @@ import (
 var ErrPMINetwork = errors.New("worker: this agent gives jobs a network with only loopback (--job-network isolated), and an MPICH job on several hosts needs its ranks to reach each other; its owner can allow it with --job-network host")
 
 // pmiJob is what one rank's PMI connection reports to: the job's fence
-// here, and the submitter for an abort.
+// here (through the host's pmi.Stalls), and the submitter for an abort.
 type pmiJob struct {
-	*pmi.Fence
+	pmi.KVS
 	r *running
 	k *sink
+}
+
+// pmiStallAfter is how long ranks of a host wait in a PMI barrier (after
+// the first) before the job's output says so, once per barrier and host.
+const pmiStallAfter = time.Minute
+
+// stallNote is that line, on the rank's stderr; barrier counts from 0.
+func stallNote(barrier int, waited time.Duration) string {
+	return fmt.Sprintf("zorilla: ranks on this host have waited %v in the job's PMI barrier %d for its other ranks "+
+		"(MPI_Init and MPI_Finalize enter such barriers); nothing is ended. If they wait in MPI_Finalize, the missing ranks "+
+		"may be caught in MPICH 4.0.2's finalize hang over TCP between hosts (README): the job then ends at its --timeout or on zorilla cancel",
+		waited, barrier+1)
 }
 
 // Abort reports the rank's MPI_Abort to the submitter, which ends the job
@@ -78,10 +91,14 @@ func (r *running) launchPMI(k *sink) ([]proc.Process, error) {
 	r.fence = f
 	r.mu.Unlock()
 	go r.followPMI(k, f)
+	stalls := &pmi.Stalls{KVS: f, After: pmiStallAfter, Note: func(barrier, rank int, waited time.Duration) {
+		log.Infow("ranks wait long in a PMI barrier", "job", r.id, "barrier", barrier, "rank", rank, "waited", waited)
+		k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: rank, Stream: proc.Stderr, Data: []byte(stallNote(barrier, waited))})
+	}}
 	info := pmi.Info{Size: r.c.N, KVSName: "kvs_" + r.routeID(), Mapping: pmi.ProcessMapping(hostOf)}
 	var procs []proc.Process
 	for _, p := range r.c.Procs {
-		pr, err := r.startPMIRank(k, f, p, info, netEnv)
+		pr, err := r.startPMIRank(k, stalls, p, info, netEnv)
 		if err != nil {
 			killAll(procs)
 			return nil, fmt.Errorf("start rank %d: %w", p.Rank, err)
@@ -91,7 +108,7 @@ func (r *running) launchPMI(k *sink) ([]proc.Process, error) {
 	return procs, nil
 }
 
-func (r *running) startPMIRank(k *sink, f *pmi.Fence, p job.Proc, info pmi.Info, netEnv []string) (proc.Process, error) {
+func (r *running) startPMIRank(k *sink, j pmi.KVS, p job.Proc, info pmi.Info, netEnv []string) (proc.Process, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pmi socket: %w", err)
@@ -117,7 +134,7 @@ func (r *running) startPMIRank(k *sink, f *pmi.Fence, p job.Proc, info pmi.Info,
 	}
 	info.Rank = p.Rank
 	go func() {
-		sess, err := pmi.Serve(r.ctx, ours, info, pmiJob{Fence: f, r: r, k: k})
+		sess, err := pmi.Serve(r.ctx, ours, info, pmiJob{KVS: j, r: r, k: k})
 		if err != nil && r.ctx.Err() == nil {
 			log.Infow("PMI connection ended with an error", "job", r.id, "rank", p.Rank, "err", err)
 			k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,

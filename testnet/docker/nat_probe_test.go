@@ -166,6 +166,25 @@ func runHomesJob(t *testing.T, ctx context.Context, dir, bin string) string {
 	return "done, verified"
 }
 
+// refusedHomesPMIJob runs `zorilla submit --pmi` in the home of data dir
+// dir, one rank per home, while the homes' agents are joined only through
+// a relay: MPICH's ranks open TCP connections to each other's addresses,
+// which a NAT drops, so the placement must be refused before anything is
+// placed or started, naming the other home's agent (issue 20). The
+// program is never run (a Go example: the refusal comes first).
+func refusedHomesPMIJob(t *testing.T, ctx context.Context, dir, bin string, behind peer.ID) string {
+	t.Helper()
+	out, errOut, err := runSubmit(ctx, bin, dir, "--pmi", "-n", "2", "-a", "spread", "--require", "label=home",
+		filepath.Join(bin, "examples", "stencil"))
+	s := behind.String()
+	want := "host " + s[:4] + "…" + s[len(s)-4:] + " is reachable only through relays"
+	if err == nil || !strings.Contains(errOut, want) || strings.Contains(errOut, "placed") {
+		t.Fatalf("zorilla submit --pmi across the relayed homes: %v, want it refused at placement saying %q\nstdout:\n%s\nstderr:\n%s",
+			err, want, out, errOut)
+	}
+	return strings.TrimSpace(errOut)
+}
+
 // agentID waits for the agent of data dir dir to answer and returns its ID.
 func agentID(t *testing.T, ctx context.Context, dir string) peer.ID {
 	t.Helper()

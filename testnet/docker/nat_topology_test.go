@@ -265,6 +265,9 @@ func natTopology(t *testing.T, ctx context.Context, tag, bin, pubSubnet string, 
 
 	// A job spanning both homes, submitted in home 1.
 	r.job = runHomesJob(t, ctx, a1, bin)
+	if pubSubnet == "" && awaitConn(t, ctx, a1, id2, 0, func(string) bool { return true }) == node.ConnRelayed {
+		t.Logf("an MPICH job across the relayed homes is refused: %s", refusedHomesPMIJob(t, ctx, a1, bin, id2))
+	}
 	var addrs1, addrs2 string
 	r.reach, addrs1, addrs2 = awaitReach(t, ctx, a1, a2)
 	r.conn = awaitConn(t, ctx, a1, id2, 0, func(string) bool { return true })

@@ -13,24 +13,34 @@ import (
 	"time"
 )
 
-// Issue 20 across containers: MPICH programs under `zorilla submit --pmi`
-// on 4 agent containers on two sites (agents run with --job-network host:
-// MPICH's ranks connect to each other over the containers' networks). The
-// image is FROM scratch, so the test copies the programs' shared
-// libraries (MPICH, UCX and its transport modules, hwloc, libc and the
-// loader) into each container first, as an owner would install MPICH.
+// Issue 20 in docker containers: MPICH programs under `zorilla submit
+// --pmi` on 4 agent containers on two sites (agents run with
+// --job-network host: MPICH's ranks connect to each other over the
+// containers' networks). The image is FROM scratch, so the test copies the
+// programs' shared libraries (MPICH, UCX and its transport modules, hwloc,
+// libc and the loader) into each container first, as an owner would
+// install MPICH.
 //
-// Opt-in (ZORILLA_DOCKER_PMI=1): Debian's MPICH 4.0.2 over UCX 1.13's
-// TCP transport, which ranks in different containers must use, often
-// hangs in MPI_Finalize, a rank flushing a TCP endpoint while the others
-// wait in the next PMI barrier (openucx/ucx#8738). It is not the agents':
-// mpiexec.mpich on one machine with UCX_TLS=tcp,self hung in 8 runs of 8
-// the same way. Across containers it hung in 2 runs of 3; the runs that
-// end pass.
+// By default each job runs within one container (-a concentrate): the
+// PMI server, the staged libraries and MPICH's shared memory in a
+// container. The jobs across containers are opt-in (ZORILLA_DOCKER_PMI=1):
+// Debian's MPICH 4.0.2 over UCX 1.13's TCP transport, which ranks in
+// different containers must use, often hangs in MPI_Finalize. MPICH
+// 4.0.2's UCX finalize closes every endpoint with a flush, waits for the
+// flushes, and only then enters a PMI barrier. A TCP flush waits for the
+// peer's acknowledgement, which the peer sends only while it progresses
+// UCX; a peer whose own flushes completed first is blocked reading the
+// PMI barrier's answer, with the flush request unread in its socket (seen
+// with ss), so the rank never reaches the barrier. The hang is before that
+// rank's barrier_in (and before any rank's PMI finalize), so the agent
+// cannot tell it from a rank still computing and does not end it. MPICH
+// 4.2.0 removed the barrier (pmodels/mpich 08d8105b7b). It is not the
+// agents': mpiexec.mpich on one machine with UCX_TLS=tcp,self hangs the
+// same way, and no UCX or MPICH setting of these versions avoids it
+// (BENCHMARKS.md, issue 20). Across containers 6 jobs of 24 hung in the
+// last session's runs; the jobs that end pass. After a minute, the hosts
+// of the waiting ranks say so in the job's output (pmi.Stalls).
 func TestDockerPMI(t *testing.T) {
-	if os.Getenv("ZORILLA_DOCKER_PMI") != "1" {
-		t.Skip("opt-in: ZORILLA_DOCKER_PMI=1 (MPICH over UCX/TCP can hang in MPI_Finalize, openucx/ucx#8738)")
-	}
 	needDocker(t)
 	cc, err := exec.LookPath("mpicc.mpich")
 	if err != nil {
@@ -88,13 +98,20 @@ func TestDockerPMI(t *testing.T) {
 		t.Logf("%s -n %d -a %s: %v", prog, n, strategy, time.Since(start).Round(time.Millisecond))
 		return out
 	}
+	across := func(t *testing.T, hosts int) {
+		t.Helper()
+		if hosts > 1 && os.Getenv("ZORILLA_DOCKER_PMI") != "1" {
+			t.Skip("across containers is opt-in: ZORILLA_DOCKER_PMI=1 (MPICH 4.0.2 over UCX/TCP often hangs in MPI_Finalize; see the test's comment)")
+		}
+	}
 	hello := regexp.MustCompile(`^\[(\d+)\] hello rank (\d+) of (\d+) on (\S+) node-local (\d+)$`)
 	for _, c := range []struct {
 		n        int
 		strategy string
 		hosts    int
-	}{{4, "spread", 4}, {3, "spread", 3}} {
+	}{{2, "concentrate", 1}, {4, "spread", 4}, {3, "spread", 3}} {
 		t.Run(fmt.Sprintf("hello/%s/n=%d", c.strategy, c.n), func(t *testing.T) {
+			across(t, c.hosts)
 			out := submit(t, "hello", c.n, c.strategy)
 			perHost := map[string]int{}
 			local := map[string]string{}
@@ -117,12 +134,29 @@ func TestDockerPMI(t *testing.T) {
 		})
 	}
 	for _, prog := range []string{"ring", "coll"} {
-		t.Run(prog, func(t *testing.T) {
-			out := submit(t, prog, 4, "spread")
-			if strings.Contains(out, "WRONG") || !strings.Contains(out, " ok") {
-				t.Fatalf("%s", out)
-			}
-		})
+		for _, c := range []struct {
+			n        int
+			strategy string
+			hosts    int
+		}{{2, "concentrate", 1}, {4, "spread", 4}} {
+			t.Run(fmt.Sprintf("%s/%s/n=%d", prog, c.strategy, c.n), func(t *testing.T) {
+				across(t, c.hosts)
+				out := submit(t, prog, c.n, c.strategy)
+				want := 1 // ring: rank 0 checks the sum
+				if prog == "coll" {
+					want = c.n // coll: every rank checks what it received
+				}
+				ok := 0
+				for _, l := range strings.Split(out, "\n") {
+					if strings.HasSuffix(l, " ok") {
+						ok++
+					}
+				}
+				if strings.Contains(out, "WRONG") || ok != want {
+					t.Fatalf("want %d lines ending ok:\n%s", want, out)
+				}
+			})
+		}
 	}
 }
 
