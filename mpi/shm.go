@@ -29,6 +29,15 @@ import (
 // makes this rank abort the job with the reason, and never crashes it.
 // Failures still travel through the agent: a peer that dies is noticed by
 // the agent at once, and its Fail ends the waits on rings too.
+//
+// Who reads a ring: whoever holds its inRing's lock, a frame at a time. A
+// receive blocked on a rank with a ring (or on AnySource) polls the ring(s)
+// and reads them itself for shmPollTime (shmPoll), so a small message is
+// matched and copied by the thread that waits for it; then it sleeps on its
+// request like any other, and the standby reader goroutine (shmReadLoop),
+// which sleeps on the ring's futex meanwhile without asking for wake-ups,
+// reads what comes. Probe, Waitany and the other waits rely on the standby
+// reader alone.
 
 // shmState is a session's rings.
 type shmState struct {
