@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -357,7 +356,7 @@ func (s *Session) shmPoll(req *Request, src int) {
 			if time.Since(start) > shmPollTime {
 				return
 			}
-			runtime.Gosched() // let the program's other goroutines run
+			shm.Yield() // let the program's other goroutines and the peer run
 		}
 	}
 }

@@ -402,6 +402,15 @@ const (
 
 func schedYield() { _, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
+// Yield gives the processor away for a moment, to this program's other
+// goroutines and to other processes (the peer that will write, on a machine
+// with more runnable threads than cores): what a poll of a ring does
+// between looks.
+func Yield() {
+	runtime.Gosched()
+	schedYield()
+}
+
 func futexWait(addr *uint32, val uint32, d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
 	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
