@@ -42,7 +42,7 @@ import (
 type shmState struct {
 	fds     []int                // ring files from the first read, until the Shm frame claims them (reader goroutine)
 	pending map[shmKey]*shm.Ring // mapped rings, until ShmOn says which are live (reader goroutine)
-	mu      sync.RWMutex         // held shared while writing to an out ring; exclusively to unmap
+	mu      sync.RWMutex         // held shared while writing to an out ring or polling in rings; exclusively to unmap
 	out     []*shm.Ring          // by destination rank; set before Start, read-only until unmapped
 	in      []*inRing            // by source rank; set before Start
 	list    []*inRing            // the rings of in, for a receive from AnySource

@@ -259,11 +259,15 @@ func (r *Ring) count(n *int, d int) {
 // standby reader. Every Watch is followed by one Unwatch.
 func (r *Ring) Watch() { r.count(&r.watchers, 1) }
 
-// Unwatch ends a Watch. When the last watcher leaves with data unread, the
-// standby reader is woken to read it.
+// Unwatch ends a Watch. When the last watcher leaves with data unread, a
+// sleeping standby reader is woken to read it.
 func (r *Ring) Unwatch() {
-	r.count(&r.watchers, -1)
-	if r.Pending() {
+	r.wmu.Lock()
+	r.watchers--
+	r.setReadFlag()
+	wake := r.watchers == 0 && r.standby > 0 // (one that arms later checks for data itself)
+	r.wmu.Unlock()
+	if wake && r.Pending() {
 		futexWake(r.u32(offHead))
 	}
 }
