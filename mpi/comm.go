@@ -108,6 +108,7 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 			r.src = int(d.Src) // the message the lead took: the same here
 		}
 	}
+	req.poll, req.src = true, r.src
 	s.mu.Lock()
 	in := s.m.post(r)
 	arrived := in != nil && in.done

@@ -78,6 +78,13 @@
 // agent: a rank that dies or writes garbage into a ring fails the job with
 // the reason, and every blocked call returns it.
 //
+// A receive blocked on a rank with a ring reads that ring itself for a few
+// tens of microseconds, then sleeps without using the processor until the
+// ring's standby reader completes it. Large messages make one trip through
+// shared memory (copied in by the sender, out by the receiver, straight
+// into the posted buffer); the single-copy process_vm_readv path is not
+// used.
+//
 // This package must not import libp2p, so that user binaries stay small and
 // the process-agent wire stays language-neutral: PROTOCOL.md describes it
 // completely, for bindings in other languages.

@@ -15,6 +15,12 @@ func (c *Comm) ShmPeers() []int {
 	return peers
 }
 
+// ShmFrames returns how many frames this rank read from its rings in
+// receives that polled them, and in the standby readers.
+func (c *Comm) ShmFrames() (polled, standby int64) {
+	return c.s.shm.polled.Load(), c.s.shm.standby.Load()
+}
+
 // ScribbleShm writes raw bytes into this rank's ring towards dst, as a
 // misbehaving rank would.
 func (c *Comm) ScribbleShm(dst int, junk []byte) error {

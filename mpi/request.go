@@ -29,6 +29,8 @@ type Request struct {
 	err    error
 	fix    func() // runs once when the caller first sees completion
 	once   sync.Once
+	poll   bool // a receive: Wait first polls the rings it may come from (shmPoll)
+	src    int  // the receive's world source rank, or AnySource
 }
 
 func newRequest(s *Session) *Request {
@@ -53,6 +55,9 @@ func (r *Request) complete(st Status, err error) {
 func (r *Request) Wait() (Status, error) {
 	if r == nil {
 		return Status{}, argErr("nil request")
+	}
+	if r.poll && r.s.shm.list != nil {
+		r.s.shmPoll(r, r.src)
 	}
 	select {
 	case <-r.done:

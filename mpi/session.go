@@ -208,7 +208,9 @@ func (s *Session) Finalize() error {
 	err := ErrFinalized
 	s.finalOnce.Do(func() {
 		r := s.postControl(proto.NewFrame(proto.TypeFinalize, 0), ErrFinalized, false)
-		if _, err = r.Wait(); err != nil {
+		// ErrFinalized here is the agent's Bye, which can end the session
+		// before the writer marks the Finalize frame written.
+		if _, err = r.Wait(); err != nil && !errors.Is(err, ErrFinalized) {
 			err = fmt.Errorf("mpi: finalize: %w", err)
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -27,16 +28,30 @@ import (
 // makes this rank abort the job with the reason, and never crashes it.
 // Failures still travel through the agent: a peer that dies is noticed by
 // the agent at once, and its Fail ends the waits on rings too.
+//
+// Who reads a ring: whoever holds its inRing's lock, a frame at a time. A
+// receive blocked on a rank with a ring (or on AnySource) polls the ring(s)
+// and reads them itself for shmPollTime (shmPoll), so a small message is
+// matched and copied by the thread that waits for it; then it sleeps on its
+// request like any other, and the standby reader goroutine (shmReadLoop),
+// which sleeps on the ring's futex meanwhile without asking for wake-ups,
+// reads what comes. Probe, Waitany and the other waits rely on the standby
+// reader alone.
 
 // shmState is a session's rings.
 type shmState struct {
 	fds     []int                // ring files from the first read, until the Shm frame claims them (reader goroutine)
 	pending map[shmKey]*shm.Ring // mapped rings, until ShmOn says which are live (reader goroutine)
-	mu      sync.RWMutex         // held shared while writing to an out ring; exclusively to unmap
+	mu      sync.RWMutex         // held shared while writing to an out ring or polling in rings; exclusively to unmap
 	out     []*shm.Ring          // by destination rank; set before Start, read-only until unmapped
-	in      []*shm.Ring          // by source rank; set before Start
+	in      []*inRing            // by source rank; set before Start
+	list    []*inRing            // the rings of in, for a receive from AnySource
 	closed  bool                 // rings unmapped; guarded by mu
 	readers sync.WaitGroup       // the ring reader goroutines
+
+	// Frames read by a receive polling a ring, and by the standby readers
+	// (which the fast path makes rare in a ping-pong: tests look).
+	polled, standby atomic.Int64
 }
 
 type shmKey struct {
@@ -123,13 +138,14 @@ func (s *Session) shmOn(body []byte) error {
 	if s.shm.out != nil {
 		return fmt.Errorf("%w: second shmon", ErrProtocol)
 	}
-	s.shm.out, s.shm.in = make([]*shm.Ring, s.size), make([]*shm.Ring, s.size)
+	s.shm.out, s.shm.in = make([]*shm.Ring, s.size), make([]*inRing, s.size)
 	for _, p := range m.Peers {
 		out, in := s.shm.pending[shmKey{int(p), proto.RingOut}], s.shm.pending[shmKey{int(p), proto.RingIn}]
 		if out == nil || in == nil || s.shm.in[p] != nil {
 			return fmt.Errorf("%w: shmon names rank %d without its rings", ErrProtocol, p)
 		}
-		s.shm.out[p], s.shm.in[p] = out, in
+		s.shm.out[p], s.shm.in[p] = out, &inRing{src: int(p), r: in}
+		s.shm.list = append(s.shm.list, s.shm.in[p])
 		delete(s.shm.pending, shmKey{int(p), proto.RingOut})
 		delete(s.shm.pending, shmKey{int(p), proto.RingIn})
 	}
@@ -137,11 +153,9 @@ func (s *Session) shmOn(body []byte) error {
 		r.Unmap()
 	}
 	s.shm.pending = nil
-	for src, r := range s.shm.in {
-		if r != nil {
-			s.shm.readers.Add(1)
-			go s.shmReadLoop(src, r)
-		}
+	for _, ir := range s.shm.list {
+		s.shm.readers.Add(1)
+		go s.shmReadLoop(ir)
 	}
 	return nil
 }
@@ -155,17 +169,18 @@ func (s *Session) shmCleanup() {
 		r.Unmap()
 	}
 	s.shm.pending = nil
-	for _, r := range s.shm.in {
-		if r != nil {
-			r.CloseRead() // writers drop what they write to a rank that is gone
-			r.WakeReader()
-		}
+	for _, ir := range s.shm.list {
+		ir.r.CloseRead() // writers drop what they write to a rank that is gone
+		ir.r.WakeReader()
 	}
 	s.shm.readers.Wait()
-	s.shm.mu.Lock()
+	s.shm.mu.Lock() // waits for receives still polling
 	defer s.shm.mu.Unlock()
 	s.shm.closed = true
-	for _, r := range append(s.shm.in, s.shm.out...) {
+	for _, ir := range s.shm.list {
+		ir.r.Unmap()
+	}
+	for _, r := range s.shm.out {
 		if r != nil {
 			r.Unmap()
 		}
@@ -195,37 +210,153 @@ func (rr ringReader) Read(p []byte) (int, error) {
 	return rr.r.Read(p, rr.check)
 }
 
-// shmReadLoop reads what rank src writes into its ring, as the session's
-// reader does for the agent's socket.
-func (s *Session) shmReadLoop(src int, r *shm.Ring) {
-	defer s.shm.readers.Done()
-	rr := ringReader{r: r, check: s.alive}
-	var next uint64 // the sequence number src's next message must carry
-	stamp := func(h *proto.MsgHeader) error {
-		h.Src = uint32(src) // what the agent does: a ring has one writer
-		if h.Offset == 0 {
-			if h.Seq != next {
-				return fmt.Errorf("%w: message %d from rank %d, expected %d", ErrProtocol, h.Seq, src, next)
-			}
-			next++
+// inRing is an incoming ring and its reading state. Whoever holds mu reads
+// the ring: its standby reader goroutine (shmReadLoop), or a receive that
+// polls it (shmPoll). Frames are read whole by one holder, so the stream
+// and the per-source state of the matching engine see one reader at a time.
+type inRing struct {
+	src  int
+	r    *shm.Ring
+	mu   sync.Mutex
+	next uint64 // the sequence number src's next message must carry; guarded by mu
+	bad  bool   // a read failed: nobody reads the ring again; guarded by mu
+}
+
+// stamp does to a header read from the ring what the agent does to one it
+// relays: the source is the ring's writer, sequence numbers follow each
+// other. mu is held.
+func (ir *inRing) stamp(h *proto.MsgHeader) error {
+	h.Src = uint32(ir.src)
+	if h.Offset == 0 {
+		if h.Seq != ir.next {
+			return fmt.Errorf("%w: message %d from rank %d, expected %d", ErrProtocol, h.Seq, ir.src, ir.next)
 		}
-		return nil
+		ir.next++
 	}
+	return nil
+}
+
+// shmDrain reads whole frames from the ring while it has data, until stop
+// (if not nil) is closed. mu is held. An error ends the job (the peer broke
+// the rules, or the session ended) and marks the ring bad.
+func (s *Session) shmDrain(ir *inRing, stop <-chan struct{}, count *atomic.Int64) error {
+	if ir.bad {
+		return ErrProtocol
+	}
+	rr := ringReader{r: ir.r, check: s.alive}
 	var hdr [proto.HeaderLen]byte
 	limit := proto.MsgHeaderLen + s.maxData
-	for {
+	for ir.r.Pending() {
+		if stop != nil && isClosed(stop) {
+			return nil
+		}
 		typ, n, err := proto.ReadHeader(rr, &hdr, limit)
 		if err == nil && typ != proto.TypeMsg {
 			err = fmt.Errorf("%w: frame type %d", ErrProtocol, typ)
 		}
 		if err == nil {
-			err = s.readMsg(rr, n, stamp)
+			err = s.readMsg(rr, n, ir.stamp)
+		}
+		if err == nil {
+			count.Add(1)
 		}
 		if err != nil {
+			ir.bad = true
 			if s.alive() == nil {
-				s.shmRefuse(src, err)
+				s.shmRefuse(ir.src, err)
 			}
+			return err
+		}
+	}
+	return nil
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// shmReadLoop is an incoming ring's standby reader: it reads what rank src
+// writes while no receive polls the ring, as the session's reader does for
+// the agent's socket, so the ring drains even when the program is busy
+// elsewhere.
+func (s *Session) shmReadLoop(ir *inRing) {
+	defer s.shm.readers.Done()
+	for {
+		err := ir.r.WaitData(s.alive)
+		if err == nil {
+			ir.mu.Lock()
+			err = s.shmDrain(ir, nil, &s.shm.standby)
+			ir.mu.Unlock()
+		} else if s.alive() == nil {
+			ir.mu.Lock()
+			ir.bad = true
+			ir.mu.Unlock()
+			s.shmRefuse(ir.src, err)
+		}
+		if err != nil {
 			return
+		}
+	}
+}
+
+// shmPollTime bounds how long a blocked receive polls its rings before it
+// sleeps until the standby reader completes it: an idle rank must not keep
+// a core that its owner only lends.
+const shmPollTime = 50 * time.Microsecond
+
+// shmPoll is the start of a receive's wait: when its source (or, for
+// AnySource, any source) is a rank with a ring, the waiting goroutine reads
+// the ring(s) itself for up to shmPollTime, so a message is matched and
+// copied by the thread that waits for it, without the wake-up of another.
+// It returns when req completes, the session ends, or the time is up.
+func (s *Session) shmPoll(req *Request, src int) {
+	rings := s.shm.list
+	if src != AnySource {
+		if s.shm.in == nil || src < 0 || src >= len(s.shm.in) || s.shm.in[src] == nil {
+			return
+		}
+		rings = s.shm.in[src : src+1]
+	}
+	if len(rings) == 0 || isClosed(req.done) {
+		return
+	}
+	s.shm.mu.RLock()
+	defer s.shm.mu.RUnlock()
+	if s.shm.closed {
+		return
+	}
+	for _, ir := range rings {
+		ir.r.Watch()
+	}
+	defer func() {
+		for _, ir := range rings {
+			ir.r.Unwatch()
+		}
+	}()
+	start := time.Now()
+	for i := 1; ; i++ {
+		for _, ir := range rings {
+			if ir.r.Pending() && ir.mu.TryLock() {
+				err := s.shmDrain(ir, req.done, &s.shm.polled)
+				ir.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}
+		if isClosed(req.done) || isClosed(s.dead) {
+			return
+		}
+		if i&63 == 0 {
+			if time.Since(start) > shmPollTime {
+				return
+			}
+			shm.Yield() // let the program's other goroutines and the peer run
 		}
 	}
 }

@@ -108,3 +108,78 @@ func TestShmPointToPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestShmReceivePolls: in a ping-pong between two ranks on one agent, the
+// blocked receive reads its source's ring itself (the fast path) for some
+// of the messages, every message arrives intact and in order whoever reads
+// it, and with AnySource too; and a third rank on another agent mixed into
+// AnySource receives is matched as before.
+func TestShmReceivePolls(t *testing.T) {
+	const rounds = 2000
+	place := func(r int) int { // ranks 0 and 1 share agent 0; rank 2 is alone
+		if r == 2 {
+			return 1
+		}
+		return 0
+	}
+	run(t, 3, place, func(c *mpi.Comm) error {
+		if c.Rank() == 2 { // through the agents, among ring messages to rank 0
+			for i := 0; i < 10; i++ {
+				if err := mpi.Send(c, []int64{-int64(i)}, 0, 7); err != nil {
+					return err
+				}
+			}
+			return c.Barrier()
+		}
+		other := 1 - c.Rank()
+		got, fromTwo := make([]int64, 1), 0
+		for i := 0; i < rounds; i++ {
+			src := other
+			if i%2 == 1 {
+				src = mpi.AnySource
+			}
+			if c.Rank() == 0 {
+				if err := mpi.Send(c, []int64{int64(i)}, other, 0); err != nil {
+					return err
+				}
+			}
+			for {
+				st, err := mpi.Recv(c, got, src, mpi.AnyTag)
+				if err != nil {
+					return err
+				}
+				if st.Source == 2 { // only rank 0 gets these, with AnySource
+					if c.Rank() != 0 || st.Tag != 7 || got[0] != -int64(fromTwo) {
+						return fmt.Errorf("rank %d: %d from rank 2 with tag %d, want %d tag 7", c.Rank(), got[0], st.Tag, -fromTwo)
+					}
+					fromTwo++
+					continue
+				}
+				if st.Source != other || got[0] != int64(i) {
+					return fmt.Errorf("rank %d round %d: %d from rank %d", c.Rank(), i, got[0], st.Source)
+				}
+				break
+			}
+			if c.Rank() == 1 {
+				if err := mpi.Send(c, []int64{int64(i)}, other, 0); err != nil {
+					return err
+				}
+			}
+		}
+		if c.Rank() == 0 {
+			for ; fromTwo < 10; fromTwo++ {
+				if _, err := mpi.Recv(c, got, 2, 7); err != nil || got[0] != -int64(fromTwo) {
+					return fmt.Errorf("from rank 2: %d, %v, want %d", got[0], err, -fromTwo)
+				}
+			}
+		}
+		polled, standby := c.ShmFrames()
+		if polled+standby < rounds { // (and the peer's first barrier message, maybe)
+			return fmt.Errorf("rank %d read %d+%d frames from its ring, want %d", c.Rank(), polled, standby, rounds)
+		}
+		if polled == 0 {
+			return fmt.Errorf("rank %d: no receive read its ring itself (%d by the standby reader)", c.Rank(), standby)
+		}
+		return c.Barrier() // through the ring too, but after the counts
+	})
+}

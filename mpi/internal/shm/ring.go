@@ -11,6 +11,14 @@
 //
 // Waiting is a short poll, then a futex wait on the shared position word,
 // which costs no CPU; the other side wakes it only when it said it sleeps.
+//
+// The read side may be shared by goroutines of one process (never at the
+// same time: the caller gives one of them the right to read): a standby
+// reader that waits for data (WaitData) and goroutines that poll the ring
+// themselves (Watch, Pending, Unwatch), such as a receive blocked on the
+// ring's writer. While one polls, the standby reader sleeps without asking
+// the writer to wake it, so a message costs the writer no system call and
+// the receiving process no thread wake-up.
 package shm
 
 import (
@@ -19,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -104,6 +113,15 @@ type Ring struct {
 	mask uint64
 	pos  uint64 // the writer's head or the reader's tail: kept here, only published to the peer
 	seen uint64 // the writer's last view of the tail, which may only move up to pos
+
+	// The read side's sleepers: whether the writer must wake the head's
+	// futex is computed from them under wmu (wake below).
+	wmu      sync.Mutex
+	sleepers int // goroutines in Read asleep on the head (they must be woken)
+	standby  int // goroutines in WaitData asleep on the head (woken only when nobody polls)
+	watchers int // goroutines polling the ring (Watch)
+
+	read atomic.Uint64 // the reader's pos, for Pending and WaitData outside the right to read
 }
 
 // Map checks and maps a ring file received from the agent. The file may be
@@ -159,12 +177,13 @@ const (
 )
 
 // wait blocks until ready reports true, check fails, or the peer's word at
-// word changes while we sleep (flag tells the peer we sleep). ready is
-// evaluated after flag is set, so a peer that moved before reading the flag
-// is seen: the sequentially consistent atomics order the two sides.
-func (r *Ring) wait(word, flag int, ready func() (bool, error), check func() error) error {
+// word changes while we sleep (arm tells the peer we sleep, disarm that we
+// no longer do). ready is evaluated after arming, so a peer that moved
+// before reading the flag is seen: the sequentially consistent atomics
+// order the two sides. With spin false, wait sleeps at once.
+func (r *Ring) wait(word int, arm, disarm func(), spin bool, ready func() (bool, error), check func() error) error {
 	start := time.Now()
-	for i := 0; ; i++ {
+	for i := 0; spin; i++ {
 		ok, err := ready()
 		if ok || err != nil {
 			return err
@@ -182,14 +201,14 @@ func (r *Ring) wait(word, flag int, ready func() (bool, error), check func() err
 	}
 	for {
 		seen := atomic.LoadUint32(r.u32(word))
-		atomic.StoreUint32(r.u32(flag), 1)
+		arm()
 		ok, err := ready()
 		if ok || err != nil {
-			atomic.StoreUint32(r.u32(flag), 0)
+			disarm()
 			return err
 		}
 		futexWait(r.u32(word), seen, Nap)
-		atomic.StoreUint32(r.u32(flag), 0)
+		disarm()
 		if ok, err := ready(); ok || err != nil {
 			return err
 		}
@@ -204,6 +223,81 @@ func (r *Ring) wake(word, flag int) {
 	if atomic.LoadUint32(r.u32(flag)) != 0 {
 		futexWake(r.u32(word))
 	}
+}
+
+// The writer's flag: only one goroutine writes at a time.
+func (r *Ring) armWriter()    { atomic.StoreUint32(r.u32(offWSleep), 1) }
+func (r *Ring) disarmWriter() { atomic.StoreUint32(r.u32(offWSleep), 0) }
+
+// setReadFlag publishes whether the writer must wake the head's futex.
+// wmu is held.
+func (r *Ring) setReadFlag() {
+	var on uint32
+	if wakeReader(r.sleepers, r.standby, r.watchers) {
+		on = 1
+	}
+	atomic.StoreUint32(r.u32(offRSleep), on)
+}
+
+// wakeReader is whether the writer must wake the read side: a Read sleeps
+// (it holds the right to read, mid-frame), or the standby reader sleeps and
+// no goroutine polls the ring in its place.
+func wakeReader(sleepers, standby, watchers int) bool {
+	return sleepers > 0 || (standby > 0 && watchers == 0)
+}
+
+// count counts a read-side sleeper (or watcher) in or out.
+func (r *Ring) count(n *int, d int) {
+	r.wmu.Lock()
+	*n += d
+	r.setReadFlag()
+	r.wmu.Unlock()
+}
+
+// Watch tells the ring a goroutine of this process polls it (with
+// Pending) and will read what comes: the writer no longer wakes the
+// standby reader. Every Watch is followed by one Unwatch.
+func (r *Ring) Watch() { r.count(&r.watchers, 1) }
+
+// Unwatch ends a Watch. When the last watcher leaves with data unread, a
+// sleeping standby reader is woken to read it.
+func (r *Ring) Unwatch() {
+	r.wmu.Lock()
+	r.watchers--
+	r.setReadFlag()
+	wake := r.watchers == 0 && r.standby > 0 // (one that arms later checks for data itself)
+	r.wmu.Unlock()
+	if wake && r.Pending() {
+		futexWake(r.u32(offHead))
+	}
+}
+
+// Pending reports whether the writer has published data not yet read. It
+// is a hint (the head may be garbage): the read itself checks.
+func (r *Ring) Pending() bool {
+	return atomic.LoadUint64(r.u64(offHead)) != r.read.Load()
+}
+
+// WaitData waits, without reading, until the ring holds data, check fails,
+// or a watcher leaves: the standby reader's wait. It spins first only while
+// nobody polls the ring. It returns ErrCorrupt if the writer's published
+// position is impossible.
+func (r *Ring) WaitData(check func() error) error {
+	size := uint64(len(r.data))
+	ready := func() (bool, error) {
+		// pos first: a goroutine holding the right to read may move it on
+		// meanwhile, but never past the head read after it.
+		pos := r.read.Load()
+		head := atomic.LoadUint64(r.u64(offHead))
+		if head-pos > size {
+			return false, fmt.Errorf("%w: writer at %d, reader at %d", ErrCorrupt, head, pos)
+		}
+		return head != pos, nil
+	}
+	r.wmu.Lock()
+	spin := r.watchers == 0
+	r.wmu.Unlock()
+	return r.wait(offHead, func() { r.count(&r.standby, 1) }, func() { r.count(&r.standby, -1) }, spin, ready, check)
 }
 
 // Write copies all of p into the ring, waiting for room as long as check
@@ -226,7 +320,7 @@ func (r *Ring) Write(p []byte, check func() error) error {
 			free = size - used
 			return free > 0, nil
 		}
-		if err := r.wait(offTail, offWSleep, ready, check); err != nil {
+		if err := r.wait(offTail, r.armWriter, r.disarmWriter, true, ready, check); err != nil {
 			return err
 		}
 		if atomic.LoadUint32(r.u32(offRClosed)) != 0 {
@@ -284,13 +378,14 @@ func (r *Ring) Read(p []byte, check func() error) (int, error) {
 		}
 		return avail > 0, nil
 	}
-	if err := r.wait(offHead, offRSleep, ready, check); err != nil {
+	if err := r.wait(offHead, func() { r.count(&r.sleepers, 1) }, func() { r.count(&r.sleepers, -1) }, true, ready, check); err != nil {
 		return 0, err
 	}
 	at := r.pos & r.mask
 	n := min(uint64(len(p)), avail, size-at)
 	copy(p[:n], r.data[at:at+n])
 	r.pos += n
+	r.read.Store(r.pos)
 	atomic.StoreUint64(r.u64(offTail), r.pos)
 	r.wake(offTail, offWSleep)
 	return int(n), nil
@@ -311,14 +406,25 @@ const (
 
 func schedYield() { _, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
+// Yield gives the processor away for a moment, to this program's other
+// goroutines and to other processes (the peer that will write, on a machine
+// with more runnable threads than cores): what a poll of a ring does
+// between looks.
+func Yield() {
+	runtime.Gosched()
+	schedYield()
+}
+
 func futexWait(addr *uint32, val uint32, d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
 	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
 }
 
+// futexWake wakes every sleeper on addr: the read side may have two (a
+// Read and the standby reader).
 func futexWake(addr *uint32) {
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1, 0, 0, 0)
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }
 
 // WakeReader wakes a reader sleeping in Read, so it runs its check at once.

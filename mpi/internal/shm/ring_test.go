@@ -6,6 +6,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,4 +204,120 @@ func FuzzRing(f *testing.F) {
 			t.Fatalf("read %d bytes with head %d, reader at %d", n, head, skip)
 		}
 	})
+}
+
+// TestWakeReader: the writer wakes the read side when a Read sleeps, or
+// when the standby reader sleeps and nobody polls the ring in its place.
+func TestWakeReader(t *testing.T) {
+	for _, c := range []struct {
+		sleepers, standby, watchers int
+		want                        bool
+	}{
+		{0, 0, 0, false},
+		{1, 0, 0, true},
+		{0, 1, 0, true},
+		{0, 1, 1, false}, // a receive polls: the standby reader is not needed
+		{0, 1, 2, false},
+		{1, 1, 1, true}, // a Read sleeps mid-frame: it must be woken
+		{0, 0, 1, false},
+	} {
+		if got := wakeReader(c.sleepers, c.standby, c.watchers); got != c.want {
+			t.Errorf("wakeReader(%d, %d, %d) = %v, want %v", c.sleepers, c.standby, c.watchers, got, c.want)
+		}
+	}
+}
+
+// TestStandbyAndWatcher: a stream read in turns by a standby reader
+// (WaitData, then Read) and by a goroutine that watches and polls the ring,
+// one at a time (a mutex is the right to read), comes out whole and in
+// order; the writer's flag is off while the watcher watches a sleeping
+// standby reader, and on again when it leaves.
+func TestStandbyAndWatcher(t *testing.T) {
+	w, r := pair(t, MinCap)
+	const total = 1 << 20
+	src := make([]byte, total)
+	for i := range src {
+		src[i] = byte(i * 5 / 3)
+	}
+	go func() {
+		for off := 0; off < total; off += 1000 {
+			if err := w.Write(src[off:min(total, off+1000)], never); err != nil {
+				panic(err)
+			}
+		}
+	}()
+	var mu sync.Mutex // the right to read
+	got := make([]byte, 0, total)
+	readSome := func() error {
+		buf := make([]byte, 3000)
+		for r.Pending() && len(got) < total {
+			n, err := r.Read(buf[:min(len(buf), total-len(got))], never)
+			if err != nil {
+				return err
+			}
+			got = append(got, buf[:n]...)
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	var finished atomic.Bool
+	errFinished := errors.New("finished")
+	check := func() error {
+		if finished.Load() {
+			return errFinished
+		}
+		return nil
+	}
+	go func() { // the standby reader
+		for {
+			if err := r.WaitData(check); err != nil {
+				if err == errFinished {
+					err = nil
+				}
+				done <- err
+				return
+			}
+			mu.Lock()
+			err := readSome()
+			mu.Unlock()
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	for i := 0; ; i++ { // the watcher
+		r.Watch()
+		r.wmu.Lock()
+		off := r.standby == 0 || atomic.LoadUint32(r.u32(offRSleep)) == 0
+		r.wmu.Unlock()
+		if !off {
+			t.Fatal("writer's flag on while a watcher polls and no Read sleeps")
+		}
+		for j := 0; j < 100; j++ {
+			if mu.TryLock() {
+				err := readSome()
+				mu.Unlock()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r.Unwatch()
+		mu.Lock()
+		all := len(got) == total
+		mu.Unlock()
+		if all {
+			finished.Store(true)
+			r.WakeReader()
+			break
+		}
+		runtime.Gosched()
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("stream differs")
+	}
 }
