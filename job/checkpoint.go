@@ -197,8 +197,9 @@ func (ss *session) prune() {
 	ss.removeFiles(dropped, ss.grantCheckpoints())
 }
 
-// removeFiles removes the files of cps from the blob store, except the
-// job's own files and those in keep.
+// removeFiles ends the job's hold on the files of cps, except the job's
+// own files and those in keep; a file no other job holds leaves the blob
+// store.
 func (ss *session) removeFiles(cps []Checkpoint, keep []string) {
 	done := map[string]bool{}
 	for _, h := range keep {
@@ -211,23 +212,27 @@ func (ss *session) removeFiles(cps []Checkpoint, keep []string) {
 			}
 			done[f.Hash] = true
 			if h, err := blob.ParseHash(f.Hash); err == nil {
-				if err := ss.s.blobs.Remove(h); err != nil {
-					log.Debugw("checkpoint file not removed", "job", ss.id, "err", err)
-				}
+				ss.s.ckpt.release(ss.id, h)
 			}
 		}
 	}
 }
 
 // grantCheckpoints lets the job's hosts fetch the files of the
-// checkpoints in the manifest, and returns their hashes.
+// checkpoints in the manifest, holds them in the blob store, and returns
+// their hashes.
 func (ss *session) grantCheckpoints() []string {
 	var hashes []string
+	var held []blob.Hash
 	for _, c := range ss.rec.Checkpoints {
 		for _, f := range c.Files {
 			hashes = append(hashes, f.Hash)
+			if h, err := blob.ParseHash(f.Hash); err == nil {
+				held = append(held, h)
+			}
 		}
 	}
+	ss.s.ckpt.holdKept(ss.id, held)
 	ss.grants.set(hashes)
 	return hashes
 }

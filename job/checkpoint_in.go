@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/blob"
 )
 
 // The submitter's intake of checkpoint files: RepCheckpoint chunks written
@@ -102,8 +104,14 @@ func (ss *session) fileIn(rank int, in *ckptIn) error {
 	if err := in.f.Sync(); err != nil {
 		return err
 	}
+	want, err := blob.ParseHash(got)
+	if err != nil {
+		return fmt.Errorf("checkpoint %d: %w", in.part.Num, err)
+	}
+	ss.s.ckpt.hold(ss.id, want)
 	h, n, err := ss.s.blobs.PutFile(in.f.Name())
 	if err != nil {
+		ss.s.ckpt.release(ss.id, want)
 		return fmt.Errorf("checkpoint %d: keep: %w", in.part.Num, err)
 	}
 	if h.String() != got || n != in.n {

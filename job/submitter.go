@@ -106,6 +106,7 @@ type Submitter struct {
 	flood Advertiser
 	ping  Pinger
 	blobs *blob.Store
+	ckpt  *ckptBlobs // which jobs' checkpoints hold which blobs
 
 	wholeServed atomic.Int64 // bytes sent on FetchProtocol
 	store       *Store
@@ -132,7 +133,7 @@ func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advert
 		log.Warnw("job record not marked failed after a restart", "err", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Submitter{cfg: cfg, h: h, ep: ep, flood: adv, ping: ping, blobs: blobs, store: store,
+	s := &Submitter{cfg: cfg, h: h, ep: ep, flood: adv, ping: ping, blobs: blobs, ckpt: newCkptBlobs(blobs), store: store,
 		ctx: ctx, cancel: cancel, sessions: map[ID]*session{}}
 	for _, rec := range resumed {
 		if err := s.resume(rec); err != nil {
