@@ -82,14 +82,7 @@ func Scatterv[T Elem](c *Comm, send []T, counts, displs []int, recv []T, root in
 	if counts[root] != len(recv) {
 		return argErr("scatterv: root receives %d elements, counts say %d", len(recv), counts[root])
 	}
-	reqs := make([]*Request, 0, c.size)
-	for r := 0; r < c.size; r++ {
-		if r != root {
-			reqs = append(reqs, c.isend(c.coll, wireOf(send[displs[r]:displs[r]+counts[r]]), r, c.tags+tagScatterv, false))
-		}
-	}
-	copy(recv, send[displs[root]:displs[root]+counts[root]])
-	if err := Waitall(reqs...); err != nil {
+	if err := scattervFlat(c, send, counts, displs, recv, root); err != nil {
 		return fmt.Errorf("mpi: scatterv: %w", err)
 	}
 	return nil
@@ -105,7 +98,7 @@ func Allgatherv[T Elem](c *Comm, send, recv []T, counts, displs []int) error {
 	if counts[c.rank] != len(send) {
 		return argErr("allgatherv: rank %d sends %d elements, counts say %d", c.rank, len(send), counts[c.rank])
 	}
-	if err := allgathervFlat(c, send, recv, counts, displs); err != nil {
+	if err := allgathervAny(c, send, recv, counts, displs); err != nil {
 		return fmt.Errorf("mpi: allgatherv: %w", err)
 	}
 	return nil
