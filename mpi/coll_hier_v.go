@@ -345,3 +345,39 @@ func planLeaders(l *layout, mine []int, counts []int64, n, e int) (*leaderPlan, 
 	}
 	return p, nil
 }
+
+// scattervAny is scattervFlat, or through c's hierarchy when it has one.
+// Every rank passes the same counts and displs.
+func scattervAny[T Elem](c *Comm, send []T, counts, displs []int, recv []T, root int) error {
+	if h := c.hier(); h != nil {
+		return scattervHier(c, h, send, counts, displs, recv, root)
+	}
+	return scattervFlat(c, send, counts, displs, recv, root)
+}
+
+// scattervHier: root packs each host's blocks one after the other, the
+// leaders scatter the host packs from root's leader (through the sites
+// when they have them), and each leader scatters its host's blocks.
+func scattervHier[T Elem](c *Comm, l *layout, send []T, counts, displs []int, recv []T, root int) error {
+	local, lead, leaders, top := c.levels(l, root)
+	mine := l.members[l.host[c.rank]]
+	lc, ld, lsum := packed(mine, counts)
+	var host []T
+	if leaders != nil {
+		hc, hd, total := hostPacks(l, counts)
+		var all []T
+		if c.rank == root {
+			all = make([]T, 0, total)
+			for _, m := range l.members {
+				for _, r := range m {
+					all = append(all, send[displs[r]:displs[r]+counts[r]]...)
+				}
+			}
+		}
+		host = make([]T, lsum)
+		if err := scattervAny(leaders, all, hc, hd, host, top); err != nil {
+			return err
+		}
+	}
+	return scattervFlat(local, host, lc, ld, recv, lead)
+}

@@ -1,7 +1,6 @@
 package mpi_test
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -26,7 +25,7 @@ func TestHierarchicalEqualsFlat(t *testing.T) {
 					if c.Rank() == 0 && mpi.Hierarchical(c) {
 						hier++
 					}
-					if err := errors.Join(compareLevels(c), compareLevels(mpi.Flat(c))); err != nil {
+					if err := bothLevels(c); err != nil {
 						return err
 					}
 					return compareSplits(c, func(sub *mpi.Comm) {
@@ -53,7 +52,7 @@ func compareSplits(c *mpi.Comm, seen func(*mpi.Comm)) error {
 		return err
 	}
 	seen(half)
-	if err := errors.Join(compareLevels(half), compareLevels(mpi.Flat(half))); err != nil {
+	if err := bothLevels(half); err != nil {
 		return err
 	}
 	color := 0
@@ -65,7 +64,24 @@ func compareSplits(c *mpi.Comm, seen func(*mpi.Comm)) error {
 		return err
 	}
 	seen(some)
-	return errors.Join(compareLevels(some), compareLevels(mpi.Flat(some)))
+	return bothLevels(some)
+}
+
+// bothLevels runs compareLevels on c with its hosts, then without.
+func bothLevels(c *mpi.Comm) error {
+	return inTurn(func() error { return compareLevels(c) }, func() error { return compareLevels(mpi.Flat(c)) })
+}
+
+// inTurn runs checks in turn up to the first that fails: a rank whose
+// check failed stops there, and so fails the job (its abort ends the
+// others' calls) rather than leave them waiting in the next collective.
+func inTurn(checks ...func() error) error {
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compareLevels checks each collective on c against its exact result.
@@ -135,8 +151,9 @@ func compareLevels(c *mpi.Comm) error {
 	if !slices.Equal(all, pairs(n)) {
 		return fmt.Errorf("allgather: %v", all)
 	}
-	return errors.Join(checkAlltoall(c), checkAlltoallv(c), checkAlltoallvMixed(c),
-		checkAllgatherv(c, world), checkReduceScatterOrdered(c))
+	return inTurn(func() error { return checkAlltoall(c) }, func() error { return checkAlltoallv(c) },
+		func() error { return checkAlltoallvMixed(c) }, func() error { return checkAllgatherv(c, world) },
+		func() error { return checkReduceScatterOrdered(c) }, func() error { return checkScan(c, world) })
 }
 
 // checkAlltoallvMixed: rank i sends rank j a block of bigBlock elements

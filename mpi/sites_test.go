@@ -2,7 +2,6 @@ package mpi_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -33,7 +32,7 @@ func TestSitesEqualFlat(t *testing.T) {
 						if c.Rank() == 0 && mpi.SiteLevel(c) {
 							sited.Add(1)
 						}
-						if err := errors.Join(compareLevels(c), compareLevels(mpi.Flat(c))); err != nil {
+						if err := bothLevels(c); err != nil {
 							return err
 						}
 						return compareSplits(c, func(*mpi.Comm) {})
