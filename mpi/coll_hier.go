@@ -328,14 +328,28 @@ func allgatherHier[T Elem](c *Comm, l *layout, send, recv []T) error {
 		return err
 	}
 	if leaders != nil {
-		counts, displs := hostBlocks(l, k)
 		all := make([]T, c.size*k)
-		if err := allgathervAny(leaders, host, all, counts, displs); err != nil {
+		var err error
+		if l.perHost() > 0 { // equal host blocks: Bruck's log2 steps rather than a ring
+			err = allgatherAny(leaders, host, all)
+		} else {
+			counts, displs := hostBlocks(l, k)
+			err = allgathervAny(leaders, host, all, counts, displs)
+		}
+		if err != nil {
 			return err
 		}
 		unpermute(l, all, recv, k)
 	}
 	return bcastFlat(local, recv, lead)
+}
+
+// allgatherAny is allgatherFlat, or through c's hierarchy when it has one.
+func allgatherAny[T Elem](c *Comm, send, recv []T) error {
+	if h := c.hier(); h != nil {
+		return allgatherHier(c, h, send, recv)
+	}
+	return allgatherFlat(c, send, recv)
 }
 
 // hostBlocks are the sizes and places of each host's blocks of k elements
