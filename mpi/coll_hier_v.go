@@ -4,9 +4,9 @@ package mpi
 // let Gather, Allgather and Alltoall take the site level too (their host
 // leaders' level moves host blocks of different sizes, and runs these on
 // the leaders' view, whose own layout is the hosts' sites), and the
-// host-aware Allgatherv and Alltoallv. They need every rank to know the
-// counts it needs: Gatherv's and Scatterv's counts are only given at the
-// root, so those two stay linear.
+// host-aware Allgatherv and Alltoallv. Gatherv's and Scatterv's counts
+// are only given at the root, so there each leader first gathers its own
+// ranks' counts (gathervRoot, scattervRoot).
 
 // gathervAny is gathervFlat, or through c's hierarchy when it has one.
 // Every rank passes the same counts and displs.
@@ -380,4 +380,96 @@ func scattervHier[T Elem](c *Comm, l *layout, send []T, counts, displs []int, re
 		}
 	}
 	return scattervFlat(local, host, lc, ld, recv, lead)
+}
+
+// gathervRoot is Gatherv's algorithm, where only root knows the counts:
+// through c's hierarchy when it has one, each leader first gathers its
+// ranks' counts (one small local message each), so that it knows how its
+// host's blocks are cut; root knows every count.
+func gathervRoot[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) error {
+	l := c.hier()
+	if l == nil {
+		return gathervFlat(c, send, recv, counts, displs, root)
+	}
+	local, lead, leaders, top := c.levels(l, root)
+	lc, ld, lsum, err := localCounts(local, lead, leaders != nil, len(send))
+	if err != nil {
+		return err
+	}
+	host := make([]T, lsum)
+	if err := gathervFlat(local, send, host, lc, ld, lead); err != nil || leaders == nil {
+		return err
+	}
+	var all []T
+	var hc, hd []int
+	if c.rank == root {
+		var total int
+		hc, hd, total = hostPacks(l, counts)
+		all = make([]T, total)
+	}
+	if err := gathervRoot(leaders, host, all, hc, hd, top); err != nil {
+		return err
+	}
+	if c.rank == root {
+		unpack(l, all, recv, counts, displs)
+	}
+	return nil
+}
+
+// scattervRoot is Scatterv's algorithm, where only root knows the counts:
+// through c's hierarchy when it has one, each leader first gathers how
+// much each of its ranks receives.
+func scattervRoot[T Elem](c *Comm, send []T, counts, displs []int, recv []T, root int) error {
+	l := c.hier()
+	if l == nil {
+		return scattervFlat(c, send, counts, displs, recv, root)
+	}
+	local, lead, leaders, top := c.levels(l, root)
+	lc, ld, lsum, err := localCounts(local, lead, leaders != nil, len(recv))
+	if err != nil {
+		return err
+	}
+	host := make([]T, lsum)
+	if leaders != nil {
+		var all []T
+		var hc, hd []int
+		if c.rank == root {
+			var total int
+			hc, hd, total = hostPacks(l, counts)
+			all = make([]T, 0, total)
+			for _, m := range l.members {
+				for _, r := range m {
+					all = append(all, send[displs[r]:displs[r]+counts[r]]...)
+				}
+			}
+		}
+		if err := scattervRoot(leaders, all, hc, hd, host, top); err != nil {
+			return err
+		}
+	}
+	return scattervFlat(local, host, lc, ld, recv, lead)
+}
+
+// localCounts gathers each local rank's count k at the leader (lead), which
+// gets them with their places packed one after the other and their sum.
+func localCounts(local *Comm, lead int, leader bool, k int) (lc, ld []int, sum int, err error) {
+	var all []int64
+	if leader {
+		all = make([]int64, local.size)
+	}
+	if err := gatherFlat(local, []int64{int64(k)}, all, lead); err != nil {
+		return nil, nil, 0, err
+	}
+	if !leader {
+		return nil, nil, 0, nil
+	}
+	lc, ld = make([]int, local.size), make([]int, local.size)
+	for i, v := range all {
+		if v < 0 || v > 1<<40 {
+			return nil, nil, 0, argErr("rank %d of the host passed %d elements", i, v)
+		}
+		lc[i], ld[i] = int(v), sum
+		sum += int(v)
+	}
+	return lc, ld, sum, nil
 }

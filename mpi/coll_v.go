@@ -6,6 +6,8 @@ import "fmt"
 // Scatterv are linear (the root talks to every rank, as MPICH does: the
 // root's link carries every block once whatever the tree); Allgatherv is a
 // ring of n-1 steps, each rank passing on the block it received last.
+// Where ranks share hosts, all three go through the host leaders
+// (coll_hier_v.go).
 
 // Tags of these collectives inside the collective context.
 const (
@@ -31,7 +33,7 @@ func Gatherv[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) er
 			return argErr("gatherv: root sends %d elements, counts say %d", len(send), counts[root])
 		}
 	}
-	if err := gathervFlat(c, send, recv, counts, displs, root); err != nil {
+	if err := gathervRoot(c, send, recv, counts, displs, root); err != nil {
 		return fmt.Errorf("mpi: gatherv: %w", err)
 	}
 	return nil
@@ -70,19 +72,15 @@ func Scatterv[T Elem](c *Comm, send []T, counts, displs []int, recv []T, root in
 	if err := c.checkRank(root, "root"); err != nil {
 		return err
 	}
-	if c.rank != root {
-		if err := recvInto(c, recv, root, tagScatterv); err != nil {
+	if c.rank == root {
+		if err := checkBlocks(c.size, len(send), counts, displs); err != nil {
 			return fmt.Errorf("mpi: scatterv: %w", err)
 		}
-		return nil
+		if counts[root] != len(recv) {
+			return argErr("scatterv: root receives %d elements, counts say %d", len(recv), counts[root])
+		}
 	}
-	if err := checkBlocks(c.size, len(send), counts, displs); err != nil {
-		return fmt.Errorf("mpi: scatterv: %w", err)
-	}
-	if counts[root] != len(recv) {
-		return argErr("scatterv: root receives %d elements, counts say %d", len(recv), counts[root])
-	}
-	if err := scattervFlat(c, send, counts, displs, recv, root); err != nil {
+	if err := scattervRoot(c, send, counts, displs, recv, root); err != nil {
 		return fmt.Errorf("mpi: scatterv: %w", err)
 	}
 	return nil

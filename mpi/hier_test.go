@@ -154,7 +154,8 @@ func compareLevels(c *mpi.Comm) error {
 	return inTurn(func() error { return checkAlltoall(c) }, func() error { return checkAlltoallv(c) },
 		func() error { return checkAlltoallvMixed(c) }, func() error { return checkAllgatherv(c, world) },
 		func() error { return checkReduceScatterOrdered(c) }, func() error { return checkScan(c, world) },
-		func() error { return checkScatter(c) })
+		func() error { return checkScatter(c) }, func() error { return checkGatherv(c, world) },
+		func() error { return checkScatterv(c, world) })
 }
 
 // checkAlltoallvMixed: rank i sends rank j a block of bigBlock elements
