@@ -33,7 +33,7 @@
 // ReduceScatter, Gather(v), Scatter(v), Allgather(v), Alltoall, Alltoallv,
 // with algorithms correct for any number of ranks. Where ranks share a host
 // (HostOf), Barrier, Bcast, Reduce, Allreduce, Scan, Exscan, ReduceScatter,
-// Gather, Scatter, Allgather, Allgatherv, Alltoall and Alltoallv first
+// Gather(v), Scatter(v), Allgather(v), Alltoall and Alltoallv first
 // combine within each host, then among one leader per host, on any
 // communicator; where the job spans sites (SiteOf), the host leaders of
 // each site combine next, and one leader per site crosses between sites
@@ -42,8 +42,8 @@
 // where every host (and site) holds consecutive ranks. Alltoall goes
 // through the leaders up to 64 KiB per rank; Alltoallv decides per block
 // (up to 64 KiB / Size() bytes between hosts through the leaders, the rest
-// directly). Gatherv and Scatterv, whose counts only the root knows, stay
-// linear.
+// directly). For Gatherv and Scatterv, whose counts only the root knows,
+// each host leader first gathers its own ranks' counts.
 //
 // Sends are eager: Send returns once the data has been handed to the agent,
 // and the library reads everything the agent sends at once, keeping
