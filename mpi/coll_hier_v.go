@@ -310,7 +310,7 @@ func planLeaders(l *layout, mine []int, counts []int64, n, e int) (*leaderPlan, 
 		ps, po := 0, 0
 		for d := 0; d < n; d++ {
 			s, g := counts[i*2*n+d], counts[i*2*n+n+d]
-			if s < 0 || g < 0 || s > 1<<40 || g > 1<<40 {
+			if s < 0 || g < 0 || s > maxCount || g > maxCount {
 				return nil, argErr("alltoallv: rank %d passed count %d or %d for rank %d", r, s, g, d)
 			}
 			if viaLeaders(l, r, d, int(s), e, n) {
@@ -465,7 +465,7 @@ func localCounts(local *Comm, lead int, leader bool, k int) (lc, ld []int, sum i
 	}
 	lc, ld = make([]int, local.size), make([]int, local.size)
 	for i, v := range all {
-		if v < 0 || v > 1<<40 {
+		if v < 0 || v > maxCount {
 			return nil, nil, 0, argErr("rank %d of the host passed %d elements", i, v)
 		}
 		lc[i], ld[i] = int(v), sum
@@ -473,3 +473,8 @@ func localCounts(local *Comm, lead int, leader bool, k int) (lc, ld []int, sum i
 	}
 	return lc, ld, sum, nil
 }
+
+// maxCount bounds a count a leader takes from another rank: MPI's counts
+// are C ints, and a leader must not try to allocate what a rank's garbage
+// says.
+const maxCount = 1<<31 - 1
