@@ -34,7 +34,9 @@ func Alltoall[T Elem](c *Comm, send, recv []T) error {
 // Alltoallv is Alltoall with a size per pair: sendCounts[j] elements from
 // send[sendDispls[j]:] go to rank j, and recvCounts[j] elements from rank j
 // land at recv[recvDispls[j]:]. recvCounts[j] must equal rank j's
-// sendCounts for this rank.
+// sendCounts for this rank. When ranks share hosts, blocks of at most
+// 64 KiB / Size() bytes between hosts go through the host leaders (and
+// the sites' leaders), the others directly (alltoallvHier).
 func Alltoallv[T Elem](c *Comm, send []T, sendCounts, sendDispls []int, recv []T, recvCounts, recvDispls []int) error {
 	if err := checkBlocks(c.size, len(send), sendCounts, sendDispls); err != nil {
 		return fmt.Errorf("mpi: alltoallv send: %w", err)
@@ -42,7 +44,7 @@ func Alltoallv[T Elem](c *Comm, send []T, sendCounts, sendDispls []int, recv []T
 	if err := checkBlocks(c.size, len(recv), recvCounts, recvDispls); err != nil {
 		return fmt.Errorf("mpi: alltoallv recv: %w", err)
 	}
-	if err := alltoallv(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tagAlltoallv); err != nil {
+	if err := alltoallvAny(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls, tagAlltoallv); err != nil {
 		return fmt.Errorf("mpi: alltoallv: %w", err)
 	}
 	return nil

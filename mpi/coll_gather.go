@@ -65,7 +65,9 @@ func gatherFlat[T Elem](c *Comm, send, recv []T, root int) error {
 }
 
 // Scatter sends block i of root's send (send[i*len(recv):]) to rank i's
-// recv. send, used only at root, holds Size()*len(recv) elements.
+// recv. send, used only at root, holds Size()*len(recv) elements. Where
+// ranks share hosts, root's leader sends each host leader its host's
+// blocks (through the sites), and the leader scatters them.
 func Scatter[T Elem](c *Comm, send, recv []T, root int) error {
 	if err := c.checkRank(root, "root"); err != nil {
 		return err
@@ -73,7 +75,17 @@ func Scatter[T Elem](c *Comm, send, recv []T, root int) error {
 	if c.rank == root && len(send) != c.size*len(recv) {
 		return argErr("scatter: send has %d elements, want %d", len(send), c.size*len(recv))
 	}
-	if err := scatterFlat(c, send, recv, root); err != nil {
+	var err error
+	if h := c.hier(); h != nil {
+		counts, displs := make([]int, c.size), make([]int, c.size)
+		for i := range counts {
+			counts[i], displs[i] = len(recv), i*len(recv)
+		}
+		err = scattervHier(c, h, send, counts, displs, recv, root)
+	} else {
+		err = scatterFlat(c, send, recv, root)
+	}
+	if err != nil {
 		return fmt.Errorf("mpi: scatter: %w", err)
 	}
 	return nil
@@ -131,13 +143,7 @@ func Allgather[T Elem](c *Comm, send, recv []T) error {
 	if len(recv) != c.size*len(send) {
 		return argErr("allgather: recv has %d elements, want %d", len(recv), c.size*len(send))
 	}
-	var err error
-	if h := c.hier(); h != nil {
-		err = allgatherHier(c, h, send, recv)
-	} else {
-		err = allgatherFlat(c, send, recv)
-	}
-	if err != nil {
+	if err := allgatherAny(c, send, recv); err != nil {
 		return fmt.Errorf("mpi: allgather: %w", err)
 	}
 	return nil

@@ -17,9 +17,11 @@ import "sync"
 // Where the job spans sites (the Welcome's SiteOf), the leaders' level is
 // itself hierarchical: the host leaders of a site combine first, then one
 // leader per site crosses between sites. The leaders' view carries the
-// layout of the hosts in sites, and Barrier, Bcast, Reduce and Allreduce
-// use it; the gathers and Alltoall keep the leaders' level flat (each host
-// leader's blocks cross to where they go once either way).
+// layout of the hosts in sites, and every collective's leaders' level uses
+// it: Barrier, Bcast, Reduce and Allreduce directly, Gather, Allgather and
+// Alltoall through the size-per-rank forms of coll_hier_v.go (gathervAny,
+// allgathervAny, alltoallvAny), whose own leaders' level is then the site
+// leaders: a host leader's blocks cross between sites once per site.
 
 // Tag offsets of the levels of a hierarchical collective, added to the
 // layout's own offset (0 for hosts, tagsSites for sites).
@@ -307,7 +309,7 @@ func gatherHier[T Elem](c *Comm, l *layout, send, recv []T, root int) error {
 	if c.rank == root {
 		all = make([]T, c.size*k)
 	}
-	if err := gathervFlat(leaders, host, all, counts, displs, top); err != nil {
+	if err := gathervAny(leaders, host, all, counts, displs, top); err != nil {
 		return err
 	}
 	if c.rank == root {
@@ -326,14 +328,28 @@ func allgatherHier[T Elem](c *Comm, l *layout, send, recv []T) error {
 		return err
 	}
 	if leaders != nil {
-		counts, displs := hostBlocks(l, k)
 		all := make([]T, c.size*k)
-		if err := allgathervFlat(leaders, host, all, counts, displs); err != nil {
+		var err error
+		if l.perHost() > 0 { // equal host blocks: Bruck's log2 steps rather than a ring
+			err = allgatherAny(leaders, host, all)
+		} else {
+			counts, displs := hostBlocks(l, k)
+			err = allgathervAny(leaders, host, all, counts, displs)
+		}
+		if err != nil {
 			return err
 		}
 		unpermute(l, all, recv, k)
 	}
 	return bcastFlat(local, recv, lead)
+}
+
+// allgatherAny is allgatherFlat, or through c's hierarchy when it has one.
+func allgatherAny[T Elem](c *Comm, send, recv []T) error {
+	if h := c.hier(); h != nil {
+		return allgatherHier(c, h, send, recv)
+	}
+	return allgatherFlat(c, send, recv)
 }
 
 // hostBlocks are the sizes and places of each host's blocks of k elements
@@ -409,7 +425,7 @@ func leadersAlltoall[T Elem](leaders *Comm, l *layout, me int, host, out []T, k 
 		at += rc[b]
 	}
 	recvbuf := make([]T, at)
-	if err := alltoallv(leaders, sendbuf, sc, sd, recvbuf, rc, rd, tagAlltoall); err != nil {
+	if err := alltoallvAny(leaders, sendbuf, sc, sd, recvbuf, rc, rd, tagAlltoall); err != nil {
 		return err
 	}
 	for b, m := range l.members {

@@ -6,6 +6,8 @@ import "fmt"
 // Scatterv are linear (the root talks to every rank, as MPICH does: the
 // root's link carries every block once whatever the tree); Allgatherv is a
 // ring of n-1 steps, each rank passing on the block it received last.
+// Where ranks share hosts, all three go through the host leaders
+// (coll_hier_v.go).
 
 // Tags of these collectives inside the collective context.
 const (
@@ -31,7 +33,7 @@ func Gatherv[T Elem](c *Comm, send, recv []T, counts, displs []int, root int) er
 			return argErr("gatherv: root sends %d elements, counts say %d", len(send), counts[root])
 		}
 	}
-	if err := gathervFlat(c, send, recv, counts, displs, root); err != nil {
+	if err := gathervRoot(c, send, recv, counts, displs, root); err != nil {
 		return fmt.Errorf("mpi: gatherv: %w", err)
 	}
 	return nil
@@ -70,26 +72,15 @@ func Scatterv[T Elem](c *Comm, send []T, counts, displs []int, recv []T, root in
 	if err := c.checkRank(root, "root"); err != nil {
 		return err
 	}
-	if c.rank != root {
-		if err := recvInto(c, recv, root, tagScatterv); err != nil {
+	if c.rank == root {
+		if err := checkBlocks(c.size, len(send), counts, displs); err != nil {
 			return fmt.Errorf("mpi: scatterv: %w", err)
 		}
-		return nil
-	}
-	if err := checkBlocks(c.size, len(send), counts, displs); err != nil {
-		return fmt.Errorf("mpi: scatterv: %w", err)
-	}
-	if counts[root] != len(recv) {
-		return argErr("scatterv: root receives %d elements, counts say %d", len(recv), counts[root])
-	}
-	reqs := make([]*Request, 0, c.size)
-	for r := 0; r < c.size; r++ {
-		if r != root {
-			reqs = append(reqs, c.isend(c.coll, wireOf(send[displs[r]:displs[r]+counts[r]]), r, c.tags+tagScatterv, false))
+		if counts[root] != len(recv) {
+			return argErr("scatterv: root receives %d elements, counts say %d", len(recv), counts[root])
 		}
 	}
-	copy(recv, send[displs[root]:displs[root]+counts[root]])
-	if err := Waitall(reqs...); err != nil {
+	if err := scattervRoot(c, send, counts, displs, recv, root); err != nil {
 		return fmt.Errorf("mpi: scatterv: %w", err)
 	}
 	return nil
@@ -105,7 +96,7 @@ func Allgatherv[T Elem](c *Comm, send, recv []T, counts, displs []int) error {
 	if counts[c.rank] != len(send) {
 		return argErr("allgatherv: rank %d sends %d elements, counts say %d", c.rank, len(send), counts[c.rank])
 	}
-	if err := allgathervFlat(c, send, recv, counts, displs); err != nil {
+	if err := allgathervAny(c, send, recv, counts, displs); err != nil {
 		return fmt.Errorf("mpi: allgatherv: %w", err)
 	}
 	return nil

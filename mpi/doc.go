@@ -32,13 +32,18 @@
 // Collectives: Comm.Barrier, Bcast, Reduce, Allreduce, Scan, Exscan,
 // ReduceScatter, Gather(v), Scatter(v), Allgather(v), Alltoall, Alltoallv,
 // with algorithms correct for any number of ranks. Where ranks share a host
-// (HostOf), Barrier, Bcast, Reduce, Allreduce, Gather, Allgather and
-// Alltoall first combine within each host, then among one leader per host,
-// on any communicator. Reductions apply the Op in rank order, as MPI
-// requires of a non-commutative operation (see Op). Where the job spans
-// sites (SiteOf), Barrier, Bcast, Reduce and Allreduce add a third level:
-// the host leaders of each site combine, then one leader per site crosses
-// between sites; the gathers and Alltoall keep two levels.
+// (HostOf), Barrier, Bcast, Reduce, Allreduce, Scan, Exscan, ReduceScatter,
+// Gather(v), Scatter(v), Allgather(v), Alltoall and Alltoallv first
+// combine within each host, then among one leader per host, on any
+// communicator; where the job spans sites (SiteOf), the host leaders of
+// each site combine next, and one leader per site crosses between sites
+// last. Reductions and scans apply the Op in rank order, as MPI requires of
+// a non-commutative operation (see Op), and so take the host levels only
+// where every host (and site) holds consecutive ranks. Alltoall goes
+// through the leaders up to 64 KiB per rank; Alltoallv decides per block
+// (up to 64 KiB / Size() bytes between hosts through the leaders, the rest
+// directly). For Gatherv and Scatterv, whose counts only the root knows,
+// each host leader first gathers its own ranks' counts.
 //
 // Sends are eager: Send returns once the data has been handed to the agent,
 // and the library reads everything the agent sends at once, keeping

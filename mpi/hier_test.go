@@ -1,7 +1,6 @@
 package mpi_test
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -14,7 +13,7 @@ import (
 // and without the hosts, on every size 1..9 with 1 to 4 consecutive ranks
 // per host (hosts reused round the three agents, so some layouts are not
 // blocks of consecutive ranks), and compares both with the exact result;
-// then the same on the communicators of the even and of the odd ranks.
+// then the same on split communicators (compareSplits).
 func TestHierarchicalEqualsFlat(t *testing.T) {
 	hier := 0
 	var hierSub atomic.Int32
@@ -26,17 +25,14 @@ func TestHierarchicalEqualsFlat(t *testing.T) {
 					if c.Rank() == 0 && mpi.Hierarchical(c) {
 						hier++
 					}
-					if err := errors.Join(compareLevels(c), compareLevels(mpi.Flat(c))); err != nil {
+					if err := bothLevels(c); err != nil {
 						return err
 					}
-					half, err := c.Split(c.Rank()%2, c.Rank()) // the same on a sub-communicator
-					if err != nil {
-						return err
-					}
-					if half.Rank() == 0 && mpi.Hierarchical(half) {
-						hierSub.Add(1)
-					}
-					return errors.Join(compareLevels(half), compareLevels(mpi.Flat(half)))
+					return compareSplits(c, func(sub *mpi.Comm) {
+						if sub.Rank() == 0 && mpi.Hierarchical(sub) {
+							hierSub.Add(1)
+						}
+					})
 				})
 			})
 		}
@@ -44,6 +40,48 @@ func TestHierarchicalEqualsFlat(t *testing.T) {
 	if hier < 20 || hierSub.Load() < 10 {
 		t.Errorf("only %d layouts used the hierarchy, %d sub-communicators", hier, hierSub.Load())
 	}
+}
+
+// compareSplits runs compareLevels, with and without the hosts, on the
+// communicators of the even and of the odd ranks, and on the one of the
+// ranks not 1 mod 3, the others passing Undefined (those take no part).
+// seen is called with each communicator first.
+func compareSplits(c *mpi.Comm, seen func(*mpi.Comm)) error {
+	half, err := c.Split(c.Rank()%2, c.Rank())
+	if err != nil {
+		return err
+	}
+	seen(half)
+	if err := bothLevels(half); err != nil {
+		return err
+	}
+	color := 0
+	if c.Rank()%3 == 1 {
+		color = mpi.Undefined
+	}
+	some, err := c.Split(color, c.Rank())
+	if err != nil || some == nil {
+		return err
+	}
+	seen(some)
+	return bothLevels(some)
+}
+
+// bothLevels runs compareLevels on c with its hosts, then without.
+func bothLevels(c *mpi.Comm) error {
+	return inTurn(func() error { return compareLevels(c) }, func() error { return compareLevels(mpi.Flat(c)) })
+}
+
+// inTurn runs checks in turn up to the first that fails: a rank whose
+// check failed stops there, and so fails the job (its abort ends the
+// others' calls) rather than leave them waiting in the next collective.
+func inTurn(checks ...func() error) error {
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compareLevels checks each collective on c against its exact result.
@@ -113,7 +151,91 @@ func compareLevels(c *mpi.Comm) error {
 	if !slices.Equal(all, pairs(n)) {
 		return fmt.Errorf("allgather: %v", all)
 	}
-	return errors.Join(checkAlltoall(c), checkAlltoallv(c))
+	return inTurn(func() error { return checkAlltoall(c) }, func() error { return checkAlltoallv(c) },
+		func() error { return checkAlltoallvMixed(c) }, func() error { return checkAllgatherv(c, world) },
+		func() error { return checkReduceScatterOrdered(c) }, func() error { return checkScan(c, world) },
+		func() error { return checkScatter(c) }, func() error { return checkGatherv(c, world) },
+		func() error { return checkScatterv(c, world) })
+}
+
+// checkAlltoallvMixed: rank i sends rank j a block of bigBlock elements
+// when i+j is a multiple of 3 (too large to go through the host leaders),
+// else of (i*j)%4 (some empty), each element telling its source, its
+// destination and its place; blocks are sent in reverse rank order and
+// received in rank order with gaps of one, which are left alone.
+func checkAlltoallvMixed(c *mpi.Comm) error {
+	n, me := c.Size(), c.Rank()
+	count := func(i, j int) int {
+		if (i+j)%3 == 0 {
+			return bigBlock
+		}
+		return i * j % 4
+	}
+	value := func(i, j, k int) float64 { return float64(1000*i+j) + float64(k)/8 }
+	sc, sd, rc, rd := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	var send []float64
+	for j := n - 1; j >= 0; j-- {
+		sc[j], sd[j] = count(me, j), len(send)
+		for k := 0; k < sc[j]; k++ {
+			send = append(send, value(me, j, k))
+		}
+	}
+	total := 0
+	for i := 0; i < n; i++ {
+		rc[i], rd[i] = count(i, me), total
+		total += rc[i] + 1
+	}
+	recv := make([]float64, total)
+	for i := range recv {
+		recv[i] = -1
+	}
+	if err := mpi.Alltoallv(c, send, sc, sd, recv, rc, rd); err != nil {
+		return err
+	}
+	for i := 0; i < n; i++ {
+		for k := 0; k < rc[i]; k++ {
+			if got := recv[rd[i]+k]; got != value(i, me, k) {
+				return fmt.Errorf("alltoallv mixed: rank %d block %d element %d is %v", me, i, k, got)
+			}
+		}
+		if recv[rd[i]+rc[i]] != -1 {
+			return fmt.Errorf("alltoallv mixed: rank %d: the gap after block %d was written", me, i)
+		}
+	}
+	return nil
+}
+
+// bigBlock is a block (of float64s) larger than any that goes through the
+// host leaders (64 KiB / 2 ranks).
+const bigBlock = 4500
+
+// checkReduceScatterOrdered: ReduceScatter with the non-commutative op
+// gives each rank its block (i%2+1 elements for rank i) of the maps
+// composed in rank order.
+func checkReduceScatterOrdered(c *mpi.Comm) error {
+	n, r := c.Size(), c.Rank()
+	counts, total, at := make([]int, n), 0, 0
+	for i := range counts {
+		counts[i] = i%2 + 1
+		if i == r {
+			at = total
+		}
+		total += counts[i]
+	}
+	send := make([]int64, total)
+	for i := range send {
+		send[i] = affineOf(r, i)
+	}
+	recv := make([]int64, counts[r])
+	if err := mpi.ReduceScatter(c, send, recv, counts, affine); err != nil {
+		return err
+	}
+	for j := range recv {
+		if recv[j] != affineFold(identity(n), at+j) {
+			return fmt.Errorf("reduce scatter: element %d out of rank order", j)
+		}
+	}
+	return nil
 }
 
 // pairs is (r, -r) for every rank r.

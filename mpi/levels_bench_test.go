@@ -100,3 +100,121 @@ func median(xs []float64) float64 {
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
+
+// BenchmarkExchangesHostAware is the figure for the gathers: Alltoall,
+// Alltoallv and Allgather on 8 ranks over 4 agents (2 per agent,
+// consecutive ranks), the host-aware algorithm against the flat one, in
+// interleaved rounds like BenchmarkAllreduceHostAware; then the same with
+// the agents in 2 sites (agents 0, 1 and 2, 3), where the host leaders of
+// a site combine before crossing. Loopback has no delay between sites, so
+// the sites' rows show the cost of the extra level, not a gain:
+//
+//	go test -run '^$' -bench ExchangesHostAware -benchtime 10x ./mpi/
+func BenchmarkExchangesHostAware(b *testing.B) {
+	c, err := mpitest.NewCluster(4, router.DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, sites := range []struct {
+		name string
+		site []int
+	}{{"hosts", nil}, {"2sites", []int{0, 0, 1, 1}}} {
+		for _, tc := range []struct {
+			name  string
+			elems int // float64s per block
+			reps  int
+			op    func(c *mpi.Comm, send, recv []float64) error
+		}{
+			{"alltoall-8B", 1, 100, alltoall},
+			{"alltoall-4KiB", 512, 20, alltoall},
+			{"alltoallv-8B", 1, 100, alltoallvEqual},
+			{"alltoallv-4KiB", 512, 20, alltoallvEqual},
+			{"alltoallv-64KiB", 8192, 5, alltoallvEqual},
+			{"allgather-8B", 1, 100, allgather},
+			{"allgather-64KiB", 8192, 5, allgather},
+		} {
+			b.Run(sites.name+"/"+tc.name, func(b *testing.B) {
+				var hier, flat, ratio []float64
+				place := func(r int) int { return r / 2 }
+				var j *mpitest.Job
+				var err error
+				if sites.site == nil {
+					j, err = c.AddJob(8, place)
+				} else {
+					j, err = c.AddSitedJob(8, place, sites.site)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				errs := j.Run(ctx, func(w *mpi.Comm) error {
+					if !mpi.Hierarchical(w) || (sites.site != nil) != mpi.SiteLevel(w) {
+						return fmt.Errorf("the layout does not use the hosts (or sites) as it should")
+					}
+					send, recv := make([]float64, 8*tc.elems), make([]float64, 8*tc.elems)
+					for i := 0; i < b.N; i++ {
+						th, err := timeOp(w, send, recv, tc.reps, tc.op)
+						if err != nil {
+							return err
+						}
+						tf, err := timeOp(mpi.Flat(w), send, recv, tc.reps, tc.op)
+						if err != nil {
+							return err
+						}
+						if w.Rank() == 0 {
+							hier, flat, ratio = append(hier, th), append(flat, tf), append(ratio, tf/th)
+						}
+					}
+					return nil
+				})
+				for r, err := range errs {
+					if err != nil {
+						b.Fatalf("rank %d: %v", r, err)
+					}
+				}
+				b.ReportMetric(median(hier)*1e6, "host-aware-µs/op")
+				b.ReportMetric(median(flat)*1e6, "flat-µs/op")
+				b.ReportMetric(median(ratio), "flat/host-aware")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
+
+func alltoall(c *mpi.Comm, send, recv []float64) error { return mpi.Alltoall(c, send, recv) }
+
+// alltoallvEqual is Alltoall through Alltoallv: equal blocks.
+func alltoallvEqual(c *mpi.Comm, send, recv []float64) error {
+	n := c.Size()
+	k := len(send) / n
+	counts, displs := make([]int, n), make([]int, n)
+	for i := range counts {
+		counts[i], displs[i] = k, i*k
+	}
+	return mpi.Alltoallv(c, send, counts, displs, recv, counts, displs)
+}
+
+// allgather gathers one block (len(send)/Size() elements) from each rank.
+func allgather(c *mpi.Comm, send, recv []float64) error {
+	return mpi.Allgather(c, send[:len(send)/c.Size()], recv)
+}
+
+// timeOp is the time of one op, averaged over reps between two barriers,
+// as rank 0 sees it.
+func timeOp(c *mpi.Comm, send, recv []float64, reps int, op func(c *mpi.Comm, send, recv []float64) error) (float64, error) {
+	if err := c.Barrier(); err != nil {
+		return 0, err
+	}
+	t0 := mpi.Wtime()
+	for k := 0; k < reps; k++ {
+		if err := op(c, send, recv); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.Barrier(); err != nil {
+		return 0, err
+	}
+	return (mpi.Wtime() - t0) / float64(reps), nil
+}

@@ -2,7 +2,6 @@ package mpi_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -12,14 +11,14 @@ import (
 )
 
 // TestSitesEqualFlat runs every host-aware collective with the hosts and
-// their sites, and flat, on every size 1..9 with 1 to 3 consecutive ranks
+// their sites, and flat, on every size 1..9 with 1 to 4 consecutive ranks
 // per host, the three agents in one, two (in and out of host order) and
 // three sites, and compares both with the exact result; then the same on
-// the communicators of the even and of the odd ranks.
+// split communicators (compareSplits).
 func TestSitesEqualFlat(t *testing.T) {
 	var sited atomic.Int32
 	for _, sites := range [][]int{{0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {0, 1, 2}} {
-		for per := 1; per <= 3; per++ {
+		for per := 1; per <= 4; per++ {
 			for n := 1; n <= 9; n++ {
 				t.Run(fmt.Sprintf("sites-%v/%d-per-host/%d", sites, per, n), func(t *testing.T) {
 					place := func(r int) int { return (r / per) % len(cluster.Hosts) }
@@ -33,14 +32,10 @@ func TestSitesEqualFlat(t *testing.T) {
 						if c.Rank() == 0 && mpi.SiteLevel(c) {
 							sited.Add(1)
 						}
-						if err := errors.Join(compareLevels(c), compareLevels(mpi.Flat(c))); err != nil {
+						if err := bothLevels(c); err != nil {
 							return err
 						}
-						half, err := c.Split(c.Rank()%2, c.Rank())
-						if err != nil {
-							return err
-						}
-						return errors.Join(compareLevels(half), compareLevels(mpi.Flat(half)))
+						return compareSplits(c, func(*mpi.Comm) {})
 					})
 					for r, err := range errs {
 						if err != nil {
