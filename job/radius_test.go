@@ -166,6 +166,7 @@ func TestSettleIn(t *testing.T) {
 		{"a trickle near the bound: only what is left", reservation{gap: ms(150), lag: ms(400), grace: ms(1000)}, ms(900), ms(100)},
 		{"a trickle past the bound: at once", reservation{gap: ms(150), lag: ms(400), grace: ms(1000)}, ms(1500), 0},
 		{"every known peer in: the gap, whatever the lag", reservation{gap: ms(150), lag: ms(900), grace: ms(1000), allIn: true}, ms(100), ms(150)},
+		{"enough: each answer waits again, the offer grace bounds it", reservation{gap: ms(150), lag: ms(400), grace: ms(1000), enough: true}, ms(1500), ms(400)},
 		{"the lag is bounded by the grace", reservation{gap: ms(150), lag: ms(5000), grace: ms(1000)}, 0, ms(1000)},
 	} {
 		tc.rs.floodedAt = t0

@@ -61,8 +61,13 @@ func (rs *reservation) decideBy() time.Time {
 
 // settleIn is how long from now until the radius flooded last counts as
 // answered if no answer comes meanwhile: the answer wait, but not past
-// decideBy.
+// decideBy while the offers are not enough. Once they are, every answer
+// may still tell that no closer host is silent (no extra radius to
+// flood), and the offer grace bounds the wait.
 func (rs *reservation) settleIn(now time.Time) time.Duration {
+	if rs.enough {
+		return rs.wait()
+	}
 	return max(0, min(rs.wait(), rs.decideBy().Sub(now)))
 }
 
@@ -157,7 +162,7 @@ func (ss *session) reserve() (Plan, error) {
 			ss.sample(rs.radius)
 			log.Debugw("radius flooded", "job", ss.id, "radius", r, "at", time.Since(began), "answers", len(rs.heard))
 		case <-settle.C:
-			if ss.pending.Load() > 0 && time.Now().Before(rs.decideBy()) {
+			if ss.pending.Load() > 0 && (rs.enough || time.Now().Before(rs.decideBy())) {
 				settle.Reset(rs.settleIn(time.Now()))
 				continue
 			}
