@@ -24,21 +24,65 @@ type reservation struct {
 	floodedAt time.Time // when
 	before    int       // answers before it
 	heard     map[peer.ID]bool
-	known     []PeerRTT     // the agent's peers when the radius was answered
-	first     int           // how many peers the agent knew when the flood began (-1: no Knower); knowing more since means it is still learning
-	lastFresh int           // the last radius that brought answers
-	gap       time.Duration // answer gap
-	lag       time.Duration // the longest a radius took to bring its first answer
-	grace     time.Duration // the offer grace: bounds the wait for a radius's answers
-	extra     int           // extra radii still allowed once enough
-	enough    bool          // Enough held: the loop is stopped, the offers are collected
+	known     []PeerRTT        // the agent's peers when the radius was answered
+	start     map[peer.ID]bool // the peers the agent knew, alive or dead, when the flood began (nil: no Knower); a live one not in it means the overlay is still learning
+	live      int              // live peers known at the last look
+	allIn     bool             // every live known peer has answered and the overlay learnt none since the start
+	lastFresh int              // the last radius that brought answers
+	gap       time.Duration    // answer gap
+	lag       time.Duration    // the longest a radius took to bring its first answer
+	grace     time.Duration    // the offer grace: bounds the wait for a radius's answers
+	extra     int              // extra radii still allowed once enough
+	enough    bool             // Enough held: the loop is stopped, the offers are collected
+	ended     bool             // the flood loop has returned: no radius is left
 }
 
 // wait is how long without an answer counts as the radius answered: the
 // answer gap, or longer when answers are slow to start (a loaded network
 // spaces them out as much as it delays the first).
 // The offer grace bounds it.
-func (rs *reservation) wait() time.Duration { return max(rs.gap, min(rs.lag, rs.grace)) }
+// Once every peer the agent knows has answered, only the answer gap is
+// waited: no answer is late any more.
+func (rs *reservation) wait() time.Duration {
+	if rs.allIn {
+		return rs.gap
+	}
+	return max(rs.gap, min(rs.lag, rs.grace))
+}
+
+// decideBy is when the radius flooded last is answered at the latest,
+// however its answers trickle in: on a loaded network they came a few a
+// second for 5-9 s, each one putting the decision off again, and the
+// flood fell back on the schedule's backoff (radius 6 of the simulation
+// at 6.2 s). Answers still coming count for the next radius.
+func (rs *reservation) decideBy() time.Time {
+	return rs.floodedAt.Add(max(rs.wait(), rs.grace))
+}
+
+// settleIn is how long from now until the radius flooded last counts as
+// answered if no answer comes meanwhile: the answer wait, but not past
+// decideBy while the offers are not enough. Once they are, every answer
+// may still tell that no closer host is silent (no extra radius to
+// flood), and the offer grace bounds the wait.
+func (rs *reservation) settleIn(now time.Time) time.Duration {
+	if rs.enough {
+		return rs.wait()
+	}
+	return max(0, min(rs.wait(), rs.decideBy().Sub(now)))
+}
+
+// look takes the agent's known peers again and says whether all of them
+// have answered.
+func (rs *reservation) look(k Knower) {
+	rs.known = k.Known()
+	rs.live = 0
+	for _, p := range rs.known {
+		if !p.Dead {
+			rs.live++
+		}
+	}
+	rs.allIn = AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }) && !Learnt(rs.start, rs.known)
+}
 
 // reserve floods the advert with a growing radius and collects offers.
 // Each time a radius is answered it decides (nextStep) to flood the next
@@ -68,9 +112,16 @@ func (ss *session) reserve() (Plan, error) {
 	st := flood.Steer{Enough: enough, Answered: next, Flooded: floodedR}
 	go func() { flooded <- ss.s.flood.Steered(ctx, adv, st, ss.s.cfg.Schedule) }()
 	rs := &reservation{heard: map[peer.ID]bool{}, gap: ss.s.cfg.AnswerGap, extra: ss.s.cfg.Schedule.Extra,
-		floodedAt: time.Now(), grace: ss.s.cfg.OfferGrace, first: -1}
-	if k, ok := ss.s.ping.(Knower); ok {
-		rs.first = len(k.Known())
+		floodedAt: time.Now(), grace: ss.s.cfg.OfferGrace}
+	knower, _ := ss.s.ping.(Knower)
+	if knower != nil {
+		rs.start = map[peer.ID]bool{}
+		for _, p := range knower.Known() {
+			rs.start[p.ID] = true
+			if !p.Dead {
+				rs.live++
+			}
+		}
 	}
 	if rs.gap <= 0 {
 		rs.gap = defaultAnswerGap
@@ -85,7 +136,7 @@ func (ss *session) reserve() (Plan, error) {
 	radii := newRadiusClock(ss.s.cfg.Schedule, ss.s.cfg.OfferGrace, time.Now())
 	check := time.NewTimer(radii.next(time.Now()))
 	defer check.Stop()
-	answers, lastAnswer := 0, time.Now()
+	answers, lastAnswer, began := 0, time.Now(), time.Now()
 	ss.sample(rs.radius)
 	heard := func(from peer.ID) {
 		lastAnswer = time.Now()
@@ -98,7 +149,10 @@ func (ss *session) reserve() (Plan, error) {
 		if len(rs.heard) < maxHeard {
 			rs.heard[from] = true
 		}
-		settle.Reset(rs.wait())
+		if knower != nil && !rs.allIn && len(rs.heard) >= rs.live {
+			rs.look(knower) // perhaps the last one: settle after the answer gap only
+		}
+		settle.Reset(rs.settleIn(time.Now()))
 	}
 	for {
 		select {
@@ -106,12 +160,13 @@ func (ss *session) reserve() (Plan, error) {
 			rs.radius, rs.floodedAt, rs.before = r, time.Now(), len(rs.heard)
 			settle.Reset(rs.wait())
 			ss.sample(rs.radius)
+			log.Debugw("radius flooded", "job", ss.id, "radius", r, "at", time.Since(began), "answers", len(rs.heard))
 		case <-settle.C:
-			if ss.pending.Load() > 0 {
-				settle.Reset(rs.wait())
+			if ss.pending.Load() > 0 && (rs.enough || time.Now().Before(rs.decideBy())) {
+				settle.Reset(rs.settleIn(time.Now()))
 				continue
 			}
-			switch ss.answeredStep(rs) {
+			switch ss.answeredStep(rs, time.Since(began), ss.pending.Load() > 0) {
 			case stepNext:
 				select { // a stale radius the loop has not taken yet goes
 				case <-next:
@@ -134,6 +189,7 @@ func (ss *session) reserve() (Plan, error) {
 				settle.Reset(rs.wait())
 				ss.sample(rs.radius)
 			case stepPlace:
+				log.Debugw("placing", "job", ss.id, "at", time.Since(began), "answers", len(rs.heard), "offers", len(ss.rlist))
 				return ss.place()
 			}
 		case <-check.C:
@@ -169,6 +225,8 @@ func (ss *session) reserve() (Plan, error) {
 				grace = time.After(ss.s.cfg.OfferGrace)
 			}
 		case err := <-flooded:
+			log.Debugw("flood loop ended", "job", ss.id, "at", time.Since(began), "err", err, "answers", len(rs.heard))
+			rs.ended = true
 			if err != nil && !errors.Is(err, flood.ErrMaxRadius) && ctx.Err() == nil {
 				log.Infow("advertising failed", "job", ss.id, "err", err)
 			}
@@ -176,6 +234,7 @@ func (ss *session) reserve() (Plan, error) {
 				grace = time.After(ss.s.cfg.OfferGrace) // the reachable network has offered all it will
 			}
 		case <-grace:
+			log.Debugw("offer grace over", "job", ss.id, "at", time.Since(began), "answers", len(rs.heard), "offers", len(ss.rlist))
 			return ss.place()
 		case <-deadline.C:
 			if ss.feasible() {
@@ -197,21 +256,23 @@ func (ss *session) reserve() (Plan, error) {
 
 // answeredStep gathers what nextStep needs once the radius flooded last
 // has been answered.
-func (ss *session) answeredStep(rs *reservation) step {
+func (ss *session) answeredStep(rs *reservation, at time.Duration, measuring bool) step {
 	d := ss.sub.Desc
 	if k, ok := ss.s.ping.(Knower); ok {
-		rs.known = k.Known() // now: a young overlay is still learning its peers
+		rs.look(k) // now: a young overlay is still learning its peers
 	}
 	a := answered{
-		enough:   rs.enough,
-		extra:    rs.enough && rs.extra > 0 && (ss.s.cfg.Schedule.MaxRadius == 0 || rs.radius < ss.s.cfg.Schedule.MaxRadius),
-		feasible: ss.feasible(),
-		allKnown: AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }),
-		stable:   len(rs.known) <= rs.first && rs.first >= 0,
-		fresh:    len(rs.heard) - rs.before,
-		quiet:    rs.radius - rs.lastFresh,
-		since:    time.Since(rs.floodedAt),
-		empty:    max(rs.wait(), rs.grace),
+		enough:    rs.enough,
+		extra:     rs.enough && rs.extra > 0 && rs.radius < maxRadius(ss.s.cfg.Schedule),
+		more:      !rs.enough && !rs.ended && rs.radius < maxRadius(ss.s.cfg.Schedule),
+		feasible:  ss.feasible(),
+		measuring: measuring,
+		allKnown:  AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }),
+		stable:    rs.start != nil && !Learnt(rs.start, rs.known),
+		fresh:     len(rs.heard) - rs.before,
+		quiet:     rs.radius - rs.lastFresh,
+		since:     time.Since(rs.floodedAt),
+		empty:     max(rs.wait(), rs.grace),
 	}
 	if a.fresh > 0 {
 		rs.lastFresh, a.quiet = rs.radius, 0
@@ -221,7 +282,27 @@ func (ss *session) answeredStep(rs *reservation) step {
 		a.worth = err == nil && ExtraWorthFor(d.Prefer, farthest(plan), rs.known, func(p peer.ID) bool { return rs.heard[p] })
 	}
 	s := nextStep(a)
-	log.Debugw("radius answered", "job", ss.id, "radius", rs.radius, "answers", len(rs.heard), "fresh", a.fresh,
-		"offers", len(ss.rlist), "enough", a.enough, "worth", a.worth, "all known", a.allKnown, "stable", a.stable, "quiet", a.quiet, "step", s)
+	log.Debugw("radius answered", "job", ss.id, "at", at, "radius", rs.radius, "known", len(rs.known), "since", a.since, "answers", len(rs.heard), "fresh", a.fresh,
+		"offers", len(ss.rlist), "enough", a.enough, "worth", a.worth, "all known", a.allKnown, "stable", a.stable, "quiet", a.quiet, "step", s, "unheard", unheard(rs))
 	return s
+}
+
+// unheard counts the known peers that have not answered, for the debug log.
+func unheard(rs *reservation) int {
+	n := 0
+	for _, p := range rs.known {
+		if !p.Dead && !rs.heard[p.ID] {
+			n++
+		}
+	}
+	return n
+}
+
+// maxRadius is the largest radius the schedule lets the flood reach: its
+// MaxRadius, or the largest any flooder takes when it sets none.
+func maxRadius(s flood.Schedule) int {
+	if s.MaxRadius > 0 {
+		return s.MaxRadius
+	}
+	return flood.HardMaxTTL
 }

@@ -215,7 +215,7 @@ func (ss *session) takeOffer(o offerIn) {
 			o.reply <- OfferReply{Reason: fmt.Sprintf("the job holds the %d closer offers it can use", held)}
 			return
 		}
-		go ss.cancelLeases([]Offer{worst})
+		ss.cancelLater([]Offer{worst})
 	}
 	o.reply <- OfferReply{Keep: true}
 }
@@ -276,14 +276,33 @@ func (ss *session) place() (Plan, error) {
 	ss.rec.Declines = ss.declined.counts()
 	if ss.sub.DryRun {
 		ss.rec.Plan = &plan
-		ss.cancelLeases(ss.rlist)
+		ss.cancelLater(ss.rlist)
 		return plan, nil
 	}
 	sort.SliceStable(plan.Cancel, func(i, j int) bool { return plan.Cancel[i].RTT < plan.Cancel[j].RTT })
 	spares := min(ss.s.cfg.Spares, len(plan.Cancel))
-	ss.cancelLeases(plan.Cancel[spares:])
+	ss.cancelLater(plan.Cancel[spares:])
 	plan.Cancel = plan.Cancel[:spares:spares] // still reserved: Replan's spares
 	return plan, nil
+}
+
+// cancelLater gives back offers the plan does not use without holding up
+// the job: on a loaded network the cancels of a few hundred offers (sent
+// again when one does not get through) took up to 5 s, all of it before
+// the plan's start. They go out in the background, on the submitter's
+// context, and end on shutdown.
+func (ss *session) cancelLater(offers []Offer) {
+	if len(offers) == 0 {
+		return
+	}
+	offers = append([]Offer(nil), offers...)
+	ss.s.wg.Add(1)
+	go func() {
+		defer ss.s.wg.Done()
+		t0 := time.Now()
+		ss.cancelLeases(offers)
+		log.Debugw("unused offers cancelled", "job", ss.id, "offers", len(offers), "took", time.Since(t0))
+	}()
 }
 
 func planOffers(p Plan) []Offer {

@@ -34,3 +34,19 @@ func TestOfferRTT(t *testing.T) {
 		}
 	}
 }
+
+func TestPingWait(t *testing.T) {
+	for _, c := range []struct {
+		known   time.Duration
+		tracked bool
+		want    time.Duration
+	}{
+		{10 * time.Millisecond, true, trackedPingWait},
+		{0, true, 0},                      // tracked, not measured yet: the caller's bound
+		{10 * time.Millisecond, false, 0}, // not tracked
+	} {
+		if got := pingWait(c.known, c.tracked); got != c.want {
+			t.Errorf("pingWait(%v, %v) = %v, want %v", c.known, c.tracked, got, c.want)
+		}
+	}
+}

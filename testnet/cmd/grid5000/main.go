@@ -62,6 +62,7 @@ func parse(args []string, stderr io.Writer) (testnet.Grid5000Config, string, err
 	first := fs.Duration("first", 0, "flood wait after radius 1, doubling after (default 200ms)")
 	grace := fs.Duration("grace", 0, "offer grace once the job is feasible (default 1s at -scale 1 to 3, 300ms from 4)")
 	radius := fs.Int("max-radius", 0, "largest flood radius (default 6)")
+	converge := fs.Duration("converge", 0, "bound on the wait for the overlay to converge (default 10m; a loaded machine needs more)")
 	if err := fs.Parse(args); err != nil {
 		return testnet.Grid5000Config{}, "", err
 	}
@@ -85,7 +86,7 @@ func parse(args []string, stderr io.Writer) (testnet.Grid5000Config, string, err
 	for _, d := range []struct {
 		v   time.Duration
 		set *time.Duration
-	}{{*first, &cfg.Submitter.Schedule.First}, {*grace, &cfg.Submitter.OfferGrace}} {
+	}{{*first, &cfg.Submitter.Schedule.First}, {*grace, &cfg.Submitter.OfferGrace}, {*converge, &cfg.Converge}} {
 		if d.v < 0 {
 			return cfg, "", fmt.Errorf("negative duration %v", d.v)
 		}

@@ -12,12 +12,13 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	cfg, out, err := parse([]string{"-scale", "10", "-seed", "7", "-n", "5, 30", "-strategy", "spread", "-out", "/tmp/x",
-		"-first", "50ms", "-grace", "100ms", "-max-radius", "4"}, &bytes.Buffer{})
+		"-first", "50ms", "-grace", "100ms", "-max-radius", "4", "-converge", "25m"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Scale != 10 || cfg.Seed != 7 || len(cfg.Ns) != 2 || cfg.Ns[1] != 30 || len(cfg.Strategies) != 1 || out != "/tmp/x" ||
-		cfg.Submitter.Schedule.First != 50*time.Millisecond || cfg.Submitter.OfferGrace != 100*time.Millisecond || cfg.Submitter.Schedule.MaxRadius != 4 {
+		cfg.Submitter.Schedule.First != 50*time.Millisecond || cfg.Submitter.OfferGrace != 100*time.Millisecond || cfg.Submitter.Schedule.MaxRadius != 4 ||
+		cfg.Converge != 25*time.Minute {
 		t.Fatalf("parsed %+v into %s", cfg, out)
 	}
 	def, _, err := parse(nil, &bytes.Buffer{})
@@ -25,7 +26,7 @@ func TestParseFlags(t *testing.T) {
 		t.Fatalf("defaults %+v, %v", def, err)
 	}
 	for _, bad := range [][]string{{"-scale", "0"}, {"-n", "0"}, {"-n", "x"}, {"-strategy", "scatter"}, {"-first", "-1s"},
-		{"-max-radius", "-1"}, {"extra"}, {"-nope"}} {
+		{"-max-radius", "-1"}, {"-converge", "-1m"}, {"extra"}, {"-nope"}} {
 		if _, _, err := parse(bad, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
