@@ -92,6 +92,7 @@ type Leases struct {
 	policy Policy
 	byKey  map[string]*Lease
 	byJob  map[job.ID]*Lease
+	used   map[job.ID]int64 // measured memory of committed jobs (SetUsed)
 }
 
 // NewLeases returns an empty lease table under policy p.
@@ -107,7 +108,7 @@ func NewLeases(p Policy, cfg LeaseConfig) (*Leases, error) {
 		now = time.Now
 	}
 	return &Leases{now: now, defaultTTL: cfg.DefaultTTL, maxTTL: cfg.MaxTTL,
-		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}, freed: make(chan struct{}, 1)}, nil
+		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}, used: map[job.ID]int64{}, freed: make(chan struct{}, 1)}, nil
 }
 
 // SetPolicy replaces the policy (the owner changed a setting or reloaded an
@@ -189,7 +190,7 @@ func fits(p Policy, u Usage, slots, cores int, memory int64) error {
 		return fmt.Errorf("%w: %d processes, P=%d", ErrCapacity, slots, p.MaxProcs)
 	case u.Cores+cores > p.Cores:
 		return fmt.Errorf("%w: %d cores asked, %d of %d free", ErrCapacity, cores, p.Cores-u.Cores, p.Cores)
-	case u.Memory+memory > p.Memory:
+	case !FitsMemory(p.Memory, []MemHold{{Declared: u.Memory}}, memory):
 		return fmt.Errorf("%w: %d bytes asked, %d of %d free", ErrCapacity, memory, p.Memory-u.Memory, p.Memory)
 	}
 	return nil
@@ -328,6 +329,7 @@ func (l *Leases) sweep() []Lease {
 }
 
 func (l *Leases) remove(ls *Lease) {
+	delete(l.used, ls.Job)
 	delete(l.byKey, ls.Key)
 	delete(l.byJob, ls.Job)
 	l.signalFreed()
@@ -361,10 +363,28 @@ func (l *Leases) NextExpiry() (time.Time, bool) {
 
 func (l *Leases) usage() Usage {
 	var u Usage
+	holds := make([]MemHold, 0, len(l.byKey))
 	for _, ls := range l.byKey {
 		u.Jobs++
 		u.Cores += ls.Cores
-		u.Memory += ls.Memory
+		holds = append(holds, MemHold{Declared: ls.Memory, Used: l.used[ls.Job]})
 	}
+	u.Memory = MemoryHeld(holds)
 	return u
+}
+
+// SetUsed records the memory a job's processes here were last measured
+// using (worker/memuse.go); from then on the job is charged the more of
+// that and what its lease holds (MemHold.Charge). A job without a lease
+// here is ignored.
+func (l *Leases) SetUsed(j job.ID, bytes int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.byJob[j]; !ok {
+		return
+	}
+	if bytes = max(bytes, 0); bytes < l.used[j] {
+		l.signalFreed() // a job using less may let a waiting one in
+	}
+	l.used[j] = bytes
 }
