@@ -38,7 +38,8 @@ type running struct {
 	held []blob.Hash // the blobs stage acquired; run's end releases them
 	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
 
-	mu       sync.Mutex // guards mpi, sink and why
+	mu       sync.Mutex // guards mpi, sink, procs and why
+	procs    []proc.Process // started here, for measuring their memory
 	mpi      *router.Job
 	fence    *pmi.Fence // a PMI job's KVS here (instead of mpi)
 	sink     *sink      // the report stream, once open
@@ -198,6 +199,9 @@ func (r *running) run() {
 	}
 	go r.sendCheckpoints(k)
 	procs, err := r.launch(k)
+	r.mu.Lock()
+	r.procs = procs
+	r.mu.Unlock()
 	if err != nil {
 		rep := job.Report{Kind: job.RepFailed, Reason: err.Error()}
 		if pe := (*proc.ProgramError)(nil); errors.As(err, &pe) {

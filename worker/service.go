@@ -71,6 +71,10 @@ type ServiceConfig struct {
 	// Wait bounds the line of adverts declined for lack of free slots,
 	// served as the slots free (waitq.go).
 	Wait WaitConfig
+	// MemorySample is how often the memory the running jobs use is
+	// measured (memuse.go); a job is charged the more of that and what it
+	// declared. 0: never measured, declarations only.
+	MemorySample time.Duration
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -91,6 +95,9 @@ func DefaultServiceConfig() ServiceConfig {
 		// 1024 per rank: room for a threaded runtime (Go, OpenMP) and a
 		// few helper processes, far from exhausting the machine's PIDs.
 		PidsPerProcess: 1024,
+		// 2 s: a job's memory grows over seconds as it allocates; reading
+		// one cgroup file per job this often costs nothing.
+		MemorySample: 2 * time.Second,
 	}
 }
 
@@ -113,6 +120,8 @@ func (c ServiceConfig) validate() error {
 	case c.Wait.Max < 1 || c.Wait.Skew < 0 || c.Wait.OfferTimeout <= 0:
 		return fmt.Errorf("worker: Wait.Max must be >= 1, Skew >= 0, OfferTimeout > 0; got %d, %v, %v",
 			c.Wait.Max, c.Wait.Skew, c.Wait.OfferTimeout)
+	case c.MemorySample < 0:
+		return fmt.Errorf("worker: MemorySample must not be negative, got %v", c.MemorySample)
 	case c.PidsPerProcess < 0:
 		return fmt.Errorf("worker: PidsPerProcess must not be negative, got %d", c.PidsPerProcess)
 	}
@@ -180,6 +189,10 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 	ep.Handle(job.LeaseProtocol, s.handleLease)
 	s.wg.Add(1)
 	go s.serveWaiting()
+	if cfg.MemorySample > 0 {
+		s.wg.Add(1)
+		go s.sampleMemory()
+	}
 	ep.Handle(job.CopyProtocol, s.handleCopy)
 	return s, nil
 }
