@@ -38,7 +38,7 @@ type running struct {
 	held []blob.Hash // the blobs stage acquired; run's end releases them
 	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
 
-	mu       sync.Mutex // guards mpi, sink, procs and why
+	mu       sync.Mutex     // guards mpi, sink, procs and why
 	procs    []proc.Process // started here, for measuring their memory
 	mpi      *router.Job
 	fence    *pmi.Fence // a PMI job's KVS here (instead of mpi)
