@@ -39,6 +39,7 @@ type Lease struct {
 	Memory    int64     // bytes held
 	Expires   time.Time // zero once committed
 	Committed bool
+	Priority  int // the job's priority as this host honours it (Policy.HonouredPriority)
 }
 
 // LeaseConfig configures a lease table.
@@ -144,6 +145,10 @@ func (l *Leases) Admit(submitter peer.ID, need job.Need, ttl time.Duration) (Dec
 		return d, Lease{}, nil
 	}
 	ls, err := l.reserve(need.Job, submitter, d.Slots, d.Cores, d.Memory, ttl)
+	if err == nil {
+		ls.Priority = l.policy.HonouredPriority(submitter, need.Priority)
+		l.byKey[ls.Key].Priority = ls.Priority
+	}
 	return d, ls, err
 }
 
@@ -371,6 +376,17 @@ func (l *Leases) usage() Usage {
 	}
 	u.Memory = MemoryHeld(holds)
 	return u
+}
+
+// MemHold is what job j holds and was last measured using here.
+func (l *Leases) MemHold(j job.ID) MemHold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := MemHold{Used: l.used[j]}
+	if ls, ok := l.byJob[j]; ok {
+		h.Declared = ls.Memory
+	}
+	return h
 }
 
 // SetUsed records the memory a job's processes here were last measured

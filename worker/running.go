@@ -46,6 +46,7 @@ type running struct {
 	why      string
 	released sync.Once
 	running  atomic.Bool // phase two is done: the ranks were released
+	pre      preemptState
 }
 
 // start checks a commit against its lease and runs it in the background.

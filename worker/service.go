@@ -270,8 +270,9 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 // lack of free slots waits in the line (waitq.go), and asks the later jobs
 // holding slots here to give them back.
 func (s *Service) offer(a flood.Advert, need job.Need) {
+	honoured := s.leases.Policy().HonouredPriority(a.Submitter, need.Priority)
 	if _, held := s.leases.ByJob(need.Job); held {
-		s.waiting.note(a, need, time.Now()) // a wider flood: a fresher copy
+		s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
 		return
 	}
 	if s.draining.Load() {
@@ -284,8 +285,8 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		s.decline(a, need.Job, Decision{Code: job.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
 		return
 	}
-	prio, listed := s.waiting.note(a, need, time.Now())
-	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)
+	prio, listed := s.waiting.note(a, need, honoured, time.Now())
+	d, l, err := s.admitBehindHigher(a.Submitter, need, honoured)
 	if !d.Accept || err != nil {
 		if !d.Accept {
 			s.abuse.refused.Add(RefusedPolicy)
@@ -298,7 +299,8 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 			s.decline(a, need.Job, d)
 		}
 		if d.Full && listed {
-			s.askYield(prio)
+			s.askYield(prio, honoured)
+			s.preempt(a.Submitter, need, prio)
 		}
 		return
 	}

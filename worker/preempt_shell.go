@@ -1,0 +1,126 @@
+package worker
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// The I/O side of preemption (issue 19): the worker applies
+// PlanPreemption when an advert is refused for lack of room, and asks the
+// submitter of each job to swap out to stop it with a checkpoint
+// (job.PreemptProtocol). The freed slots go to the waiting line, where a
+// job of higher priority is served first and no lower one is admitted
+// ahead of it. Jobs without a checkpoint are left running until the
+// freeze primitive (worker/proc) is wired in: never killed.
+
+// preemptState is what a running job carries for preemption.
+type preemptState struct {
+	preempted atomic.Bool // a swap-out was asked and not refused
+	saved     atomic.Bool // a rank here saved a checkpoint
+}
+
+// canSwap says whether the job can be swapped out by checkpoint: a
+// Zorilla MPI job without replicas, released, whose program takes
+// checkpoints (one was saved here, or this run restarted from one).
+func (r *running) canSwap() bool {
+	return !r.c.PMI && r.c.R == 1 && r.running.Load() && (r.pre.saved.Load() || len(r.c.Restore) > 0)
+}
+
+// admitBehindHigher admits an advert unless a job of higher honoured
+// priority waits in the line for this host: then it is refused as full,
+// and waits in its turn.
+func (s *Service) admitBehindHigher(submitter peer.ID, need job.Need, honoured int) (Decision, Lease, error) {
+	if top, ok := s.waiting.highestWaiting(need.Job, s.leases); ok && top > honoured {
+		return full(refuse(job.DeclineBusy, "", "a job of higher priority (%d) waits for this host", top)), Lease{}, nil
+	}
+	return s.leases.Admit(submitter, need, s.cfg.LeaseTTL)
+}
+
+// preempt plans and starts the preemptions that would let need in.
+func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) {
+	p := s.leases.Policy()
+	holders, byID := s.holders()
+	if len(holders) == 0 {
+		return
+	}
+	plan, _ := PlanPreemption(p, s.leases.Usage(), holders, submitter, need, since)
+	honoured := p.HonouredPriority(submitter, need.Priority)
+	for _, pr := range plan {
+		r := byID[pr.Job]
+		if pr.Action != ActionSwap || r == nil || !r.pre.preempted.CompareAndSwap(false, true) {
+			continue
+		}
+		log.Infow("swapping out a job for one of higher priority", "job", r.id, "for", need.Job, "priority", honoured)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.swapOut(r, need.Job, honoured)
+		}()
+	}
+}
+
+// holders are the jobs running here as PlanPreemption sees them.
+func (s *Service) holders() ([]Holder, map[job.ID]*running) {
+	byID := map[job.ID]*running{}
+	var out []Holder
+	for _, r := range s.runningJobs() {
+		l, ok := s.leases.Get(r.lease)
+		if !ok || !l.Committed {
+			continue
+		}
+		since, ok := s.waiting.priority(r.id)
+		if !ok {
+			since = job.Priority{Job: r.id}
+		}
+		swap := r.canSwap()
+		out = append(out, Holder{Job: r.id, Priority: l.Priority, Since: since, Cores: l.Cores,
+			Memory: s.leases.MemHold(r.id), Checkpoint: swap,
+			// Without a checkpoint a job could only be frozen, which is not
+			// wired in yet: it is no candidate, so it is never touched.
+			Preempted: r.pre.preempted.Load() || !swap})
+		byID[r.id] = r
+	}
+	return out, byID
+}
+
+// swapOut asks r's submitter to stop it with a checkpoint; a refusal (no
+// checkpoint in time, the job ended) leaves it running and a candidate
+// again.
+func (s *Service) swapOut(r *running, forJob job.ID, prio int) {
+	ctx, cancel := context.WithTimeout(s.ctx, job.DefaultStopTimeout+30*time.Second)
+	defer cancel()
+	msg := job.PreemptMsg{Job: r.id, Lease: r.lease, For: forJob, Priority: prio}
+	var reply job.PreemptReply
+	err := s.ep.Call(ctx, r.submitter, job.PreemptProtocol, msg, &reply, job.MaxPreemptSize)
+	if err != nil || !reply.Stopped {
+		log.Infow("job not swapped out; it runs on", "job", r.id, "for", forJob, "err", err, "reason", reply.Reason)
+		r.pre.preempted.Store(false)
+	}
+}
+
+// highestWaiting is the highest honoured priority of the jobs in the line
+// other than self that hold no lease here; false when there is none.
+func (w *waitLine) highestWaiting(self job.ID, leases *Leases) (int, bool) {
+	w.mu.Lock()
+	ids := make([]job.ID, 0, len(w.jobs))
+	prios := make([]int, 0, len(w.jobs))
+	for id, e := range w.jobs {
+		if id != self {
+			ids, prios = append(ids, id), append(prios, e.honoured)
+		}
+	}
+	w.mu.Unlock()
+	top, found := math.MinInt, false
+	for i, id := range ids {
+		if _, held := leases.ByJob(id); !held && prios[i] > top {
+			top, found = prios[i], true
+		}
+	}
+	return top, found
+}
