@@ -40,6 +40,10 @@ type Lease struct {
 	Expires   time.Time // zero once committed
 	Committed bool
 	Priority  int // the job's priority as this host honours it (Policy.HonouredPriority)
+	// Need is what the advert asked per process and per host, from which
+	// Memory was computed (job.HeldMemory); the commit shrinks Memory to
+	// the processes placed here (CommitMemory).
+	Need job.Need
 }
 
 // LeaseConfig configures a lease table.
@@ -146,8 +150,8 @@ func (l *Leases) Admit(submitter peer.ID, need job.Need, ttl time.Duration) (Dec
 	}
 	ls, err := l.reserve(need.Job, submitter, d.Slots, d.Cores, d.Memory, ttl)
 	if err == nil {
-		ls.Priority = l.policy.HonouredPriority(submitter, need.Priority)
-		l.byKey[ls.Key].Priority = ls.Priority
+		ls.Priority, ls.Need = l.policy.HonouredPriority(submitter, need.Priority), need
+		l.byKey[ls.Key].Priority, l.byKey[ls.Key].Need = ls.Priority, need
 	}
 	return d, ls, err
 }
@@ -376,6 +380,24 @@ func (l *Leases) usage() Usage {
 	}
 	u.Memory = MemoryHeld(holds)
 	return u
+}
+
+// CommitMemory lowers the memory a committed lease holds to what the
+// procs processes placed here declare (job.HeldMemory): an offer of c
+// processes at MemPerProc each, of which the plan used fewer, gives the
+// rest back for other jobs. Slots and cores stay, for a retry on the
+// same lease. A lease without a per-process declaration is left alone.
+func (l *Leases) CommitMemory(key string, procs int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls, ok := l.byKey[key]
+	if !ok || ls.Need.MemPerProc == 0 {
+		return
+	}
+	if m := job.HeldMemory(ls.Need, procs); m < ls.Memory {
+		ls.Memory = m
+		l.signalFreed()
+	}
 }
 
 // MemHold is what job j holds and was last measured using here.

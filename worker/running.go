@@ -60,6 +60,7 @@ func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) err
 	if err := s.leases.Commit(lease, id); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}
+	s.leases.CommitMemory(lease, len(c.Procs))
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{svc: s, id: id, lease: lease, submitter: from, c: c,
 		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel, done: make(chan struct{}),
