@@ -121,3 +121,27 @@ func phaseOf(cur Phase, to State) (Phase, bool) {
 func (r Record) RemainingTimeout(now time.Time) time.Duration {
 	return max(r.Desc.Timeout-r.TimeAt(now).Running, time.Second)
 }
+
+// onFreeze records a host's freeze or thaw of the job's processes: the
+// job is frozen while any of its hosts holds it frozen.
+func (ss *session) onFreeze(h *hostRun, frozen bool, why string) {
+	h.frozen = frozen
+	anyFrozen := ss.all(func(h *hostRun) bool { return !h.frozen }) == false
+	p := PhaseRunning
+	if anyFrozen {
+		p = PhaseFrozen
+	}
+	if ss.rec.State != Running || p == ss.rec.Phase() {
+		return
+	}
+	if len(why) > MaxReasonLen {
+		why = why[:MaxReasonLen]
+	}
+	ss.rec = SwitchPhase(ss.rec, p, time.Now(), why)
+	ss.save()
+	line := "continued"
+	if frozen {
+		line = "frozen in place: " + why
+	}
+	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr", Line: line})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -131,4 +132,58 @@ func TestPreemptCapped(t *testing.T) {
 	if rec := second.wait(t); rec.State != job.Done {
 		t.Fatalf("second job ended %s: %s\n%s", rec.State, rec.Reason, second.describe())
 	}
+}
+
+// A job that takes no checkpoint is frozen in place, never killed: a
+// priority-5 job runs at once on its hosts; the frozen job then goes on
+// where it stopped, in the same run, and ends well. Its record shows the
+// time it spent frozen.
+func TestPreemptByFreeze(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 agents, real processes")
+	}
+	ln := shareNet(t, func(cfg *node.Config) {
+		cfg.MaxJobs, cfg.MaxPriority = 1, 10
+	})
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	// Counts while it waits for the gate: a frozen copy stops counting.
+	low := uploadScript(t, ln.Nodes[0], "i=0; while [ ! -e "+gate+" ]; do i=$((i+1)); sleep 0.05; done; echo counted $i")
+	d := job.NewDescription("prog.sh", nil, 4)
+	d.Strategy, d.Require.Labels = job.Spread, []string{poolLabel}
+	w := submitJob(t, ln.Nodes[0], d, low)
+	w.awaitState(t, job.Running)
+	hi := uploadScript(t, ln.Nodes[0], "echo high")
+	hd := d
+	hd.Priority, hd.Deadline = 5, time.Minute
+	h := submitJob(t, ln.Nodes[0], hd, hi)
+	hRec := h.wait(t)
+	if hRec.State != job.Done {
+		t.Fatalf("high-priority job ended %s: %s\n%s\nlow: %s", hRec.State, hRec.Reason, h.describe(), w.describe())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rec job.Record
+	if err := ln.Await(ctx, "the frozen job continued", func() bool {
+		rec, _ = ln.Nodes[0].Submitter().Get(w.id)
+		return rec.Phase() == job.PhaseRunning && rec.TimeAt(time.Now()).Frozen > 0
+	}); err != nil {
+		t.Fatalf("%v: phase %s, switches %+v\n%s", err, rec.Phase(), rec.Switches, w.describe())
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec = w.wait(t)
+	if rec.State != job.Done || len(rec.Runs) > 1 || rec.Attempts != 1 {
+		t.Fatalf("frozen job ended %s (%s) after %d attempts: want done in its one run\n%s", rec.State, rec.Reason, rec.Attempts, w.describe())
+	}
+	if n := len(linesMatching(w.updates(), regexp.MustCompile(`^counted \d+$`))); n != 4 {
+		t.Fatalf("%d of 4 ranks finished counting", n)
+	}
+	tu := rec.TimeAt(time.Now())
+	if tu.Frozen <= 0 || tu.Swapped != 0 {
+		t.Fatalf("time %+v: want frozen time and no swap", tu)
+	}
+	t.Logf("frozen %v while the high-priority job ran (it ran %v after submission)",
+		tu.Frozen.Round(time.Millisecond), firstEntered(hRec)[job.Running].Sub(hRec.Created).Round(time.Millisecond))
 }

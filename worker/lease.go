@@ -44,6 +44,10 @@ type Lease struct {
 	// Memory was computed (job.HeldMemory); the commit shrinks Memory to
 	// the processes placed here (CommitMemory).
 	Need job.Need
+	// Frozen is set while the job's processes here are stopped in place
+	// for a job of higher priority: its cores and its place among the J
+	// are free, its memory is not.
+	Frozen bool
 }
 
 // LeaseConfig configures a lease table.
@@ -374,8 +378,10 @@ func (l *Leases) usage() Usage {
 	var u Usage
 	holds := make([]MemHold, 0, len(l.byKey))
 	for _, ls := range l.byKey {
-		u.Jobs++
-		u.Cores += ls.Cores
+		if !ls.Frozen {
+			u.Jobs++
+			u.Cores += ls.Cores
+		}
 		holds = append(holds, MemHold{Declared: ls.Memory, Used: l.used[ls.Job]})
 	}
 	u.Memory = MemoryHeld(holds)
@@ -398,6 +404,35 @@ func (l *Leases) CommitMemory(key string, procs int) {
 		ls.Memory = m
 		l.signalFreed()
 	}
+}
+
+// SetFrozen marks a lease frozen (its job stopped in place) or not; false
+// when there is no such lease.
+func (l *Leases) SetFrozen(key string, frozen bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls, ok := l.byKey[key]
+	if !ok {
+		return false
+	}
+	if frozen && !ls.Frozen {
+		l.signalFreed()
+	}
+	ls.Frozen = frozen
+	return true
+}
+
+// FitsThawed says whether the frozen lease key may run again: its cores
+// and its place among the J fit beside the others.
+func (l *Leases) FitsThawed(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls, ok := l.byKey[key]
+	if !ok || !ls.Frozen {
+		return false
+	}
+	u := l.usage()
+	return u.Jobs+1 <= l.policy.MaxJobs && u.Cores+ls.Cores <= l.policy.Cores
 }
 
 // MemHold is what job j holds and was last measured using here.

@@ -2,13 +2,17 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
 // The I/O side of preemption (issue 19): the worker applies
@@ -16,13 +20,18 @@ import (
 // submitter of each job to swap out to stop it with a checkpoint
 // (job.PreemptProtocol). The freed slots go to the waiting line, where a
 // job of higher priority is served first and no lower one is admitted
-// ahead of it. Jobs without a checkpoint are left running until the
-// freeze primitive (worker/proc) is wired in: never killed.
+// ahead of it. A job without a checkpoint is frozen in place (proc.Freeze)
+// when the plan says memory permits, and continued (proc.Thaw) once its
+// cores and its place among the J are free again and no job of higher
+// priority waits for them. No job is ever killed to make room.
 
 // preemptState is what a running job carries for preemption.
 type preemptState struct {
-	preempted atomic.Bool // a swap-out was asked and not refused
+	preempted atomic.Bool // a swap-out was asked and not refused, or the job is frozen
 	saved     atomic.Bool // a rank here saved a checkpoint
+
+	mu     sync.Mutex // serialises Freeze and Thaw of the job (proc's rule)
+	frozen bool
 }
 
 // canSwap says whether the job can be swapped out by checkpoint: a
@@ -53,7 +62,11 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 	honoured := p.HonouredPriority(submitter, need.Priority)
 	for _, pr := range plan {
 		r := byID[pr.Job]
-		if pr.Action != ActionSwap || r == nil || !r.pre.preempted.CompareAndSwap(false, true) {
+		if r == nil || !r.pre.preempted.CompareAndSwap(false, true) {
+			continue
+		}
+		if pr.Action == ActionFreeze {
+			s.freeze(r, fmt.Sprintf("job %s of priority %d", need.Job, honoured))
 			continue
 		}
 		log.Infow("swapping out a job for one of higher priority", "job", r.id, "for", need.Job, "priority", honoured)
@@ -78,12 +91,10 @@ func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 		if !ok {
 			since = job.Priority{Job: r.id}
 		}
-		swap := r.canSwap()
 		out = append(out, Holder{Job: r.id, Priority: l.Priority, Since: since, Cores: l.Cores,
-			Memory: s.leases.MemHold(r.id), Checkpoint: swap,
-			// Without a checkpoint a job could only be frozen, which is not
-			// wired in yet: it is no candidate, so it is never touched.
-			Preempted: r.pre.preempted.Load() || !swap})
+			Memory: s.leases.MemHold(r.id), Checkpoint: r.canSwap(),
+			// A job whose processes have not all started is left alone.
+			Preempted: r.pre.preempted.Load() || !r.started()})
 		byID[r.id] = r
 	}
 	return out, byID
@@ -123,4 +134,85 @@ func (w *waitLine) highestWaiting(self job.ID, leases *Leases) (int, bool) {
 		}
 	}
 	return top, found
+}
+
+// freeze stops job r's processes here in place and frees its cores and
+// its place among the J (not its memory); the submitter is told, for the
+// job's time accounting. A failure leaves the job running.
+func (s *Service) freeze(r *running, why string) {
+	r.pre.mu.Lock()
+	defer r.pre.mu.Unlock()
+	r.mu.Lock()
+	procs, k := r.procs, r.sink
+	r.mu.Unlock()
+	if r.pre.frozen || len(procs) == 0 {
+		r.pre.preempted.Store(r.pre.frozen)
+		return
+	}
+	if err := proc.Freeze(r.sandbox, procs); err != nil {
+		log.Warnw("job not frozen; it runs on", "job", r.id, "err", err)
+		r.pre.preempted.Store(false)
+		return
+	}
+	r.pre.frozen = true
+	s.leases.SetFrozen(r.lease, true)
+	log.Infow("job frozen in place", "job", r.id, "for", why)
+	if k != nil {
+		k.send(r.ctx, job.Report{Kind: job.RepFrozen, Reason: "preempted by " + why})
+	}
+}
+
+// thawFrozen continues the frozen jobs here whose cores and place among
+// the J are free again, highest priority first, unless a job of higher
+// priority than theirs waits in the line for this host.
+func (s *Service) thawFrozen() {
+	type cand struct {
+		r    *running
+		prio int
+	}
+	var cs []cand
+	for _, r := range s.runningJobs() {
+		if l, ok := s.leases.Get(r.lease); ok && l.Frozen {
+			cs = append(cs, cand{r, l.Priority})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].prio > cs[j].prio })
+	for _, c := range cs {
+		if top, ok := s.waiting.highestWaiting(c.r.id, s.leases); ok && top > c.prio {
+			continue
+		}
+		if s.leases.FitsThawed(c.r.lease) {
+			s.thaw(c.r)
+		}
+	}
+}
+
+// thaw continues job r's processes here.
+func (s *Service) thaw(r *running) {
+	r.pre.mu.Lock()
+	defer r.pre.mu.Unlock()
+	if !r.pre.frozen {
+		return
+	}
+	r.mu.Lock()
+	procs, k := r.procs, r.sink
+	r.mu.Unlock()
+	if err := proc.Thaw(r.sandbox, procs); err != nil {
+		log.Warnw("frozen job not continued", "job", r.id, "err", err)
+		return
+	}
+	r.pre.frozen = false
+	s.leases.SetFrozen(r.lease, false)
+	r.pre.preempted.Store(false)
+	log.Infow("job continued", "job", r.id)
+	if k != nil {
+		k.send(r.ctx, job.Report{Kind: job.RepThawed})
+	}
+}
+
+// started says whether the job's processes here have started.
+func (r *running) started() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.procs) > 0
 }

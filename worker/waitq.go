@@ -247,6 +247,7 @@ func (s *Service) serveWaiting() {
 		case <-timer.C:
 			s.leases.Expire() // a lazy expiry signals Freed
 		}
+		s.thawFrozen()
 		s.offerWaiting()
 		timer.Reset(s.nextWake(time.Now()))
 	}
