@@ -26,6 +26,8 @@ type Offer struct {
 	RTT    time.Duration         `json:"rtt"`             // submitter-measured round trip (application-level ping)
 	Addrs  []multiaddr.Multiaddr `json:"addrs,omitempty"` // where to reach the worker
 	Site   string                `json:"site,omitempty"`  // the host's site label (SiteLabel), if any
+	// GangFree is the worker's free rotation columns (OfferMsg.GangFree).
+	GangFree *uint64 `json:"gang_free,omitempty"`
 }
 
 // SortRList sorts offers by ascending RTT, ties broken by peer ID, so that

@@ -200,7 +200,8 @@ func (ss *session) takeOffer(o offerIn) {
 		addrs = addrs[:maxOfferAddrs]
 	}
 	offer := Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
-		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: siteName(o.msg.Site)}
+		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: siteName(o.msg.Site),
+		GangFree: o.msg.GangFree}
 	ss.rlist = append(ss.rlist, offer)
 	ss.declined.offered(o.from)
 	OrderRList(ss.rlist, ss.sub.Desc.Prefer)

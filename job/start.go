@@ -182,6 +182,7 @@ func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
 			rankHost[p.Rank][p.Replica] = index[hp.Offer.Peer]
 		}
 	}
+	col := gangColumn(plan)
 	out := map[peer.ID]LeaseRequest{}
 	timeout := d.Timeout
 	if ss.rec.Phase() == PhaseSwapped {
@@ -191,7 +192,7 @@ func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
 		c := &Commit{Key: string(ss.key), N: d.Nodes, R: d.Replicas, Program: ss.sub.Program, Args: d.Args,
 			Env: envList(d.Env), Inputs: ss.sub.Inputs, Outputs: d.Outputs, Timeout: timeout,
 			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost, Attempt: ss.rec.Attempts, PMI: d.PMI,
-			CheckpointEvery: d.CheckpointEvery, Restore: ss.restoreFor(hp.Procs)}
+			CheckpointEvery: d.CheckpointEvery, Restore: ss.restoreFor(hp.Procs), GangColumn: col}
 		out[hp.Offer.Peer] = LeaseRequest{Op: OpCommit, Job: ss.id, Lease: hp.Offer.Lease, Commit: c}
 	}
 	return out

@@ -1,6 +1,9 @@
 package worker
 
-import "github.com/zorilla-p2p/zorilla/job"
+import (
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
+)
 
 // MemHold is one job's memory on this host: what its lease holds (the
 // job's declaration, job.HeldMemory) and what its processes were last
@@ -25,11 +28,23 @@ func MemoryHeld(holds []MemHold) int64 {
 	return sum
 }
 
-// FitsMemory is the one co-scheduling test on memory: a job declaring add
-// more bytes may join the holds only while every job's charge plus add
-// fits in what the owner lends. It is used by admission (Decide, through
+// FitsMemory is co-scheduling's test on memory: a job declaring add more
+// bytes may join the holds only while every job's charge plus add fits in
+// what the owner lends. It is used by admission (Decide, through
 // Usage.Memory), by the lease table's reservations, and by the preemption
-// plan.
+// plan, and it is gang.Fits, the hybrid technique's test of which jobs
+// may be in memory together, over the jobs' charges. An owner lending
+// nothing (lent <= 0, which gang.Fits reads as no bound) takes nothing.
 func FitsMemory(lent int64, holds []MemHold, add int64) bool {
-	return add >= 0 && MemoryHeld(holds)+add <= lent
+	if add < 0 {
+		return false
+	}
+	if lent <= 0 {
+		return add == 0 && MemoryHeld(holds) == 0
+	}
+	mems := make([]int64, 0, len(holds)+1)
+	for _, h := range holds {
+		mems = append(mems, h.Charge())
+	}
+	return gang.Fits(lent, append(mems, add)...)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -75,6 +76,11 @@ type ServiceConfig struct {
 	// measured (memuse.go); a job is charged the more of that and what it
 	// declared. 0: never measured, declarations only.
 	MemorySample time.Duration
+	// Gang is the time-slice rotation of the jobs that share this host
+	// (package gang, gangloop.go); Columns 0 turns it off: jobs sharing
+	// the host are co-scheduled by the OS. Every agent of a grid must use
+	// the same Slice and Columns.
+	Gang gang.Config
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -102,6 +108,11 @@ func DefaultServiceConfig() ServiceConfig {
 }
 
 func (c ServiceConfig) validate() error {
+	if c.Gang.Columns != 0 {
+		if err := c.Gang.Validate(); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+	}
 	switch {
 	case c.LeaseTTL < 0:
 		return fmt.Errorf("worker: lease TTL must not be negative, got %v", c.LeaseTTL)
@@ -163,7 +174,8 @@ type Service struct {
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running
 
-	draining atomic.Bool // Drain was called: no new job starts
+	draining atomic.Bool   // Drain was called: no new job starts
+	gangKick chan struct{} // a job joined or left the rotation (gangloop.go)
 }
 
 // NewService builds the worker side and registers its protocol on ep.
@@ -185,6 +197,7 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		abuse:    newAbuse(cfg.Abuse),
 		waiting:  newWaitLine(cfg.Wait),
 		pmi:      pmi.NewNetwork(ep),
+		gangKick: make(chan struct{}, 1),
 	}
 	ep.Handle(job.LeaseProtocol, s.handleLease)
 	s.wg.Add(1)
@@ -192,6 +205,10 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 	if cfg.MemorySample > 0 {
 		s.wg.Add(1)
 		go s.sampleMemory()
+	}
+	if cfg.Gang.Columns > 0 {
+		s.wg.Add(1)
+		go s.runGang()
 	}
 	ep.Handle(job.CopyProtocol, s.handleCopy)
 	return s, nil
@@ -323,7 +340,7 @@ func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need job.Need, 
 		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
 	}
 	msg := job.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires,
-		Site: job.SiteLabel(s.leases.Policy().Labels)}
+		Site: job.SiteLabel(s.leases.Policy().Labels), GangFree: s.gangFree()}
 	var reply job.OfferReply
 	err := s.ep.Call(ctx, a.Submitter, job.OfferProtocol, msg, &reply, job.MaxReplySize)
 	if err != nil || !reply.Keep {

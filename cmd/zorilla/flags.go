@@ -75,7 +75,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "testnet-delay", EnvVars: []string{"ZORILLA_TESTNET_DELAY"}, Hidden: true,
 			Usage: "testnets only: delay what is sent over TCP to SUBNET by DELAY, e.g. 10.90.1.0/24=5ms (repeatable; TCP only)"},
 	}
-	return append(append(flags, webFlag()), abuseFlags()...)
+	return append(append(append(flags, webFlag()), abuseFlags()...), gangFlags()...)
 }
 
 // agentConfig builds the agent's config from its flags. Bad values are
@@ -123,6 +123,9 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 		return cfg, err
 	}
 	if err := webConfig(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if err := gangConfig(c, &cfg); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
