@@ -187,3 +187,75 @@ func TestPreemptByFreeze(t *testing.T) {
 	t.Logf("frozen %v while the high-priority job ran (it ran %v after submission)",
 		tu.Frozen.Round(time.Millisecond), firstEntered(hRec)[job.Running].Sub(hRec.Created).Round(time.Millisecond))
 }
+
+// A host that dies while a job is swapped out costs the job nothing: its
+// checkpoint's files are the submitter's, and it resumes from them on
+// the hosts left. Five pool agents; the heat job takes four, the job of
+// priority 5 four too, and one of the heat job's hosts (one the high job
+// does not use, if there is one) is stopped while it waits.
+func TestSwappedOutSurvivesHostLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("6 agents, real processes, a host stopped")
+	}
+	ln := startLaunchNet(t, 6, 1, func(i int, cfg *node.Config) {
+		cfg.Labels = nil
+		if i > 0 {
+			cfg.Labels = []string{poolLabel}
+			cfg.MaxJobs, cfg.MaxPriority = 1, 10
+		}
+	})
+	prog := buildExample(t, ln.Nodes[0], "heat")
+	low := job.NewDescription("heat", []string{"40", "50", "3000"}, 4)
+	low.Strategy, low.Require.Labels = job.Spread, []string{poolLabel}
+	low.CheckpointEvery, low.Deadline = 300*time.Millisecond, 2*time.Minute
+	ref := submitJob(t, ln.Nodes[0], low, prog)
+	if rec := ref.wait(t); rec.State != job.Done {
+		t.Fatalf("solo run ended %s: %s\n%s", rec.State, rec.Reason, ref.describe())
+	}
+	want := heatSum(t, ref)
+	ln.awaitCheckpointsGone(t, ref.end)
+	ln.awaitClean(t, ref.id, nil)
+
+	w := submitJob(t, ln.Nodes[0], low, prog)
+	ln.awaitCheckpoint(t, w, 2)
+	hd := job.NewDescription("heat", []string{"30", "50", "3000"}, 4)
+	hd.Strategy, hd.Require.Labels, hd.Priority, hd.Deadline = job.Spread, []string{poolLabel}, 5, time.Minute
+	hd.CheckpointEvery = 300 * time.Millisecond
+	hi := submitJob(t, ln.Nodes[0], hd, prog)
+	hi.awaitState(t, job.Running)
+	stopped := w.wait(t)
+	if stopped.State != job.Stopped {
+		t.Fatalf("low job: %s (%s)\n%s", stopped.State, stopped.Reason, w.describe())
+	}
+	hiRec, err := ln.Nodes[0].Submitter().Get(hi.id)
+	if err != nil || hiRec.Plan == nil {
+		t.Fatalf("high job's record: %v", err)
+	}
+	// A host of the swapped-out job's run, preferably one the high job
+	// does not use (when it uses them all, it restarts elsewhere too).
+	victim := ln.Index(stopped.Runs[0].Hosts[0])
+	for _, p := range stopped.Runs[0].Hosts {
+		if !slices.ContainsFunc(hiRec.Plan.Hosts, func(h job.HostPlan) bool { return h.Offer.Peer == p }) {
+			victim = ln.Index(p)
+		}
+	}
+	if err := ln.Stop(victim); err != nil {
+		t.Fatal(err)
+	}
+	if rec := hi.wait(t); rec.State != job.Done {
+		t.Fatalf("high job ended %s: %s", rec.State, rec.Reason)
+	}
+	rest := watchJob(ln.Nodes[0], w.id)
+	rec := rest.wait(t)
+	if rec.State != job.Done {
+		t.Fatalf("swapped-out job ended %s: %s\n%s", rec.State, rec.Reason, rest.describe())
+	}
+	if got := heatSum(t, rest); got != want {
+		t.Fatalf("checksum %s, the solo run's %s", got, want)
+	}
+	last := rec.Runs[len(rec.Runs)-1]
+	if last.From == 0 || slices.Contains(last.Hosts, ln.Nodes[victim].ID()) {
+		t.Fatalf("last run %+v: want it from a checkpoint, without the stopped host %d", last, victim)
+	}
+	t.Logf("host %d stopped while the job was swapped out; it resumed from checkpoint %d on the other 4", victim, last.From)
+}
