@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -31,7 +32,8 @@ func openGate(t *testing.T, gate string) {
 // Co-scheduling within memory on 4 agents lending 1G and 4 cores each,
 // J=3, P=1 (a job takes one process per agent): two jobs
 // of 400M per process run together on the same hosts; a third, which J
-// and the cores would let in, waits until one ends, for memory. Then a
+// and the cores would let in, waits until one ends, for memory; three of
+// 300M run together. Then a
 // job that declares nothing but uses 100M per process keeps out one that
 // declares 950M: the worker charges what a job uses, measured.
 func TestCoScheduleWithinMemory(t *testing.T) {
@@ -99,6 +101,30 @@ func TestCoScheduleWithinMemory(t *testing.T) {
 	openGate(t, gates["b"])
 	openGate(t, gates["c"])
 	for _, w := range []*watcher{a, b, c} {
+		if rec := w.wait(t); rec.State != job.Done {
+			t.Fatalf("job %s ended %s: %s", w.id, rec.State, rec.Reason)
+		}
+	}
+
+	// Three jobs of 300M per process fit together (900M of 1G): all three
+	// run at once on the same 4 hosts.
+	var three []*watcher
+	for i := range 3 {
+		g := filepath.Join(dir, "three"+strconv.Itoa(i))
+		gates["three"+strconv.Itoa(i)] = g
+		d3, p3 := gatedJob(t, ln, g, "", 300*M)
+		three = append(three, submitJob(t, ln.Nodes[0], d3, p3))
+	}
+	for _, w := range three {
+		w.awaitState(t, job.Running)
+	}
+	for _, w := range three {
+		if !holding(ln.Net, w.id, pool...) {
+			t.Fatalf("three jobs that fit are not on the same 4 hosts:\n%s", describeLeases(leasesOf(ln.Net)))
+		}
+	}
+	for i, w := range three {
+		openGate(t, gates["three"+strconv.Itoa(i)])
 		if rec := w.wait(t); rec.State != job.Done {
 			t.Fatalf("job %s ended %s: %s", w.id, rec.State, rec.Reason)
 		}
