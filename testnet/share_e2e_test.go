@@ -19,7 +19,7 @@ import (
 
 // shareNet starts agent 0 (the submitter, outside the pool) and 4 pool
 // agents configured by pool.
-func shareNet(t *testing.T, pool func(cfg *node.Config)) *launchNet {
+func shareNet(t testing.TB, pool func(cfg *node.Config)) *launchNet {
 	return startLaunchNet(t, 5, 1, func(i int, cfg *node.Config) {
 		cfg.Labels = nil
 		if i > 0 {
