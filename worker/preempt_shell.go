@@ -119,6 +119,7 @@ func (s *Service) swapOut(r *running, forJob job.ID, prio int) {
 // other than self that hold no lease here; false when there is none.
 func (w *waitLine) highestWaiting(self job.ID, leases *Leases) (int, bool) {
 	w.mu.Lock()
+	w.sweep(time.Now()) // an expired advert holds nothing back
 	ids := make([]job.ID, 0, len(w.jobs))
 	prios := make([]int, 0, len(w.jobs))
 	for id, e := range w.jobs {
