@@ -45,7 +45,7 @@ func (r *running) canSwap() bool {
 // priority waits in the line for this host: then it is refused as full,
 // and waits in its turn.
 func (s *Service) admitBehindHigher(submitter peer.ID, need job.Need, honoured int) (Decision, Lease, error) {
-	if top, ok := s.waiting.highestWaiting(need.Job, s.leases); ok && top > honoured {
+	if top, ok := s.waiting.highestWaiting(need.Job, s.leases, time.Now()); ok && top > honoured {
 		return full(refuse(job.DeclineBusy, "", "a job of higher priority (%d) waits for this host", top)), Lease{}, nil
 	}
 	return s.leases.Admit(submitter, need, s.cfg.LeaseTTL)
@@ -117,9 +117,9 @@ func (s *Service) swapOut(r *running, forJob job.ID, prio int) {
 
 // highestWaiting is the highest honoured priority of the jobs in the line
 // other than self that hold no lease here; false when there is none.
-func (w *waitLine) highestWaiting(self job.ID, leases *Leases) (int, bool) {
+func (w *waitLine) highestWaiting(self job.ID, leases *Leases, now time.Time) (int, bool) {
 	w.mu.Lock()
-	w.sweep(time.Now()) // an expired advert holds nothing back
+	w.sweep(now) // an expired advert holds nothing back
 	ids := make([]job.ID, 0, len(w.jobs))
 	prios := make([]int, 0, len(w.jobs))
 	for id, e := range w.jobs {
@@ -179,7 +179,7 @@ func (s *Service) thawFrozen() {
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].prio > cs[j].prio })
 	for _, c := range cs {
-		if top, ok := s.waiting.highestWaiting(c.r.id, s.leases); ok && top > c.prio {
+		if top, ok := s.waiting.highestWaiting(c.r.id, s.leases, time.Now()); ok && top > c.prio {
 			continue
 		}
 		if s.leases.FitsThawed(c.r.lease) {

@@ -208,13 +208,13 @@ func TestWaitLineServesHigherPriorityFirst(t *testing.T) {
 		t.Fatalf("served %v, want %v", got, want)
 	}
 	l, _ := newTable(t, host())
-	if top, ok := w.highestWaiting("early", l); !ok || top != 5 {
+	if top, ok := w.highestWaiting("early", l, t0); !ok || top != 5 {
 		t.Fatalf("highest waiting %d %v, want 5", top, ok)
 	}
 	if _, err := l.Reserve("urgent", "alice", 1, 1, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	if top, _ := w.highestWaiting("early", l); top != 0 {
+	if top, _ := w.highestWaiting("early", l, t0); top != 0 {
 		t.Fatalf("a job holding a lease still counts as waiting: top %d", top)
 	}
 }
