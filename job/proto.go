@@ -189,6 +189,11 @@ const (
 	// RepLeaving: this host is draining (its agent is stopping): its
 	// copies are about to end; count them lost now (Reason says why).
 	RepLeaving ReportKind = "leaving"
+	// RepFrozen and RepThawed: this host stopped the job's processes here
+	// in place for a job of higher priority (Reason says which), and
+	// continued them (issue 19). The job is frozen while any host is.
+	RepFrozen ReportKind = "frozen"
+	RepThawed ReportKind = "thawed"
 )
 
 // Report is one report from a worker about the job's processes there.

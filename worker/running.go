@@ -38,14 +38,15 @@ type running struct {
 	held []blob.Hash // the blobs stage acquired; run's end releases them
 	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
 
-	mu       sync.Mutex // guards mpi, sink and why
+	mu       sync.Mutex // guards mpi, sink, procs and why
 	mpi      *router.Job
 	fence    *pmi.Fence // a PMI job's KVS here (instead of mpi)
 	sink     *sink      // the report stream, once open
 	why      string
 	released sync.Once
 	running  atomic.Bool    // phase two is done: the ranks were released
-	procs    []proc.Process // guarded by mu: the copies here, once all started (gangloop.go)
+	procs    []proc.Process // guarded by mu: the copies here, once all started (gangloop.go, memuse.go)
+	pre      preemptState
 }
 
 // start checks a commit against its lease and runs it in the background.
@@ -59,6 +60,7 @@ func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) err
 	if err := s.leases.Commit(lease, id); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}
+	s.leases.CommitMemory(lease, len(c.Procs))
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{svc: s, id: id, lease: lease, submitter: from, c: c,
 		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel, done: make(chan struct{}),
