@@ -41,6 +41,8 @@ type descFile struct {
 	Retries    *int              `json:"retries,omitempty" yaml:"retries,omitempty"` // absent: DefaultRetries
 
 	CheckpointEvery fileDuration `json:"checkpoint_every,omitzero" yaml:"checkpoint_every,omitempty"`
+	MemPerProc      fileSize     `json:"mem_per_proc,omitzero" yaml:"mem_per_proc,omitempty"`
+	Priority        int          `json:"priority,omitempty" yaml:"priority,omitempty"`
 }
 
 type fileRequire struct {
@@ -57,6 +59,7 @@ func (d Description) toFile() descFile {
 		Strategy: d.Strategy, Prefer: d.Prefer, Inputs: d.Inputs, Outputs: d.Outputs, Env: d.Env,
 		Stdout: d.Stdout, Stderr: d.Stderr, Timeout: fileDuration(d.Timeout), Deadline: fileDuration(d.Deadline),
 		Retries: &d.Retries, CheckpointEvery: fileDuration(d.CheckpointEvery),
+		MemPerProc: fileSize(d.MemPerProc), Priority: d.Priority,
 		Require: fileRequire{OS: d.Require.OS, Arch: d.Require.Arch, Cores: d.Require.MinCores,
 			Memory: fileSize(d.Require.MinMemory), Labels: d.Require.Labels},
 	}
@@ -68,6 +71,7 @@ func (f descFile) description() Description {
 		retries = *f.Retries
 	}
 	return Description{Retries: retries, CheckpointEvery: time.Duration(f.CheckpointEvery),
+		MemPerProc: int64(f.MemPerProc), Priority: f.Priority,
 		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes, Replicas: f.Replicas, PMI: f.PMI,
 		Strategy: f.Strategy, Prefer: f.Prefer, Inputs: f.Inputs, Outputs: f.Outputs, Env: f.Env,
 		Stdout: f.Stdout, Stderr: f.Stderr, Timeout: time.Duration(f.Timeout), Deadline: time.Duration(f.Deadline),

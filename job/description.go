@@ -39,6 +39,13 @@ type Description struct {
 	// PMI-1 protocol (package worker/pmi) instead of Zorilla's MPI
 	// socket. Such a job has one copy per rank (see checkPMI).
 	PMI bool
+	// MemPerProc is the memory each process declares it uses (bytes);
+	// hosts hold slots × MemPerProc for the job and co-schedule jobs
+	// only while what they hold and use fits (worker.FitsMemory).
+	MemPerProc int64
+	// Priority ranks the job against others on shared hosts
+	// (MinPriority..MaxPriority, default 0); see Need.Priority.
+	Priority int
 }
 
 // Defaults filled in by SetDefaults.
@@ -111,7 +118,7 @@ func (d *Description) SetDefaults() {
 
 // Need is what the job's adverts ask for.
 func (d Description) Need(id ID) Need {
-	return Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require}
+	return Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority}
 }
 
 // Validate checks every field and bound. The error names the field:
@@ -159,6 +166,12 @@ func (d Description) checkCounts() error {
 	}
 	if d.CheckpointEvery < 0 || d.CheckpointEvery > MaxTimeout {
 		return fmt.Errorf("checkpoint_every: must be between 0 and %v, got %v", MaxTimeout, d.CheckpointEvery)
+	}
+	if err := checkMemPerProc(d.MemPerProc); err != nil {
+		return err
+	}
+	if err := CheckPriority(d.Priority); err != nil {
+		return err
 	}
 	return checkRange("retries", d.Retries, 0, MaxRetries)
 }

@@ -25,6 +25,14 @@ type Need struct {
 	N   int          `json:"n"` // processes
 	R   int          `json:"r"` // replicas of each process, on distinct hosts
 	Req Requirements `json:"req"`
+	// MemPerProc is the memory one process declares it uses (submit
+	// --mem-per-proc): a host offering c processes holds
+	// max(Req.MinMemory, c×MemPerProc). 0: nothing declared.
+	MemPerProc int64 `json:"mem_per_proc,omitempty"`
+	// Priority is the submitter's priority (submit --priority): a host
+	// honours it up to its owner's cap (worker.Policy.HonouredPriority),
+	// and a job of higher honoured priority may preempt lower ones there.
+	Priority int `json:"priority,omitempty"`
 }
 
 // MaxNeedSize bounds an encoded Need; it must fit in an advert's body.
@@ -70,6 +78,12 @@ func (n Need) Validate() error {
 	if n.N < 1 || n.R < 1 || n.N > MaxProcs || n.R > MaxReplicas || n.N*n.R > MaxProcs {
 		return fmt.Errorf("out of range: job %q n=%d r=%d (1 <= r <= %d, n*r <= %d)",
 			n.Job, n.N, n.R, MaxReplicas, MaxProcs)
+	}
+	if err := checkMemPerProc(n.MemPerProc); err != nil {
+		return err
+	}
+	if err := CheckPriority(n.Priority); err != nil {
+		return err
 	}
 	return n.Req.Validate()
 }

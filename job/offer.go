@@ -30,6 +30,8 @@ type Offer struct {
 	// only through a relay (the host is behind a NAT, whatever private
 	// addresses it lists). An MPICH job's ranks cannot reach it (PlacePMI).
 	Relayed bool `json:"relayed,omitempty"`
+	// GangFree is the worker's free rotation columns (OfferMsg.GangFree).
+	GangFree *uint64 `json:"gang_free,omitempty"`
 }
 
 // SortRList sorts offers by ascending RTT, ties broken by peer ID, so that

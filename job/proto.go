@@ -42,6 +42,10 @@ type OfferMsg struct {
 	Memory  int64     `json:"memory"`
 	Expires time.Time `json:"expires"`
 	Site    string    `json:"site,omitempty"` // the site its owner's "site=" label names, if any
+	// GangFree, from a worker that gang-schedules the jobs sharing it, is
+	// its free columns of the time-slice rotation (bit i: column i free;
+	// worker/gang). Absent: the worker does not take part in one.
+	GangFree *uint64 `json:"gang_free,omitempty"`
 }
 
 // OfferReply tells the worker whether the submitter keeps the lease. A worker
@@ -127,6 +131,10 @@ type Commit struct {
 	Restore         []Restore     `json:"restore,omitempty"`
 	// PMI: the ranks are MPICH processes served PMI-1 by their agents.
 	PMI bool `json:"pmi,omitempty"`
+	// GangColumn is the job's column of the time-slice rotation, free on
+	// every host of the plan when they all offered one (worker/gang);
+	// absent: the job runs whenever its host runs it.
+	GangColumn *int `json:"gang_column,omitempty"`
 }
 
 // FetchRequest asks the submitter for one of a job's files.
@@ -181,6 +189,11 @@ const (
 	// RepLeaving: this host is draining (its agent is stopping): its
 	// copies are about to end; count them lost now (Reason says why).
 	RepLeaving ReportKind = "leaving"
+	// RepFrozen and RepThawed: this host stopped the job's processes here
+	// in place for a job of higher priority (Reason says which), and
+	// continued them (issue 19). The job is frozen while any host is.
+	RepFrozen ReportKind = "frozen"
+	RepThawed ReportKind = "thawed"
 )
 
 // Report is one report from a worker about the job's processes there.

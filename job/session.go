@@ -49,8 +49,11 @@ type session struct {
 	events    chan reportIn
 	cancel    chan string
 	stopReq   chan stopReq // stops with a checkpoint (stop.go)
-	ctx       context.Context
-	stop      context.CancelFunc
+	// minDeadline lengthens the scheduling deadline of a job resumed
+	// after a preemption (preempt.go).
+	minDeadline time.Duration
+	ctx         context.Context
+	stop        context.CancelFunc
 
 	rec      Record
 	rlist    []Offer
@@ -169,9 +172,9 @@ func (ss *session) notEnough(why string) error {
 
 func (ss *session) deadline() time.Duration {
 	if ss.sub.Desc.Deadline > 0 {
-		return ss.sub.Desc.Deadline
+		return max(ss.sub.Desc.Deadline, ss.minDeadline)
 	}
-	return ss.s.cfg.Deadline
+	return max(ss.s.cfg.Deadline, ss.minDeadline)
 }
 
 // maxOfferAddrs bounds the addresses an offer keeps of its host.
@@ -198,7 +201,7 @@ func (ss *session) takeOffer(o offerIn) {
 	}
 	offer := Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
 		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: siteName(o.msg.Site),
-		Relayed: onlyRelayed(ss.s.h.Network().ConnsToPeer(o.from))}
+		Relayed: onlyRelayed(ss.s.h.Network().ConnsToPeer(o.from)), GangFree: o.msg.GangFree}
 	ss.rlist = append(ss.rlist, offer)
 	ss.declined.offered(o.from)
 	OrderRList(ss.rlist, ss.sub.Desc.Prefer)

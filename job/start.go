@@ -182,12 +182,17 @@ func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
 			rankHost[p.Rank][p.Replica] = index[hp.Offer.Peer]
 		}
 	}
+	col := gangColumn(plan)
 	out := map[peer.ID]LeaseRequest{}
+	timeout := d.Timeout
+	if ss.rec.Phase() == PhaseSwapped {
+		timeout = ss.rec.RemainingTimeout(time.Now()) // swapped out: the time it ran counts, the rest does not
+	}
 	for _, hp := range plan.Hosts {
 		c := &Commit{Key: string(ss.key), N: d.Nodes, R: d.Replicas, Program: ss.sub.Program, Args: d.Args,
-			Env: envList(d.Env), Inputs: ss.sub.Inputs, Outputs: d.Outputs, Timeout: d.Timeout,
+			Env: envList(d.Env), Inputs: ss.sub.Inputs, Outputs: d.Outputs, Timeout: timeout,
 			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost, Attempt: ss.rec.Attempts, PMI: d.PMI,
-			CheckpointEvery: d.CheckpointEvery, Restore: ss.restoreFor(hp.Procs)}
+			CheckpointEvery: d.CheckpointEvery, Restore: ss.restoreFor(hp.Procs), GangColumn: col}
 		out[hp.Offer.Peer] = LeaseRequest{Op: OpCommit, Job: ss.id, Lease: hp.Offer.Lease, Commit: c}
 	}
 	return out

@@ -128,6 +128,11 @@ type Record struct {
 	// Flood samples the reservations as they went: radius, offers and
 	// slots over time (at most MaxFloodSamples).
 	Flood []FloodSample `json:"flood,omitempty"`
+	// Time is the time spent running, frozen and swapped out up to the
+	// last switch (account.go; TimeAt adds the current phase), and
+	// Switches the latest changes of phase (at most MaxSwitches).
+	Time     TimeUse  `json:"time,omitzero"`
+	Switches []Switch `json:"switches,omitempty"`
 }
 
 // Run is one start attempt of a job: when, on which hosts, and how it
@@ -184,6 +189,9 @@ func Transition(r Record, to State, at time.Time, why string) (Record, error) {
 	}
 	if to.Terminal() {
 		next.Reason = why
+	}
+	if p, ok := phaseOf(r.Phase(), to); ok {
+		next = SwitchPhase(next, p, at, why)
 	}
 	return next, nil
 }

@@ -42,6 +42,7 @@ const DefaultStopTimeout = 2 * time.Minute
 type stopReq struct {
 	timeout time.Duration
 	reply   chan error
+	by      *preemptBy // a host's preemption (preempt.go); nil: the user's stop
 }
 
 // stopping is a stop under way in the watch loop.
@@ -55,9 +56,15 @@ type stopping struct {
 type errStopped struct {
 	num   uint64
 	reply chan error
+	why   string // a preemption's reason; empty: the user's stop
 }
 
-func (e errStopped) Error() string { return fmt.Sprintf("stopped with checkpoint %d", e.num) }
+func (e errStopped) Error() string {
+	if e.why != "" {
+		return fmt.Sprintf("swapped out with checkpoint %d: %s", e.num, e.why)
+	}
+	return fmt.Sprintf("stopped with checkpoint %d", e.num)
+}
 
 // Stop stops a running job with a checkpoint: it returns once the job is
 // Stopped, or with why not (the job then goes on as it was).
@@ -102,6 +109,9 @@ func (ss *session) beginStop(w *watchState, r stopReq) {
 	case w.stop != nil:
 		r.reply <- fmt.Errorf("%w: job %s: a stop is already under way", ErrNotStoppable, ss.id)
 		return
+	case ss.checkPreemptBy(r.by) != nil:
+		r.reply <- ss.checkPreemptBy(r.by)
+		return
 	case d.Replicas > 1 || d.PMI:
 		r.reply <- fmt.Errorf("%w: job %s takes no checkpoints (replicated or --pmi); cancel it instead", ErrNotStoppable, ss.id)
 		return
@@ -132,8 +142,11 @@ func (ss *session) beginStop(w *watchState, r stopReq) {
 		base = c.Num
 	}
 	w.stop = &stopping{req: r, base: base, timer: time.NewTimer(r.timeout)}
-	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
-		Line: "stopping: the job ends at its next checkpoint"})
+	line := "stopping: the job ends at its next checkpoint"
+	if r.by != nil {
+		line = "swapping out at the next checkpoint: " + r.by.why
+	}
+	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr", Line: line})
 }
 
 // stopTimer is the channel of the stop's timeout, nil without a stop.
@@ -162,6 +175,9 @@ func (ss *session) stopIfCheckpointed(w *watchState) error {
 		return nil
 	}
 	st := errStopped{num: c.Num, reply: w.stop.req.reply}
+	if by := w.stop.req.by; by != nil {
+		st.why = by.why
+	}
 	w.stop.timer.Stop()
 	w.stop = nil
 	ss.killAll(st.Error())
@@ -185,6 +201,13 @@ func (ss *session) endStop(w *watchState, err error) {
 // Resume starts a stopped job again from its checkpoint; elsewhere keeps
 // it off the hosts of the run that was stopped.
 func (s *Submitter) Resume(id ID, elsewhere bool) error {
+	return s.resumeStopped(id, elsewhere, "")
+}
+
+// resumeStopped resumes a stopped job; a job swapped out for another
+// (preempted: why says by what) looks for hosts at least
+// DefaultPreemptWait.
+func (s *Submitter) resumeStopped(id ID, elsewhere bool, preempted string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss := s.sessions[id]; ss != nil {
@@ -212,6 +235,9 @@ func (s *Submitter) Resume(id ID, elsewhere bool) error {
 	}
 	if elsewhere && len(rec.Runs) > 0 {
 		ss.avoidHosts(rec.Runs[len(rec.Runs)-1].Hosts)
+	}
+	if preempted != "" {
+		ss.minDeadline = DefaultPreemptWait
 	}
 	ss.grantCheckpoints()
 	ss.note = fmt.Sprintf("resumed from checkpoint %d", c.Num)

@@ -144,6 +144,7 @@ func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advert
 	ep.Handle(ReportProtocol, s.handleReports)
 	ep.Handle(FetchProtocol, s.handleFetch)
 	ep.Handle(DeclineProtocol, s.handleDecline)
+	ep.Handle(PreemptProtocol, s.handlePreempt)
 	return s, nil
 }
 

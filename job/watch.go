@@ -16,6 +16,7 @@ type hostRun struct {
 	done     bool   // the host reported its end, was killed, or was lost
 	seq      uint64 // the last numbered report taken
 	lastSeen time.Time
+	frozen   bool // its processes are stopped in place (RepFrozen)
 }
 
 // watch follows the job from the commits to its end: phase one (every host
@@ -186,6 +187,8 @@ func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalReco
 	case RepDone:
 		h.done = true
 		w.finished = ss.all(func(h *hostRun) bool { return h.done })
+	case RepFrozen, RepThawed:
+		ss.onFreeze(h, e.Kind == RepFrozen, e.Reason)
 	}
 	return nil
 }

@@ -66,6 +66,10 @@ type Config struct {
 	MaxProcs int      // P: processes of one application on this host
 	Memory   int64    // bytes offered
 	Labels   []string // e.g. "gpu", "site=nancy"; jobs may require them
+	// MaxPriority and PriorityCaps cap the job priority this owner honours
+	// (worker.Policy): by default 0 for every submitter.
+	MaxPriority  int
+	PriorityCaps map[peer.ID]int
 	// AllowFile and DenyFile list submitter peer IDs, one per line; empty:
 	// <DataDir>/allow and <DataDir>/deny, which may be absent (empty
 	// lists) and which `zorilla trust` edits. Trust by default: only the

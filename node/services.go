@@ -208,6 +208,7 @@ func (n *Node) policy() (worker.Policy, error) {
 	p := worker.Policy{
 		MaxJobs: n.cfg.MaxJobs, MaxProcs: n.cfg.MaxProcs, Cores: n.cfg.Cores, Memory: n.cfg.Memory,
 		OS: runtime.GOOS, Arch: runtime.GOARCH, Labels: n.cfg.Labels,
+		MaxPriority: n.cfg.MaxPriority, PriorityCaps: n.cfg.PriorityCaps,
 	}
 	n.trust = newTrust(n.cfg, n.h.ID())
 	if err := n.trust.load(); err != nil {

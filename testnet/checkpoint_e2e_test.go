@@ -232,7 +232,7 @@ func heatSum(t *testing.T, w *watcher) string {
 
 // awaitCheckpoint waits until the job has a complete checkpoint numbered
 // at least num, and returns its number.
-func (ln *launchNet) awaitCheckpoint(t *testing.T, w *watcher, num uint64) uint64 {
+func (ln *launchNet) awaitCheckpoint(t testing.TB, w *watcher, num uint64) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

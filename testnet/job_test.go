@@ -145,7 +145,7 @@ var _ = blob.Hash{}
 
 // buildExample compiles one of examples/ into a temporary folder and
 // uploads it to agent nd.
-func buildExample(t *testing.T, nd *node.Node, name string) job.FileRef {
+func buildExample(t testing.TB, nd *node.Node, name string) job.FileRef {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command("go", "build", "-o", out, "../examples/"+name)

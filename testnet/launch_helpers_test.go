@@ -261,7 +261,7 @@ func (w *watcher) awaitLines(t *testing.T, re *regexp.Regexp, n int) {
 }
 
 // awaitState waits until the job enters state st (or ends).
-func (w *watcher) awaitState(t *testing.T, st job.State) {
+func (w *watcher) awaitState(t testing.TB, st job.State) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -50,6 +50,7 @@ func newCkptSender() *ckptSender {
 
 // saved is the router's OnSaved: it must not block.
 func (r *running) saved(sv router.Saved) {
+	r.pre.saved.Store(true)
 	r.ck.mu.Lock()
 	defer r.ck.mu.Unlock()
 	if r.ck.closed {

@@ -39,6 +39,15 @@ type Lease struct {
 	Memory    int64     // bytes held
 	Expires   time.Time // zero once committed
 	Committed bool
+	Priority  int // the job's priority as this host honours it (Policy.HonouredPriority)
+	// Need is what the advert asked per process and per host, from which
+	// Memory was computed (job.HeldMemory); the commit shrinks Memory to
+	// the processes placed here (CommitMemory).
+	Need job.Need
+	// Frozen is set while the job's processes here are stopped in place
+	// for a job of higher priority: its cores and its place among the J
+	// are free, its memory is not.
+	Frozen bool
 }
 
 // LeaseConfig configures a lease table.
@@ -92,6 +101,7 @@ type Leases struct {
 	policy Policy
 	byKey  map[string]*Lease
 	byJob  map[job.ID]*Lease
+	used   map[job.ID]int64 // measured memory of committed jobs (SetUsed)
 }
 
 // NewLeases returns an empty lease table under policy p.
@@ -107,7 +117,7 @@ func NewLeases(p Policy, cfg LeaseConfig) (*Leases, error) {
 		now = time.Now
 	}
 	return &Leases{now: now, defaultTTL: cfg.DefaultTTL, maxTTL: cfg.MaxTTL,
-		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}, freed: make(chan struct{}, 1)}, nil
+		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}, used: map[job.ID]int64{}, freed: make(chan struct{}, 1)}, nil
 }
 
 // SetPolicy replaces the policy (the owner changed a setting or reloaded an
@@ -143,6 +153,10 @@ func (l *Leases) Admit(submitter peer.ID, need job.Need, ttl time.Duration) (Dec
 		return d, Lease{}, nil
 	}
 	ls, err := l.reserve(need.Job, submitter, d.Slots, d.Cores, d.Memory, ttl)
+	if err == nil {
+		ls.Priority, ls.Need = l.policy.HonouredPriority(submitter, need.Priority), need
+		l.byKey[ls.Key].Priority, l.byKey[ls.Key].Need = ls.Priority, need
+	}
 	return d, ls, err
 }
 
@@ -189,7 +203,7 @@ func fits(p Policy, u Usage, slots, cores int, memory int64) error {
 		return fmt.Errorf("%w: %d processes, P=%d", ErrCapacity, slots, p.MaxProcs)
 	case u.Cores+cores > p.Cores:
 		return fmt.Errorf("%w: %d cores asked, %d of %d free", ErrCapacity, cores, p.Cores-u.Cores, p.Cores)
-	case u.Memory+memory > p.Memory:
+	case !FitsMemory(p.Memory, []MemHold{{Declared: u.Memory}}, memory):
 		return fmt.Errorf("%w: %d bytes asked, %d of %d free", ErrCapacity, memory, p.Memory-u.Memory, p.Memory)
 	}
 	return nil
@@ -328,6 +342,7 @@ func (l *Leases) sweep() []Lease {
 }
 
 func (l *Leases) remove(ls *Lease) {
+	delete(l.used, ls.Job)
 	delete(l.byKey, ls.Key)
 	delete(l.byJob, ls.Job)
 	l.signalFreed()
@@ -361,10 +376,88 @@ func (l *Leases) NextExpiry() (time.Time, bool) {
 
 func (l *Leases) usage() Usage {
 	var u Usage
+	holds := make([]MemHold, 0, len(l.byKey))
 	for _, ls := range l.byKey {
-		u.Jobs++
-		u.Cores += ls.Cores
-		u.Memory += ls.Memory
+		if !ls.Frozen {
+			u.Jobs++
+			u.Cores += ls.Cores
+		}
+		holds = append(holds, MemHold{Declared: ls.Memory, Used: l.used[ls.Job]})
 	}
+	u.Memory = MemoryHeld(holds)
 	return u
+}
+
+// CommitMemory lowers the memory a committed lease holds to what the
+// procs processes placed here declare (job.HeldMemory): an offer of c
+// processes at MemPerProc each, of which the plan used fewer, gives the
+// rest back for other jobs. Slots and cores stay, for a retry on the
+// same lease. A lease without a per-process declaration is left alone.
+func (l *Leases) CommitMemory(key string, procs int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls, ok := l.byKey[key]
+	if !ok || ls.Need.MemPerProc == 0 {
+		return
+	}
+	if m := job.HeldMemory(ls.Need, procs); m < ls.Memory {
+		ls.Memory = m
+		l.signalFreed()
+	}
+}
+
+// SetFrozen marks a lease frozen (its job stopped in place) or not; false
+// when there is no such lease.
+func (l *Leases) SetFrozen(key string, frozen bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls, ok := l.byKey[key]
+	if !ok {
+		return false
+	}
+	if frozen && !ls.Frozen {
+		l.signalFreed()
+	}
+	ls.Frozen = frozen
+	return true
+}
+
+// FitsThawed says whether the frozen lease key may run again: its cores
+// and its place among the J fit beside the others.
+func (l *Leases) FitsThawed(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls, ok := l.byKey[key]
+	if !ok || !ls.Frozen {
+		return false
+	}
+	u := l.usage()
+	return u.Jobs+1 <= l.policy.MaxJobs && u.Cores+ls.Cores <= l.policy.Cores
+}
+
+// MemHold is what job j holds and was last measured using here.
+func (l *Leases) MemHold(j job.ID) MemHold {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := MemHold{Used: l.used[j]}
+	if ls, ok := l.byJob[j]; ok {
+		h.Declared = ls.Memory
+	}
+	return h
+}
+
+// SetUsed records the memory a job's processes here were last measured
+// using (worker/memuse.go); from then on the job is charged the more of
+// that and what its lease holds (MemHold.Charge). A job without a lease
+// here is ignored.
+func (l *Leases) SetUsed(j job.ID, bytes int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.byJob[j]; !ok {
+		return
+	}
+	if bytes = max(bytes, 0); bytes < l.used[j] {
+		l.signalFreed() // a job using less may let a waiting one in
+	}
+	l.used[j] = bytes
 }

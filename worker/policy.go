@@ -30,6 +30,27 @@ type Policy struct {
 	// submitted through it, so Self passes the allow list (not the deny
 	// list, nor J, P or the requirements). Empty: no exception.
 	Self peer.ID
+	// MaxPriority is the highest job priority this owner honours from a
+	// submitter without an entry in PriorityCaps (agent --max-priority;
+	// default 0: priorities above 0 count as 0, so nothing preempts the
+	// default jobs unless the owner says so). PriorityCaps gives a
+	// submitter its own cap (agent --priority-cap PEER=N).
+	MaxPriority  int
+	PriorityCaps map[peer.ID]int
+}
+
+// MaxPriorityCaps bounds the per-submitter priority entries.
+const MaxPriorityCaps = 1024
+
+// HonouredPriority is the priority this owner gives a job: what its
+// submitter asked, capped by the submitter's entry in PriorityCaps or
+// else by MaxPriority. A cap never raises a priority.
+func (p Policy) HonouredPriority(submitter peer.ID, asked int) int {
+	limit := p.MaxPriority
+	if c, ok := p.PriorityCaps[submitter]; ok {
+		limit = c
+	}
+	return min(asked, limit)
 }
 
 // MaxJobsLimit bounds J: more applications at once than this on one
@@ -63,6 +84,16 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("memory: must be 0..%d bytes, got %d", job.MaxSize, p.Memory)
 	case len(p.Labels) > MaxHostLabels:
 		return fmt.Errorf("labels: at most %d, got %d", MaxHostLabels, len(p.Labels))
+	case len(p.PriorityCaps) > MaxPriorityCaps:
+		return fmt.Errorf("priority-cap: at most %d entries, got %d", MaxPriorityCaps, len(p.PriorityCaps))
+	}
+	if err := job.CheckPriority(p.MaxPriority); err != nil {
+		return fmt.Errorf("max-%w", err)
+	}
+	for id, c := range p.PriorityCaps {
+		if err := job.CheckPriority(c); err != nil {
+			return fmt.Errorf("priority-cap %s: %w", id, err)
+		}
 	}
 	if err := (job.Requirements{OS: p.OS, Arch: p.Arch}).Validate(); err != nil {
 		return err
@@ -154,6 +185,10 @@ func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
 		return refuse(job.DeclineRequirement, "mem="+job.FormatSize(need.Req.MinMemory),
 			"requires %s of memory, %s lent in all", job.FormatSize(need.Req.MinMemory), job.FormatSize(p.Memory))
 	}
+	if need.MemPerProc > p.Memory {
+		return refuse(job.DeclineRequirement, "mem-per-proc="+job.FormatSize(need.MemPerProc),
+			"one process declares %s of memory, %s lent in all", job.FormatSize(need.MemPerProc), job.FormatSize(p.Memory))
+	}
 	if need.Req.MinMemory > freeMem {
 		return full(refuse(job.DeclineMemory, "mem="+job.FormatSize(need.Req.MinMemory),
 			"requires %s of memory, %s free", job.FormatSize(need.Req.MinMemory), job.FormatSize(max(freeMem, 0))))
@@ -166,8 +201,16 @@ func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
 		}
 		return full(d)
 	}
+	if per := need.MemPerProc; per > 0 {
+		slots = min(slots, int(min(max(freeMem, 0)/per, int64(job.MaxProcs))))
+		if slots < 1 {
+			return full(refuse(job.DeclineMemory, "mem-per-proc="+job.FormatSize(per),
+				"one process declares %s of memory, %s free (jobs here hold or use the rest)",
+				job.FormatSize(per), job.FormatSize(max(freeMem, 0))))
+		}
+	}
 	return Decision{Accept: true, Slots: slots, Cores: max(slots, need.Req.MinCores),
-		Memory: need.Req.MinMemory, Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
+		Memory: job.HeldMemory(need, slots), Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
 }
 
 // unfit reports whether need could not be offered even with every slot
@@ -175,7 +218,8 @@ func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
 // lends, or no process slot at all.
 func unfit(p Policy, need job.Need) bool {
 	_, why := unmet(p, need.Req)
-	return why != "" || need.Req.MinCores > p.Cores || need.Req.MinMemory > p.Memory || p.MaxProcs < 1 || p.Cores < 1
+	return why != "" || need.Req.MinCores > p.Cores || need.Req.MinMemory > p.Memory ||
+		need.MemPerProc > p.Memory || p.MaxProcs < 1 || p.Cores < 1
 }
 
 // unmet says which fixed requirement (OS, arch, labels) this machine does

@@ -38,18 +38,20 @@ type running struct {
 	held []blob.Hash // the blobs stage acquired; run's end releases them
 	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
 
-	mu       sync.Mutex // guards mpi, sink and why
+	mu       sync.Mutex // guards mpi, sink, procs and why
 	mpi      *router.Job
 	fence    *pmi.Fence // a PMI job's KVS here (instead of mpi)
 	sink     *sink      // the report stream, once open
 	why      string
 	released sync.Once
-	running  atomic.Bool // phase two is done: the ranks were released
+	running  atomic.Bool    // phase two is done: the ranks were released
+	procs    []proc.Process // guarded by mu: the copies here, once all started (gangloop.go, memuse.go)
+	pre      preemptState
 }
 
 // start checks a commit against its lease and runs it in the background.
 func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) error {
-	if err := errors.Join(checkCommit(c), checkRestore(c)); err != nil {
+	if err := errors.Join(checkCommit(c), checkRestore(c), s.checkGangColumn(c.GangColumn)); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}
 	if l, _ := s.leases.Get(lease); len(c.Procs) > l.Slots {
@@ -58,6 +60,7 @@ func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) err
 	if err := s.leases.Commit(lease, id); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}
+	s.leases.CommitMemory(lease, len(c.Procs))
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{svc: s, id: id, lease: lease, submitter: from, c: c,
 		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel, done: make(chan struct{}),
@@ -142,12 +145,14 @@ func (r *running) release() {
 		r.released.Do(func() {
 			r.running.Store(true)
 			f.Release()
+			r.svc.kickGang()
 		})
 	}
 	if m := r.mpiJob(); m != nil {
 		r.released.Do(func() {
 			r.running.Store(true)
 			m.Release()
+			r.svc.kickGang()
 		})
 	}
 }
@@ -207,7 +212,12 @@ func (r *running) run() {
 	} else {
 		k.send(r.ctx, job.Report{Kind: job.RepStarted})
 	}
+	r.mu.Lock()
+	r.procs = procs
+	r.mu.Unlock()
+	r.svc.kickGang()
 	r.watch(k, procs)
+	r.svc.kickGang()
 	r.finishCheckpoints()
 	if err == nil {
 		r.sendOutputs(k)

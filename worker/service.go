@@ -22,6 +22,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -71,6 +72,15 @@ type ServiceConfig struct {
 	// Wait bounds the line of adverts declined for lack of free slots,
 	// served as the slots free (waitq.go).
 	Wait WaitConfig
+	// MemorySample is how often the memory the running jobs use is
+	// measured (memuse.go); a job is charged the more of that and what it
+	// declared. 0: never measured, declarations only.
+	MemorySample time.Duration
+	// Gang is the time-slice rotation of the jobs that share this host
+	// (package gang, gangloop.go); Columns 0 turns it off: jobs sharing
+	// the host are co-scheduled by the OS. Every agent of a grid must use
+	// the same Slice and Columns.
+	Gang gang.Config
 }
 
 // DefaultServiceConfig returns the settings of a real agent.
@@ -91,10 +101,18 @@ func DefaultServiceConfig() ServiceConfig {
 		// 1024 per rank: room for a threaded runtime (Go, OpenMP) and a
 		// few helper processes, far from exhausting the machine's PIDs.
 		PidsPerProcess: 1024,
+		// 2 s: a job's memory grows over seconds as it allocates; reading
+		// one cgroup file per job this often costs nothing.
+		MemorySample: 2 * time.Second,
 	}
 }
 
 func (c ServiceConfig) validate() error {
+	if c.Gang.Columns != 0 {
+		if err := c.Gang.Validate(); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+	}
 	switch {
 	case c.LeaseTTL < 0:
 		return fmt.Errorf("worker: lease TTL must not be negative, got %v", c.LeaseTTL)
@@ -113,6 +131,8 @@ func (c ServiceConfig) validate() error {
 	case c.Wait.Max < 1 || c.Wait.Skew < 0 || c.Wait.OfferTimeout <= 0:
 		return fmt.Errorf("worker: Wait.Max must be >= 1, Skew >= 0, OfferTimeout > 0; got %d, %v, %v",
 			c.Wait.Max, c.Wait.Skew, c.Wait.OfferTimeout)
+	case c.MemorySample < 0:
+		return fmt.Errorf("worker: MemorySample must not be negative, got %v", c.MemorySample)
 	case c.PidsPerProcess < 0:
 		return fmt.Errorf("worker: PidsPerProcess must not be negative, got %d", c.PidsPerProcess)
 	}
@@ -154,7 +174,8 @@ type Service struct {
 	mu   sync.Mutex // guards jobs
 	jobs map[job.ID]*running
 
-	draining atomic.Bool // Drain was called: no new job starts
+	draining atomic.Bool   // Drain was called: no new job starts
+	gangKick chan struct{} // a job joined or left the rotation (gangloop.go)
 }
 
 // NewService builds the worker side and registers its protocol on ep.
@@ -176,10 +197,19 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		abuse:    newAbuse(cfg.Abuse),
 		waiting:  newWaitLine(cfg.Wait),
 		pmi:      pmi.NewNetwork(ep),
+		gangKick: make(chan struct{}, 1),
 	}
 	ep.Handle(job.LeaseProtocol, s.handleLease)
 	s.wg.Add(1)
 	go s.serveWaiting()
+	if cfg.MemorySample > 0 {
+		s.wg.Add(1)
+		go s.sampleMemory()
+	}
+	if cfg.Gang.Columns > 0 {
+		s.wg.Add(1)
+		go s.runGang()
+	}
 	ep.Handle(job.CopyProtocol, s.handleCopy)
 	return s, nil
 }
@@ -257,8 +287,9 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 // lack of free slots waits in the line (waitq.go), and asks the later jobs
 // holding slots here to give them back.
 func (s *Service) offer(a flood.Advert, need job.Need) {
+	honoured := s.leases.Policy().HonouredPriority(a.Submitter, need.Priority)
 	if _, held := s.leases.ByJob(need.Job); held {
-		s.waiting.note(a, need, time.Now()) // a wider flood: a fresher copy
+		s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
 		return
 	}
 	if s.draining.Load() {
@@ -271,8 +302,8 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		s.decline(a, need.Job, Decision{Code: job.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
 		return
 	}
-	prio, listed := s.waiting.note(a, need, time.Now())
-	d, l, err := s.leases.Admit(a.Submitter, need, s.cfg.LeaseTTL)
+	prio, listed := s.waiting.note(a, need, honoured, time.Now())
+	d, l, err := s.admitBehindHigher(a.Submitter, need, honoured)
 	if !d.Accept || err != nil {
 		if !d.Accept {
 			s.abuse.refused.Add(RefusedPolicy)
@@ -285,7 +316,8 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 			s.decline(a, need.Job, d)
 		}
 		if d.Full && listed {
-			s.askYield(prio)
+			s.askYield(prio, honoured)
+			s.preempt(a.Submitter, need, prio)
 		}
 		return
 	}
@@ -308,7 +340,7 @@ func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need job.Need, 
 		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
 	}
 	msg := job.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires,
-		Site: job.SiteLabel(s.leases.Policy().Labels)}
+		Site: job.SiteLabel(s.leases.Policy().Labels), GangFree: s.gangFree()}
 	var reply job.OfferReply
 	err := s.ep.Call(ctx, a.Submitter, job.OfferProtocol, msg, &reply, job.MaxReplySize)
 	if err != nil || !reply.Keep {

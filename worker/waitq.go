@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -28,6 +29,9 @@ type waitEntry struct {
 	first  time.Time // when this worker first saw the job
 	prio   job.Priority
 	asked  string // the lease this job was asked to yield, if any
+	// honoured is the job's priority as this host honours it: a higher
+	// one is served first, whatever its place in the line (issue 19).
+	honoured int
 }
 
 // WaitConfig bounds the waiting line.
@@ -86,7 +90,7 @@ func newWaitLine(cfg WaitConfig) *waitLine {
 
 // note lists the job of advert a (or refreshes it) and returns its
 // priority; false when the line is full of earlier jobs.
-func (w *waitLine) note(a flood.Advert, need job.Need, now time.Time) (job.Priority, bool) {
+func (w *waitLine) note(a flood.Advert, need job.Need, honoured int, now time.Time) (job.Priority, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.sweep(now)
@@ -94,7 +98,7 @@ func (w *waitLine) note(a flood.Advert, need job.Need, now time.Time) (job.Prior
 	if !ok {
 		e = &waitEntry{first: now}
 	}
-	e.advert, e.need = a, need
+	e.advert, e.need, e.honoured = a, need, honoured
 	e.prio = WaitPriority(need.Job, a.Issued, e.first, w.cfg.Skew)
 	if !ok && len(w.jobs) >= w.cfg.Max {
 		latest := w.latest()
@@ -179,6 +183,9 @@ func (w *waitLine) ordered(now time.Time) []waitEntry {
 		out = append(out, *e)
 	}
 	slices.SortFunc(out, func(a, b waitEntry) int {
+		if a.honoured != b.honoured {
+			return b.honoured - a.honoured // higher priority first
+		}
 		if job.Precedes(a.prio, b.prio) {
 			return -1
 		}
@@ -240,6 +247,7 @@ func (s *Service) serveWaiting() {
 		case <-timer.C:
 			s.leases.Expire() // a lazy expiry signals Freed
 		}
+		s.thawFrozen()
 		s.offerWaiting()
 		timer.Reset(s.nextWake(time.Now()))
 	}
@@ -264,17 +272,20 @@ func (s *Service) offerWaiting() {
 	if s.draining.Load() {
 		return
 	}
+	blocked := math.MinInt // no job of lower priority than a waiting one goes ahead of it
 	for _, e := range s.waiting.ordered(time.Now()) {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if _, held := s.leases.ByJob(e.need.Job); held {
+		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked {
 			continue
 		}
 		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, s.cfg.LeaseTTL)
 		if err != nil || !d.Accept {
 			if !d.Full {
 				s.waiting.drop(e.need.Job) // the policy changed: it never will
+			} else {
+				blocked = max(blocked, e.honoured)
 			}
 			continue
 		}

@@ -82,7 +82,7 @@ func TestWaitLineOrderBoundExpiry(t *testing.T) {
 	w := newWaitLine(WaitConfig{Max: 3, Skew: time.Minute, OfferTimeout: time.Second})
 	for _, i := range []int{3, 1, 2, 4} {
 		a, n := advertOf(job.ID(fmt.Sprintf("j%d", i)), t0.Add(time.Duration(i)*time.Second))
-		_, listed := w.note(a, n, t0.Add(5*time.Second))
+		_, listed := w.note(a, n, 0, t0.Add(5*time.Second))
 		if want := i != 4; listed != want {
 			t.Errorf("j%d listed %v, want %v (the line holds the 3 earliest)", i, listed, want)
 		}
@@ -96,7 +96,7 @@ func TestWaitLineOrderBoundExpiry(t *testing.T) {
 	}
 	// An earlier job arriving at a full line takes the latest one's place.
 	a, n := advertOf("j0", t0)
-	if _, listed := w.note(a, n, t0.Add(10*time.Second)); !listed {
+	if _, listed := w.note(a, n, 0, t0.Add(10*time.Second)); !listed {
 		t.Fatal("an earlier job was not listed in a full line")
 	}
 	if _, ok := w.priority("j3"); ok {
@@ -121,8 +121,8 @@ func TestWaitLineRefreshKeepsPlace(t *testing.T) {
 	w := newWaitLine(WaitConfig{Max: 8, Skew: 0, OfferTimeout: time.Second})
 	a, n := advertOf("j1", time.Time{}) // no claim: the first sighting counts
 	a.Expires = t0.Add(time.Hour)
-	p1, _ := w.note(a, n, t0)
-	p2, _ := w.note(a, n, t0.Add(time.Minute))
+	p1, _ := w.note(a, n, 0, t0)
+	p2, _ := w.note(a, n, 0, t0.Add(time.Minute))
 	if !p1.Since.Equal(t0) || !p2.Since.Equal(t0) {
 		t.Fatalf("priorities %v then %v, want both %v", p1.Since, p2.Since, t0)
 	}
@@ -171,7 +171,7 @@ func TestWaitLineCancel(t *testing.T) {
 	w := newWaitLine(DefaultWaitConfig())
 	for _, j := range []job.ID{"yielder", "done"} {
 		a, n := advertOf(j, t0)
-		w.note(a, n, t0)
+		w.note(a, n, 0, t0)
 	}
 	w.askedToYield("yielder", "k1")
 	w.cancelled("yielder", "k1")
@@ -185,5 +185,36 @@ func TestWaitLineCancel(t *testing.T) {
 	w.cancelled("yielder", "k3") // asked once: its next cancel is a plain one
 	if _, ok := w.priority("yielder"); ok {
 		t.Error("a yielder's later cancel kept it in the line")
+	}
+}
+
+// A job of higher honoured priority is served before earlier jobs of
+// lower priority; equal priorities keep the line's order.
+func TestWaitLineServesHigherPriorityFirst(t *testing.T) {
+	w := newWaitLine(DefaultWaitConfig())
+	for i, c := range []struct {
+		id   job.ID
+		prio int
+	}{{"early", 0}, {"later", 0}, {"urgent", 5}, {"background", -3}} {
+		a, n := advertOf(c.id, t0.Add(time.Duration(i)*time.Second))
+		w.note(a, n, c.prio, t0)
+	}
+	var got []job.ID
+	for _, e := range w.ordered(t0) {
+		got = append(got, e.need.Job)
+	}
+	want := []job.ID{"urgent", "early", "later", "background"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("served %v, want %v", got, want)
+	}
+	l, _ := newTable(t, host())
+	if top, ok := w.highestWaiting("early", l, t0); !ok || top != 5 {
+		t.Fatalf("highest waiting %d %v, want 5", top, ok)
+	}
+	if _, err := l.Reserve("urgent", "alice", 1, 1, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if top, _ := w.highestWaiting("early", l, t0); top != 0 {
+		t.Fatalf("a job holding a lease still counts as waiting: top %d", top)
 	}
 }

@@ -47,6 +47,10 @@ func agentFlags() []cli.Flag {
 			Usage: "P: processes of one application on this machine", DefaultText: "--cores"},
 		&cli.StringFlag{Name: "memory", EnvVars: []string{"ZORILLA_MEMORY"}, Value: formatSize(def.Memory),
 			Usage: "memory offered, e.g. 2G or 512M", DefaultText: "all of it"},
+		&cli.IntFlag{Name: "max-priority", EnvVars: []string{"ZORILLA_MAX_PRIORITY"},
+			Usage: "highest job priority (submit --priority) honoured from a submitter without a --priority-cap; a job of higher honoured priority may swap out or freeze lower ones here (-100..100)"},
+		&cli.StringSliceFlag{Name: "priority-cap", EnvVars: []string{"ZORILLA_PRIORITY_CAP"},
+			Usage: "`PEER=N`: the highest priority honoured from the submitter PEER (repeatable; overrides --max-priority for it)"},
 		&cli.StringSliceFlag{Name: "label", EnvVars: []string{"ZORILLA_LABEL", "ZORILLA_LABELS"},
 			Usage: "label jobs may require, e.g. gpu or site=nancy (repeatable)"},
 		&cli.StringFlag{Name: "allow", EnvVars: []string{"ZORILLA_ALLOW"}, TakesFile: true,
@@ -71,7 +75,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "testnet-delay", EnvVars: []string{"ZORILLA_TESTNET_DELAY"}, Hidden: true,
 			Usage: "testnets only: delay what is sent over TCP to SUBNET by DELAY, e.g. 10.90.1.0/24=5ms (repeatable; TCP only)"},
 	}
-	return append(append(flags, webFlag()), abuseFlags()...)
+	return append(append(append(flags, webFlag()), abuseFlags()...), gangFlags()...)
 }
 
 // agentConfig builds the agent's config from its flags. Bad values are
@@ -108,6 +112,9 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 	}
 	cfg.Memory = mem
 	cfg.Labels = trimAll(c.StringSlice("label"))
+	if err := priorityConfig(c, &cfg); err != nil {
+		return cfg, err
+	}
 	cfg.AllowFile, cfg.DenyFile = expandHome(c.String("allow")), expandHome(c.String("deny"))
 	cfg.Open = c.Bool("open")
 	cfg.RunAs, cfg.UIDRange, cfg.JobNetwork = c.String("run-as"), c.String("uid-range"), c.String("job-network")
@@ -116,6 +123,9 @@ func agentConfig(c *cli.Context) (node.Config, error) {
 		return cfg, err
 	}
 	if err := webConfig(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if err := gangConfig(c, &cfg); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

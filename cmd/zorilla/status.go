@@ -85,6 +85,7 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	if r.Attempts > 1 || r.Matches > 1 {
 		fmt.Fprintf(tw, "retries\t%d starts, %d matches\n", r.Attempts, r.Matches)
 	}
+	writeSharing(tw, r, now)
 	tw.Flush()
 	writeHistory(w, r.History)
 	if r.Plan != nil {
@@ -93,6 +94,7 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	writeLost(w, r.Lost)
 	writeRuns(w, r.Runs)
 	writeCheckpoints(w, r)
+	writeSwitches(w, r.Switches)
 	if r.DryRun {
 		plan, _ := job.Place(d.Strategy, r.Offers, d.Nodes, d.Replicas)
 		writeOffers(w, r.Offers, plan)

@@ -56,6 +56,8 @@ func submitFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
 		&cli.DurationFlag{Name: "checkpoint-every", Usage: "take a checkpoint (where the program calls Comm.Checkpoint) only when `D` has passed since the last one; by default at every call"},
 		&cli.IntFlag{Name: "retries", Usage: "start the job again on other hosts at most `N` times when it loses a host while running (a rank's last copy)", Value: job.DefaultRetries},
+		&cli.StringFlag{Name: "mem-per-proc", Usage: "`SIZE` of memory each process uses, e.g. 512M: hosts hold it for every process they take and co-schedule jobs only while it fits"},
+		&cli.IntFlag{Name: "priority", Usage: "`N` from -100 to 100: a job of higher priority (as far as each host's owner honours it) may swap out or freeze lower ones", Value: job.DefaultPriority},
 		&cli.StringFlag{Name: "require", Usage: "what every host must have, e.g. os=linux,arch=amd64,cores=2,mem=2G,label=gpu"},
 		&cli.StringFlag{Name: "file", Usage: "job description `FILE` (JSON or YAML); flags given as well override it"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "only flood and list the offers (latency-sorted) and whether the job is feasible"},
@@ -211,6 +213,16 @@ func applyFlags(c *cli.Context, d *job.Description) error {
 	}
 	if c.IsSet("checkpoint-every") {
 		d.CheckpointEvery = c.Duration("checkpoint-every")
+	}
+	if c.IsSet("priority") {
+		d.Priority = c.Int("priority")
+	}
+	if c.IsSet("mem-per-proc") {
+		m, err := job.ParseSize(c.String("mem-per-proc"))
+		if err != nil {
+			return fmt.Errorf("--mem-per-proc: %w", err)
+		}
+		d.MemPerProc = m
 	}
 	if c.IsSet("require") {
 		req, err := job.ParseRequire(c.String("require"))

@@ -27,11 +27,12 @@ type process struct {
 	files   *childFiles
 	sink    *sink
 
-	killReq chan bool     // true: SIGKILL at once (abort), false: Kill
-	exited  chan error    // closed (after the error, if any) when the leader has exited
-	readers chan struct{} // closed when both output readers are done
-	done    chan struct{}
-	exit    Exit // written by run before done is closed
+	killReq   chan bool      // true: SIGKILL at once (abort), false: Kill
+	freezeReq chan freezeReq // Freeze and Thaw
+	exited    chan error     // closed (after the error, if any) when the leader has exited
+	readers   chan struct{}  // closed when both output readers are done
+	done      chan struct{}
+	exit      Exit // written by run before done is closed
 }
 
 // watch starts the goroutines that read the output of osp, notice its end,
@@ -39,10 +40,11 @@ type process struct {
 func watch(ctx context.Context, osp *os.Process, cfg Config, s Spec, events Events, files *childFiles, sk *sink) *process {
 	p := &process{
 		os: osp, pid: osp.Pid, cfg: cfg, timeout: s.Timeout, sandbox: s.Sandbox, events: events, files: files, sink: sk,
-		killReq: make(chan bool, 1),
-		exited:  make(chan error, 1),
-		readers: make(chan struct{}),
-		done:    make(chan struct{}),
+		killReq:   make(chan bool, 1),
+		freezeReq: make(chan freezeReq),
+		exited:    make(chan error, 1),
+		readers:   make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	var wg sync.WaitGroup
 	for stream, f := range map[string]*os.File{Stdout: files.stdout, Stderr: files.stderr} {
@@ -129,12 +131,8 @@ func (st *lifecycle) graceC() <-chan time.Time {
 func (p *process) run(ctx context.Context) {
 	defer close(p.done)
 	var st lifecycle
-	var deadline <-chan time.Time
-	if p.timeout > 0 {
-		t := time.NewTimer(p.timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
+	clk := newClock(p.timeout)
+	defer clk.stop()
 	ctxDone := ctx.Done()
 	for exited := false; !exited; {
 		select {
@@ -144,14 +142,18 @@ func (p *process) run(ctx context.Context) {
 			st.addErr(err)
 		case now := <-p.killReq:
 			st.killed = true
+			p.thawForEnd(clk)
 			p.terminate(&st, now)
 		case <-ctxDone:
 			ctxDone = nil
 			st.killed = true
+			p.thawForEnd(clk)
 			p.terminate(&st, false)
-		case <-deadline:
+		case <-clk.C():
 			st.timedOut = true
 			p.terminate(&st, false)
+		case req := <-p.freezeReq:
+			req.reply <- p.applyFreeze(&st, clk, req)
 		case <-st.graceC():
 			st.graceFired = true
 			st.addErr(p.signal(unix.SIGKILL))
@@ -160,7 +162,8 @@ func (p *process) run(ctx context.Context) {
 	if st.grace != nil {
 		st.grace.Stop()
 	}
-	p.exit = p.finish(&st)
+	p.exit = p.finish(&st) // SIGKILL ends frozen and stopped tasks alike
+	p.exit.Frozen = clk.frozenFor()
 }
 
 // terminate sends SIGTERM (and SIGCONT, so a stopped group sees it) and arms

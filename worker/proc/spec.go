@@ -137,6 +137,9 @@ type Exit struct {
 	// (for instance, members of the group that would not go away); nil
 	// otherwise. It says nothing about the program's own success.
 	Err error
+	// Frozen is the time the process spent stopped by Freeze; it did not
+	// count against Spec.Timeout.
+	Frozen time.Duration
 	// Tail holds the last lines of output (Config.TailLines and
 	// Config.TailBytes bound it), for error reports.
 	Tail []Line

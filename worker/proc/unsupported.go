@@ -48,3 +48,5 @@ func KillLeftovers(string) (int, error) { return 0, nil }
 
 // IsolatesNetwork is false: there is no sandbox.
 func (*Sandbox) IsolatesNetwork() bool { return false }
+
+func freezeJob(*Sandbox, []Process, bool) error { return errUnsupported }

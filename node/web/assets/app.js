@@ -192,7 +192,20 @@ function failures(rec) {
   for (const l of rec.lost || []) kids.push(el("p", {}, `copy ${l.rank}.${l.replica} lost on ${short(l.host)} at ${when(l.at)}: ${l.why}`));
   for (const h of rec.unavailable || []) kids.push(el("p", {}, `host ${short(h)} left out after a failure`));
   if (rec.restarts) kids.push(el("p", {}, `started again ${rec.restarts} time(s) after losing a host`));
+  if (rec.switches && rec.switches.length) kids.push(sharing(rec));
   return kids.length ? el("div", {}, kids) : el("p", { class: "muted" }, "None.");
+}
+
+// sharing is the job's time running, frozen and swapped out (the current
+// phase counted until now) and its switches between them.
+function sharing(rec) {
+  const t = Object.assign({ running: 0, frozen: 0, swapped: 0 }, rec.time || {});
+  const last = rec.switches[rec.switches.length - 1];
+  if (last.to in t) t[last.to] += (Date.now() - new Date(last.at)) * 1e6;
+  const s = (ns) => (ns / 1e9).toFixed(1) + " s";
+  return el("div", { id: "sharing" },
+    el("p", {}, `time running ${s(t.running)}, frozen ${s(t.frozen)}, swapped out ${s(t.swapped)}`),
+    el("p", { class: "muted" }, "switches: " + rec.switches.map((w) => `${w.to} at ${when(w.at)}${w.why ? " (" + w.why + ")" : ""}`).join("; ")));
 }
 
 function outputs(id, outs) {

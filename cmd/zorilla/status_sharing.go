@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// writeSharing adds the time-sharing lines of a job's status: its
+// priority and memory per process when set, and its time running, frozen
+// and swapped out once it ran.
+func writeSharing(tw *tabwriter.Writer, r job.Record, now time.Time) {
+	if d := r.Desc; d.Priority != 0 || d.MemPerProc != 0 {
+		fmt.Fprintf(tw, "sharing\tpriority %d, memory per process %s\n", d.Priority, job.FormatSize(d.MemPerProc))
+	}
+	if len(r.Switches) == 0 {
+		return
+	}
+	t := r.TimeAt(now)
+	fmt.Fprintf(tw, "time\trunning %v, frozen %v, swapped out %v\n",
+		t.Running.Round(time.Millisecond), t.Frozen.Round(time.Millisecond), t.Swapped.Round(time.Millisecond))
+}
+
+// writeSwitches lists a job's changes of phase when it was ever frozen or
+// swapped out (a job that only ran has one, its start).
+func writeSwitches(w io.Writer, sw []job.Switch) {
+	interesting := false
+	for _, s := range sw {
+		interesting = interesting || s.To == job.PhaseFrozen || s.To == job.PhaseSwapped
+	}
+	if !interesting {
+		return
+	}
+	fmt.Fprintf(w, "switches: %d\n", len(sw))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, s := range sw {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.To, s.At.Local().Format(timeLayout), s.Why)
+	}
+	tw.Flush()
+}

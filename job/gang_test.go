@@ -1,0 +1,67 @@
+package job
+
+import (
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/worker/gang"
+)
+
+func TestGangColumn(t *testing.T) {
+	mask := func(m uint64) *uint64 { return &m }
+	plan := func(free ...*uint64) Plan {
+		var p Plan
+		for _, f := range free {
+			p.Hosts = append(p.Hosts, HostPlan{Offer: Offer{GangFree: f}})
+		}
+		return p
+	}
+	cases := []struct {
+		name string
+		plan Plan
+		want int // -1: nil
+	}{
+		{"no hosts", plan(), -1},
+		{"a host without rotation", plan(mask(0b11), nil), -1},
+		{"lowest common", plan(mask(0b1110), mask(0b0110)), 1},
+		{"none common: most hosts", plan(mask(0b01), mask(0b10), mask(0b10)), 1},
+	}
+	for _, tc := range cases {
+		got := gangColumn(tc.plan)
+		if (got == nil) != (tc.want < 0) || (got != nil && *got != tc.want) {
+			t.Errorf("%s: gangColumn = %v, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSwapValidateAndResumeAt(t *testing.T) {
+	ok := Swap{Rotation: gang.Config{Slice: 10 * time.Second, Columns: 2}, Set: 1, Gap: time.Second,
+		StopTimeout: time.Second, Poll: time.Millisecond}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(*Swap){
+		func(w *Swap) { w.Set = 2 },
+		func(w *Swap) { w.Set = -1 },
+		func(w *Swap) { w.Gap = 10 * time.Second },
+		func(w *Swap) { w.Gap = -1 },
+		func(w *Swap) { w.StopTimeout = 0 },
+		func(w *Swap) { w.Poll = 0 },
+		func(w *Swap) { w.Rotation.Columns = 0 },
+	} {
+		w := ok
+		bad(&w)
+		if w.Validate() == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", w)
+		}
+	}
+	now := time.Unix(25, 0) // slot 2 of 10 s slices: begins at 20 s
+	if got := swapResumeAt(ok, now); !got.Equal(time.Unix(21, 0)) {
+		t.Errorf("sequential resume at %v, want 21s", got.Unix())
+	}
+	ov := ok
+	ov.Policy = gang.Overlapped
+	if got := swapResumeAt(ov, now); !got.Equal(time.Unix(20, 0)) {
+		t.Errorf("overlapped resume at %v, want 20s", got.Unix())
+	}
+}

@@ -1,0 +1,163 @@
+package job
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+
+	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+)
+
+// Preemption by checkpoint (issue 19). A host that gives itself to a job
+// of higher priority (worker.PlanPreemption) asks the submitter of each
+// job it swaps out to stop that job with a checkpoint, as `zorilla stop
+// --checkpoint` does; the submitter checks that the asking host runs the
+// job (it quotes the job's lease there), stops it, and resumes it at once
+// from that checkpoint: the resumed job waits, queued on the busy hosts,
+// until hosts free, there or elsewhere. It is never killed: a job whose
+// program takes no checkpoint in time keeps running.
+
+// PreemptProtocol: worker -> submitter, one PreemptMsg answered by a
+// PreemptReply once the job is stopped (or why not).
+const PreemptProtocol protocol.ID = "/zorilla/preempt/1.0.0"
+
+// MaxPreemptSize bounds a PreemptMsg and a PreemptReply.
+const MaxPreemptSize = 2 << 10
+
+// maxLeaseKey bounds a lease key quoted by a peer (they are 22 characters).
+const maxLeaseKey = 64
+
+// PreemptMsg asks a job's submitter to swap the job out.
+type PreemptMsg struct {
+	Job      ID     `json:"job"`      // the job to swap out
+	Lease    string `json:"lease"`    // its lease on the asking host
+	For      ID     `json:"for"`      // the job of higher priority taking the host
+	Priority int    `json:"priority"` // that job's priority as the host honours it
+}
+
+// PreemptReply says whether the job was stopped with a checkpoint.
+type PreemptReply struct {
+	Stopped bool   `json:"stopped"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Validate checks a PreemptMsg from a peer.
+func (m PreemptMsg) Validate() error {
+	if _, err := ParseID(string(m.Job)); err != nil {
+		return fmt.Errorf("preempt: job: %w", err)
+	}
+	if _, err := ParseID(string(m.For)); err != nil {
+		return fmt.Errorf("preempt: for: %w", err)
+	}
+	if m.Lease == "" || len(m.Lease) > maxLeaseKey {
+		return fmt.Errorf("preempt: lease: 1..%d characters, got %d", maxLeaseKey, len(m.Lease))
+	}
+	return CheckPriority(m.Priority)
+}
+
+// DecodePreemptMsg reads a PreemptMsg strictly and checks it.
+func DecodePreemptMsg(b []byte) (PreemptMsg, error) {
+	var m PreemptMsg
+	if len(b) > MaxPreemptSize {
+		return m, fmt.Errorf("preempt: %d bytes exceed %d", len(b), MaxPreemptSize)
+	}
+	if err := wire.DecodeJSON(b, &m); err != nil {
+		return m, fmt.Errorf("preempt: %w", err)
+	}
+	return m, m.Validate()
+}
+
+// DefaultPreemptWait is how long a job swapped out for another looks for
+// hosts again before it gives up (failed, not enough resources), when its
+// own scheduling deadline is shorter: the job that took its hosts may run
+// for a while.
+const DefaultPreemptWait = time.Hour
+
+// handlePreempt serves one PreemptMsg from a worker.
+func (s *Submitter) handlePreempt(ctx context.Context, from peer.ID, st rpc.Stream) {
+	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
+	raw, err := wire.ReadFrame(bufio.NewReader(st), MaxPreemptSize)
+	if err != nil {
+		_ = st.Reset()
+		return
+	}
+	msg, err := DecodePreemptMsg(raw)
+	if err != nil {
+		log.Debugw("bad preempt request", "from", from, "err", err)
+		_ = st.Reset()
+		return
+	}
+	_ = st.SetDeadline(time.Now().Add(DefaultStopTimeout + 30*time.Second))
+	reply := PreemptReply{Stopped: true}
+	if err := s.Preempt(ctx, from, msg); err != nil {
+		reply = PreemptReply{Reason: err.Error()}
+	}
+	if err := wire.WriteJSON(st, reply); err != nil {
+		_ = st.Reset()
+		return
+	}
+	_ = st.Close()
+}
+
+// ErrNotPreemptible is wrapped by a refused preemption.
+var ErrNotPreemptible = errors.New("job cannot be preempted")
+
+// Preempt swaps job msg.Job out for msg.For at the request of host from:
+// it stops the job with a checkpoint, then resumes it from there, to wait
+// for hosts. It returns once the job is stopped, or why it was not (the
+// job then runs on).
+func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg PreemptMsg) error {
+	ss := s.session(msg.Job)
+	if ss == nil {
+		return fmt.Errorf("%w: job %s is not running here", ErrNotPreemptible, msg.Job)
+	}
+	why := fmt.Sprintf("preempted by job %s (priority %d) on host %s", msg.For, msg.Priority, shortPeer(from))
+	req := stopReq{timeout: DefaultStopTimeout, reply: make(chan error, 1),
+		by: &preemptBy{host: from, lease: msg.Lease, why: why}}
+	select {
+	case ss.stopReq <- req:
+	case <-ss.ctx.Done():
+		return fmt.Errorf("%w: job %s ended meanwhile", ErrNotPreemptible, msg.Job)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.reply:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	log.Infow("job swapped out", "job", msg.Job, "for", msg.For, "host", from)
+	if err := s.resumeStopped(msg.Job, false, why); err != nil {
+		return fmt.Errorf("job %s stopped but not resumed (`zorilla resume %s` does it): %w", msg.Job, msg.Job, err)
+	}
+	return nil
+}
+
+// preemptBy says which host asked for a stop, with the job's lease there.
+type preemptBy struct {
+	host  peer.ID
+	lease string
+	why   string
+}
+
+// checkPreemptBy refuses a preemption asked by a host that does not run
+// the job under that lease.
+func (ss *session) checkPreemptBy(by *preemptBy) error {
+	if by == nil {
+		return nil
+	}
+	h, ok := ss.hosts[by.host]
+	if !ok || h.done || h.plan.Offer.Lease != by.lease {
+		return fmt.Errorf("%w: host %s does not run job %s under that lease", ErrNotPreemptible, shortPeer(by.host), ss.id)
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package job
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestNeedPriorityAndMemPerProcBounds(t *testing.T) {
+	base := Need{Job: "j1", N: 2, R: 1}
+	cases := []struct {
+		name    string
+		edit    func(*Need)
+		wantErr string
+	}{
+		{"defaults", func(*Need) {}, ""},
+		{"priority at max", func(n *Need) { n.Priority = MaxPriority }, ""},
+		{"priority at min", func(n *Need) { n.Priority = MinPriority }, ""},
+		{"priority above max", func(n *Need) { n.Priority = MaxPriority + 1 }, "priority: must be -100..100, got 101"},
+		{"priority below min", func(n *Need) { n.Priority = MinPriority - 1 }, "priority: must be"},
+		{"mem per proc", func(n *Need) { n.MemPerProc = 1 << 30 }, ""},
+		{"negative mem per proc", func(n *Need) { n.MemPerProc = -1 }, "mem_per_proc: must be 0.."},
+		{"huge mem per proc", func(n *Need) { n.MemPerProc = MaxSize + 1 }, "mem_per_proc: must be 0.."},
+	}
+	for _, c := range cases {
+		n := base
+		c.edit(&n)
+		err := n.Validate()
+		if (err == nil) != (c.wantErr == "") || err != nil && !strings.Contains(err.Error(), c.wantErr) {
+			t.Errorf("%s: Validate = %v, want %q", c.name, err, c.wantErr)
+		}
+		b, _ := EncodeNeed(n)
+		if _, err := DecodeNeed(b); (err == nil) != (c.wantErr == "") {
+			t.Errorf("%s: DecodeNeed = %v, want error %v", c.name, err, c.wantErr != "")
+		}
+	}
+}
+
+func TestHeldMemory(t *testing.T) {
+	cases := []struct {
+		min, per int64
+		slots    int
+		want     int64
+	}{
+		{0, 0, 4, 0},
+		{1 << 30, 0, 4, 1 << 30},
+		{0, 100, 4, 400},
+		{1000, 100, 4, 1000},     // the per-host floor is more
+		{0, MaxSize, 2, MaxSize}, // no overflow
+		{0, MaxSize / 2, 3, MaxSize},
+	}
+	for _, c := range cases {
+		n := Need{MemPerProc: c.per, Req: Requirements{MinMemory: c.min}}
+		if got := HeldMemory(n, c.slots); got != c.want {
+			t.Errorf("HeldMemory(min %d, per %d, %d slots) = %d, want %d", c.min, c.per, c.slots, got, c.want)
+		}
+	}
+}
+
+func TestDescriptionCarriesPriorityAndMemPerProc(t *testing.T) {
+	d, err := DecodeDescription([]byte("executable: a\nnodes: 2\nmem_per_proc: 1.5G\npriority: 7\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MemPerProc != 3<<29 || d.Priority != 7 {
+		t.Fatalf("mem_per_proc %d priority %d", d.MemPerProc, d.Priority)
+	}
+	n := d.Need("j1")
+	if n.MemPerProc != d.MemPerProc || n.Priority != 7 {
+		t.Fatalf("need %+v", n)
+	}
+	if _, err := DecodeDescription([]byte("executable: a\nnodes: 2\npriority: 1000\n")); err == nil || !strings.Contains(err.Error(), "priority") {
+		t.Fatalf("priority 1000: %v", err)
+	}
+}

@@ -1,0 +1,153 @@
+package worker
+
+import (
+	"sort"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// Holder is a job running on this host, as the preemption plan sees it.
+type Holder struct {
+	Job job.ID
+	// Priority is the priority this host honoured when it admitted the
+	// job (Policy.HonouredPriority), and Since its place in the line
+	// (job.Priority): among equal priorities the latest job gives way.
+	Priority int
+	Since    job.Priority
+	Cores    int
+	Memory   MemHold
+	// Checkpoint says the job has a checkpoint to restart from: it is
+	// swapped out (stopped by checkpoint, its memory freed, resumed later
+	// on these hosts or elsewhere). Without one it can only be frozen in
+	// place, which frees its cores but not its memory.
+	Checkpoint bool
+	// Preempted is set on a job already swapped out or frozen: it is not
+	// a candidate again.
+	Preempted bool
+}
+
+// Action is what preemption does to a job. Neither kills it.
+type Action string
+
+const (
+	ActionSwap   Action = "swap"   // stop by checkpoint, resume later
+	ActionFreeze Action = "freeze" // stop in place (SIGSTOP / cgroup freezer)
+)
+
+// Preemption is one job to preempt and how.
+type Preemption struct {
+	Job    job.ID
+	Action Action
+}
+
+// PlanPreemption decides which running jobs to preempt so that an advert
+// this host refuses for lack of room (Decide's Full) can be offered. It is
+// a pure function: the same inputs give the same plan on every agent.
+//
+// Only jobs of honoured priority strictly below the advert's are
+// candidates, taken lowest priority first, then the latest in the line
+// first, then by job ID. A candidate with a checkpoint is swapped out
+// (its cores, J slot and memory come back); one without is frozen (its
+// cores and J slot come back, its memory stays), which is chosen only
+// when that still lets the advert in. The aim is the offer this host
+// would make with every candidate preempted (as many processes as it can
+// give the advert): candidates are added in order until Decide offers
+// that many, then each chosen job not needed for it is dropped again, so
+// the plan is minimal for its order. It returns nil, and the refusal,
+// when no set of candidates makes room: then nothing is preempted.
+func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need job.Need, since job.Priority) ([]Preemption, Decision) {
+	d := Decide(p, u, submitter, need)
+	if d.Accept || !d.Full {
+		return nil, d
+	}
+	prio := p.HonouredPriority(submitter, need.Priority)
+	cands := candidates(holders, prio, since)
+	hs := byJob(cands)
+	var all []Preemption
+	for _, h := range cands {
+		all = append(all, preemptOne(h))
+	}
+	best := Decide(p, usageAfter(u, hs, all, -1), submitter, need)
+	if !best.Accept {
+		return nil, d // no set of candidates makes room
+	}
+	// The shortest prefix of the order that gives the advert as many
+	// processes as preempting every candidate would, then pruned.
+	for k := 1; k <= len(all); k++ {
+		if dk := Decide(p, usageAfter(u, hs, all[:k], -1), submitter, need); dk.Accept && dk.Slots >= best.Slots {
+			plan := prune(p, u, hs, append([]Preemption(nil), all[:k]...), submitter, need, best.Slots)
+			return plan, Decide(p, usageAfter(u, hs, plan, -1), submitter, need)
+		}
+	}
+	return nil, d // unreachable: k = len(all) gives best
+}
+
+// candidates are the holders that may give way to a job of priority prio,
+// in the order they do.
+func candidates(holders []Holder, prio int, since job.Priority) []Holder {
+	var out []Holder
+	for _, h := range holders {
+		if !h.Preempted && h.Priority < prio && h.Since.Job != since.Job {
+			out = append(out, h)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Priority != b.Priority {
+			return a.Priority < b.Priority
+		}
+		return job.Precedes(b.Since, a.Since) // the latest gives way first
+	})
+	return out
+}
+
+func preemptOne(h Holder) Preemption {
+	if h.Checkpoint {
+		return Preemption{Job: h.Job, Action: ActionSwap}
+	}
+	return Preemption{Job: h.Job, Action: ActionFreeze}
+}
+
+// freed is the usage once h is preempted: a swapped-out job gives back
+// its cores, its J slot and its memory; a frozen one keeps its memory.
+func freed(u Usage, h Holder) Usage {
+	u.Jobs--
+	u.Cores -= h.Cores
+	if h.Checkpoint {
+		u.Memory -= h.Memory.Charge()
+	}
+	return u
+}
+
+func byJob(hs []Holder) map[job.ID]Holder {
+	m := make(map[job.ID]Holder, len(hs))
+	for _, h := range hs {
+		m[h.Job] = h
+	}
+	return m
+}
+
+// prune drops, in plan order, each preemption the advert does not need
+// to be offered slots processes.
+func prune(p Policy, u Usage, hs map[job.ID]Holder, plan []Preemption, submitter peer.ID, need job.Need, slots int) []Preemption {
+	for i := 0; i < len(plan); {
+		if d := Decide(p, usageAfter(u, hs, plan, i), submitter, need); len(plan) > 1 && d.Accept && d.Slots >= slots {
+			plan = append(plan[:i:i], plan[i+1:]...)
+			continue
+		}
+		i++
+	}
+	return plan
+}
+
+// usageAfter is u once every job of plan but the skip-th is preempted.
+func usageAfter(u Usage, hs map[job.ID]Holder, plan []Preemption, skip int) Usage {
+	for j, pr := range plan {
+		if j != skip {
+			u = freed(u, hs[pr.Job])
+		}
+	}
+	return u
+}

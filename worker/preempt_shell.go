@@ -1,0 +1,220 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/proc"
+)
+
+// The I/O side of preemption (issue 19): the worker applies
+// PlanPreemption when an advert is refused for lack of room, and asks the
+// submitter of each job to swap out to stop it with a checkpoint
+// (job.PreemptProtocol). The freed slots go to the waiting line, where a
+// job of higher priority is served first and no lower one is admitted
+// ahead of it. A job without a checkpoint is frozen in place (proc.Freeze)
+// when the plan says memory permits, and continued (proc.Thaw) once its
+// cores and its place among the J are free again and no job of higher
+// priority waits for them. No job is ever killed to make room.
+
+// preemptState is what a running job carries for preemption.
+type preemptState struct {
+	preempted atomic.Bool // a swap-out was asked and not refused, or the job is frozen
+	saved     atomic.Bool // a rank here saved a checkpoint
+
+	mu     sync.Mutex // serialises Freeze and Thaw of the job (proc's rule)
+	frozen bool
+}
+
+// canSwap says whether the job can be swapped out by checkpoint: a
+// Zorilla MPI job without replicas, released, whose program takes
+// checkpoints (one was saved here, or this run restarted from one).
+func (r *running) canSwap() bool {
+	return !r.c.PMI && r.c.R == 1 && r.running.Load() && (r.pre.saved.Load() || len(r.c.Restore) > 0)
+}
+
+// admitBehindHigher admits an advert unless a job of higher honoured
+// priority waits in the line for this host: then it is refused as full,
+// and waits in its turn.
+func (s *Service) admitBehindHigher(submitter peer.ID, need job.Need, honoured int) (Decision, Lease, error) {
+	if top, ok := s.waiting.highestWaiting(need.Job, s.leases, time.Now()); ok && top > honoured {
+		return full(refuse(job.DeclineBusy, "", "a job of higher priority (%d) waits for this host", top)), Lease{}, nil
+	}
+	return s.leases.Admit(submitter, need, s.cfg.LeaseTTL)
+}
+
+// preempt plans and starts the preemptions that would let need in.
+func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) {
+	p := s.leases.Policy()
+	holders, byID := s.holders()
+	if len(holders) == 0 {
+		return
+	}
+	plan, _ := PlanPreemption(p, s.leases.Usage(), holders, submitter, need, since)
+	honoured := p.HonouredPriority(submitter, need.Priority)
+	for _, pr := range plan {
+		r := byID[pr.Job]
+		if r == nil || !r.pre.preempted.CompareAndSwap(false, true) {
+			continue
+		}
+		if pr.Action == ActionFreeze {
+			s.freeze(r, fmt.Sprintf("job %s of priority %d", need.Job, honoured))
+			continue
+		}
+		log.Infow("swapping out a job for one of higher priority", "job", r.id, "for", need.Job, "priority", honoured)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.swapOut(r, need.Job, honoured)
+		}()
+	}
+}
+
+// holders are the jobs running here as PlanPreemption sees them.
+func (s *Service) holders() ([]Holder, map[job.ID]*running) {
+	byID := map[job.ID]*running{}
+	var out []Holder
+	for _, r := range s.runningJobs() {
+		l, ok := s.leases.Get(r.lease)
+		if !ok || !l.Committed {
+			continue
+		}
+		since, ok := s.waiting.priority(r.id)
+		if !ok {
+			since = job.Priority{Job: r.id}
+		}
+		out = append(out, Holder{Job: r.id, Priority: l.Priority, Since: since, Cores: l.Cores,
+			Memory: s.leases.MemHold(r.id), Checkpoint: r.canSwap(),
+			// A job whose processes have not all started is left alone.
+			Preempted: r.pre.preempted.Load() || !r.started()})
+		byID[r.id] = r
+	}
+	return out, byID
+}
+
+// swapOut asks r's submitter to stop it with a checkpoint; a refusal (no
+// checkpoint in time, the job ended) leaves it running and a candidate
+// again.
+func (s *Service) swapOut(r *running, forJob job.ID, prio int) {
+	ctx, cancel := context.WithTimeout(s.ctx, job.DefaultStopTimeout+30*time.Second)
+	defer cancel()
+	msg := job.PreemptMsg{Job: r.id, Lease: r.lease, For: forJob, Priority: prio}
+	var reply job.PreemptReply
+	err := s.ep.Call(ctx, r.submitter, job.PreemptProtocol, msg, &reply, job.MaxPreemptSize)
+	if err != nil || !reply.Stopped {
+		log.Infow("job not swapped out; it runs on", "job", r.id, "for", forJob, "err", err, "reason", reply.Reason)
+		r.pre.preempted.Store(false)
+	}
+}
+
+// highestWaiting is the highest honoured priority of the jobs in the line
+// other than self that hold no lease here; false when there is none.
+func (w *waitLine) highestWaiting(self job.ID, leases *Leases, now time.Time) (int, bool) {
+	w.mu.Lock()
+	w.sweep(now) // an expired advert holds nothing back
+	ids := make([]job.ID, 0, len(w.jobs))
+	prios := make([]int, 0, len(w.jobs))
+	for id, e := range w.jobs {
+		if id != self {
+			ids, prios = append(ids, id), append(prios, e.honoured)
+		}
+	}
+	w.mu.Unlock()
+	top, found := math.MinInt, false
+	for i, id := range ids {
+		if _, held := leases.ByJob(id); !held && prios[i] > top {
+			top, found = prios[i], true
+		}
+	}
+	return top, found
+}
+
+// freeze stops job r's processes here in place and frees its cores and
+// its place among the J (not its memory); the submitter is told, for the
+// job's time accounting. A failure leaves the job running.
+func (s *Service) freeze(r *running, why string) {
+	r.pre.mu.Lock()
+	defer r.pre.mu.Unlock()
+	r.mu.Lock()
+	procs, k := r.procs, r.sink
+	r.mu.Unlock()
+	if r.pre.frozen || len(procs) == 0 {
+		r.pre.preempted.Store(r.pre.frozen)
+		return
+	}
+	if err := proc.Freeze(r.sandbox, procs); err != nil {
+		log.Warnw("job not frozen; it runs on", "job", r.id, "err", err)
+		r.pre.preempted.Store(false)
+		return
+	}
+	r.pre.frozen = true
+	s.leases.SetFrozen(r.lease, true)
+	log.Infow("job frozen in place", "job", r.id, "for", why)
+	if k != nil {
+		k.send(r.ctx, job.Report{Kind: job.RepFrozen, Reason: "preempted by " + why})
+	}
+}
+
+// thawFrozen continues the frozen jobs here whose cores and place among
+// the J are free again, highest priority first, unless a job of higher
+// priority than theirs waits in the line for this host.
+func (s *Service) thawFrozen() {
+	type cand struct {
+		r    *running
+		prio int
+	}
+	var cs []cand
+	for _, r := range s.runningJobs() {
+		if l, ok := s.leases.Get(r.lease); ok && l.Frozen {
+			cs = append(cs, cand{r, l.Priority})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].prio > cs[j].prio })
+	for _, c := range cs {
+		if top, ok := s.waiting.highestWaiting(c.r.id, s.leases, time.Now()); ok && top > c.prio {
+			continue
+		}
+		if s.leases.FitsThawed(c.r.lease) {
+			s.thaw(c.r)
+		}
+	}
+}
+
+// thaw continues job r's processes here.
+func (s *Service) thaw(r *running) {
+	r.pre.mu.Lock()
+	defer r.pre.mu.Unlock()
+	if !r.pre.frozen {
+		return
+	}
+	r.mu.Lock()
+	procs, k := r.procs, r.sink
+	r.mu.Unlock()
+	if err := proc.Thaw(r.sandbox, procs); err != nil {
+		log.Warnw("frozen job not continued", "job", r.id, "err", err)
+		return
+	}
+	r.pre.frozen = false
+	s.leases.SetFrozen(r.lease, false)
+	r.pre.preempted.Store(false)
+	log.Infow("job continued", "job", r.id)
+	if k != nil {
+		k.send(r.ctx, job.Report{Kind: job.RepThawed})
+	}
+	s.kickGang() // out of its time slice, the rotation freezes it again
+}
+
+// started says whether the job's processes here have started.
+func (r *running) started() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.procs) > 0
+}

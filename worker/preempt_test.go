@@ -1,0 +1,98 @@
+package worker
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+func TestPlanPreemption(t *testing.T) {
+	const G = int64(1) << 30
+	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	// A 4-core host lending 4G, J=2, that honours priorities up to 10.
+	p := Policy{MaxJobs: 2, MaxProcs: 4, Cores: 4, Memory: 4 * G, OS: "linux", Arch: "amd64", MaxPriority: 10}
+	h := func(id job.ID, prio int, min int, cores int, mem int64, ckpt bool) Holder {
+		return Holder{Job: id, Priority: prio, Since: job.Priority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id},
+			Cores: cores, Memory: MemHold{Declared: mem}, Checkpoint: ckpt}
+	}
+	usage := func(hs ...Holder) Usage {
+		var u Usage
+		for _, x := range hs {
+			u.Jobs++
+			u.Cores += x.Cores
+			u.Memory += x.Memory.Charge()
+		}
+		return u
+	}
+	adv := func(prio, n int, per int64) job.Need {
+		return job.Need{Job: "jnew", N: n, R: 1, Priority: prio, MemPerProc: per}
+	}
+	swap := func(id job.ID) Preemption { return Preemption{Job: id, Action: ActionSwap} }
+	freeze := func(id job.ID) Preemption { return Preemption{Job: id, Action: ActionFreeze} }
+	a := h("ja", 0, 0, 2, 2*G, true)
+	b := h("jb", 0, 1, 2, 2*G, true)
+	bNoCk := h("jb", 0, 1, 2, 2*G, false)
+	c5 := h("jc", 5, 2, 2, 2*G, true)
+	tests := []struct {
+		name    string
+		from    peer.ID
+		holders []Holder
+		need    job.Need
+		want    []Preemption
+		accept  bool
+	}{
+		{name: "room already: nothing preempted", holders: []Holder{a}, need: adv(5, 2, G), accept: true},
+		{name: "equal priority never preempts", holders: []Holder{a, b}, need: adv(0, 2, G)},
+		{name: "the latest of equal priority gives way", holders: []Holder{a, b}, need: adv(5, 2, G), want: []Preemption{swap("jb")}, accept: true},
+		{name: "lowest priority first", holders: []Holder{c5, b}, need: adv(8, 2, G), want: []Preemption{swap("jb")}, accept: true},
+		{name: "higher-priority holder kept, lower one taken", holders: []Holder{c5, a}, need: adv(5, 2, G), want: []Preemption{swap("ja")}, accept: true},
+		{name: "both needed for 4 processes", holders: []Holder{a, b}, need: adv(5, 4, G), want: []Preemption{swap("jb"), swap("ja")}, accept: true},
+		{name: "without checkpoint: frozen when memory permits", holders: []Holder{a, h("jb", 0, 1, 2, 0, false)}, need: adv(5, 2, G),
+			want: []Preemption{freeze("jb")}, accept: true},
+		{name: "without checkpoint and memory short: the checkpointed one is swapped instead", holders: []Holder{a, bNoCk}, need: adv(5, 2, G),
+			want: []Preemption{swap("ja")}, accept: true},
+		{name: "nothing can make room: nothing preempted", holders: []Holder{h("ja", 0, 0, 2, 2*G, false), bNoCk}, need: adv(5, 2, G)},
+		{name: "the owner's cap: 50 honoured as 10 still beats 5", holders: []Holder{c5, a}, need: adv(50, 4, G),
+			want: []Preemption{swap("ja"), swap("jc")}, accept: true},
+		{name: "a capped submitter preempts nothing", from: "capped", holders: []Holder{a, b}, need: adv(50, 2, G)},
+		{name: "already preempted jobs are not taken twice", holders: []Holder{a, func() Holder { x := b; x.Preempted = true; return x }()},
+			need: adv(5, 4, G), want: nil, accept: true},
+		{name: "a job never preempts itself", holders: []Holder{h("jnew", 0, 0, 2, 2*G, true), b}, need: adv(5, 4, G),
+			want: []Preemption{swap("jb")}, accept: true},
+		{name: "memory bounds what preemption can give", holders: []Holder{a, b}, need: adv(5, 4, 2*G),
+			want: []Preemption{swap("jb"), swap("ja")}, accept: true},
+		{name: "frozen jobs keep memory: only as much as memory allows", holders: []Holder{h("ja", 0, 0, 2, G, false), h("jb", 0, 1, 2, G, false)}, need: adv(5, 4, G),
+			want: []Preemption{freeze("jb")}, accept: true}, // freezing ja too frees cores but no memory: no more processes
+	}
+	pc := p
+	pc.PriorityCaps = map[peer.ID]int{"capped": 0}
+	for _, tt := range tests {
+		from := tt.from
+		if from == "" {
+			from = "alice"
+		}
+		u := usage(tt.holders...)
+		for _, x := range tt.holders {
+			if x.Preempted {
+				u = freed(u, x)
+			}
+		}
+		since := job.Priority{Since: t0.Add(time.Hour), Job: "jnew"}
+		got, d := PlanPreemption(pc, u, tt.holders, from, tt.need, since)
+		if !reflect.DeepEqual(got, tt.want) || d.Accept != tt.accept {
+			t.Errorf("%s: plan %v (accept %v: %s), want %v (accept %v)", tt.name, got, d.Accept, d.Reason, tt.want, tt.accept)
+		}
+		// Deterministic: the order of the holders does not matter.
+		rev := append([]Holder(nil), tt.holders...)
+		for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+			rev[i], rev[j] = rev[j], rev[i]
+		}
+		if again, _ := PlanPreemption(pc, u, rev, from, tt.need, since); !reflect.DeepEqual(again, got) {
+			t.Errorf("%s: holders reversed give %v, not %v", tt.name, again, got)
+		}
+	}
+}
