@@ -83,4 +83,13 @@
 // its submitter (package internal/chunk), and serves the files of the jobs
 // running here to their other hosts, asked with the job's key; a submitter
 // that sends no manifest is asked for the whole file as before.
+//
+// # Gang scheduling
+//
+// With ServiceConfig.Gang set (Columns > 0), the jobs sharing this host
+// take turns on aligned time slices (package gang): offers carry the free
+// columns, a commit names the job's column, and one goroutine (runGang,
+// gangloop.go) freezes and thaws the jobs' processes at each slice
+// boundary with proc.Freeze and proc.Thaw, leaving alone a job that
+// preemption froze.
 package worker

@@ -60,21 +60,33 @@ func (s *Service) gangStep(now time.Time, frozen map[*running]bool) {
 	for i, m := range members {
 		occupied[i] = m.col
 	}
-	// Every freeze before any thaw: two jobs never run here at once.
+	// Every freeze before any thaw: two jobs never run here at once. Both
+	// are asked of every job at every step (a no-op for a process already
+	// so): a job continued by preemption's thaw out of its slice is frozen
+	// again. A job frozen by preemption is left to it.
 	for _, freeze := range []bool{true, false} {
 		for _, m := range members {
 			want := !s.cfg.Gang.Runnable(now, m.col, occupied)
-			if want != freeze || want == m.frozen {
+			if want != freeze {
 				continue
 			}
-			s.gangSwitch(now, m, want)
+			if s.gangSwitch(m, want) && want != m.frozen {
+				log.Debugw("time-slice switch", "job", m.r.id, "frozen", want, "column", m.col,
+					"late", now.Sub(time.Unix(0, s.cfg.Gang.Slot(now)*int64(s.cfg.Gang.Slice))))
+			}
 			frozen[m.r] = want
 		}
 	}
 }
 
-// gangSwitch freezes or thaws one job.
-func (s *Service) gangSwitch(now time.Time, m gangMember, freeze bool) {
+// gangSwitch freezes or thaws one job, unless preemption holds it frozen;
+// it reports whether it did.
+func (s *Service) gangSwitch(m gangMember, freeze bool) bool {
+	m.r.pre.mu.Lock() // proc's rule: one Freeze or Thaw of a job at a time
+	defer m.r.pre.mu.Unlock()
+	if m.r.pre.frozen {
+		return false
+	}
 	apply, what := proc.Thaw, "thaw"
 	if freeze {
 		apply, what = proc.Freeze, "freeze"
@@ -82,8 +94,7 @@ func (s *Service) gangSwitch(now time.Time, m gangMember, freeze bool) {
 	if err := apply(m.r.sandbox, m.procs); err != nil {
 		log.Warnw("time-slice switch failed", "job", m.r.id, "action", what, "err", err)
 	}
-	start := time.Unix(0, s.cfg.Gang.Slot(now)*int64(s.cfg.Gang.Slice))
-	log.Debugw("time-slice switch", "job", m.r.id, "action", what, "column", m.col, "late", time.Since(start))
+	return true
 }
 
 // gangMembers lists the started, gang-scheduled jobs still running here,

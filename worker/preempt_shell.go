@@ -209,6 +209,7 @@ func (s *Service) thaw(r *running) {
 	if k != nil {
 		k.send(r.ctx, job.Report{Kind: job.RepThawed})
 	}
+	s.kickGang() // out of its time slice, the rotation freezes it again
 }
 
 // started says whether the job's processes here have started.
