@@ -191,8 +191,9 @@ func TestPreemptByFreeze(t *testing.T) {
 // A host that dies while a job is swapped out costs the job nothing: its
 // checkpoint's files are the submitter's, and it resumes from them on
 // the hosts left. Five pool agents; the heat job takes four, the job of
-// priority 5 four too, and one of the heat job's hosts (one the high job
-// does not use, if there is one) is stopped while it waits.
+// priority 5 three, and one of the heat job's hosts that the high job does
+// not use is stopped while it waits. (A high job that loses a host while
+// the swapped-out job waits is not covered here: see the issue 19 notes.)
 func TestSwappedOutSurvivesHostLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("6 agents, real processes, a host stopped")
@@ -218,7 +219,7 @@ func TestSwappedOutSurvivesHostLoss(t *testing.T) {
 
 	w := submitJob(t, ln.Nodes[0], low, prog)
 	ln.awaitCheckpoint(t, w, 2)
-	hd := job.NewDescription("heat", []string{"30", "50", "3000"}, 4)
+	hd := job.NewDescription("heat", []string{"30", "50", "3000"}, 3)
 	hd.Strategy, hd.Require.Labels, hd.Priority, hd.Deadline = job.Spread, []string{poolLabel}, 5, time.Minute
 	hd.CheckpointEvery = 300 * time.Millisecond
 	hi := submitJob(t, ln.Nodes[0], hd, prog)
@@ -231,13 +232,16 @@ func TestSwappedOutSurvivesHostLoss(t *testing.T) {
 	if err != nil || hiRec.Plan == nil {
 		t.Fatalf("high job's record: %v", err)
 	}
-	// A host of the swapped-out job's run, preferably one the high job
-	// does not use (when it uses them all, it restarts elsewhere too).
-	victim := ln.Index(stopped.Runs[0].Hosts[0])
+	// A host of the swapped-out job's run that the high job (3 ranks)
+	// does not use: there is always one.
+	victim := -1
 	for _, p := range stopped.Runs[0].Hosts {
 		if !slices.ContainsFunc(hiRec.Plan.Hosts, func(h job.HostPlan) bool { return h.Offer.Peer == p }) {
 			victim = ln.Index(p)
 		}
+	}
+	if victim < 0 {
+		t.Fatalf("the high job (%d hosts) uses every host of the swapped-out job's run %v", len(hiRec.Plan.Hosts), stopped.Runs[0].Hosts)
 	}
 	if err := ln.Stop(victim); err != nil {
 		t.Fatal(err)

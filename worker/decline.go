@@ -70,10 +70,7 @@ func (s *Service) decline(a flood.Advert, j job.ID, d Decision) {
 // (job.DeclineYield), once per lease and contender, within the decline
 // rate.
 func (s *Service) askYield(p job.Priority, honoured int) {
-	for _, l := range Contested(s.leases.List(), p, s.waiting.priority) {
-		if l.Priority > honoured {
-			continue // a job of higher priority keeps what it holds
-		}
+	for _, l := range Contested(s.leases.List(), p, honoured, s.waiting.priority) {
 		if !s.declines.claim("yield/" + l.Key + "/" + string(p.Job)) {
 			continue
 		}

@@ -217,12 +217,18 @@ func (w *waitLine) sweep(now time.Time) {
 
 // Contested returns the uncommitted leases of jobs that the job of
 // priority p precedes: the holders to ask to yield when p's advert is
-// refused for lack of free slots. prio gives a holder's priority; a
-// holder without one is left alone. Pure.
-func Contested(leases []Lease, p job.Priority, prio func(job.ID) (job.Priority, bool)) []Lease {
+// refused for lack of free slots. A job of higher honoured priority
+// precedes every lower one (issue 19); among equal ones, job.Precedes.
+// prio gives a holder's place in the line; a holder of equal priority
+// without one is left alone. Pure.
+func Contested(leases []Lease, p job.Priority, honoured int, prio func(job.ID) (job.Priority, bool)) []Lease {
 	var out []Lease
 	for _, l := range leases {
-		if l.Committed || l.Job == p.Job {
+		if l.Committed || l.Job == p.Job || l.Priority > honoured {
+			continue
+		}
+		if l.Priority < honoured {
+			out = append(out, l)
 			continue
 		}
 		if hp, ok := prio(l.Job); ok && job.Precedes(p, hp) {

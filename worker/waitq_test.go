@@ -62,7 +62,7 @@ func TestContested(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got []string
-		for _, l := range Contested(leases, c.p, prio) {
+		for _, l := range Contested(leases, c.p, 0, prio) {
 			got = append(got, l.Key)
 		}
 		if !slices.Equal(got, c.want) {
@@ -216,5 +216,27 @@ func TestWaitLineServesHigherPriorityFirst(t *testing.T) {
 	}
 	if top, _ := w.highestWaiting("early", l, t0); top != 0 {
 		t.Fatalf("a job holding a lease still counts as waiting: top %d", top)
+	}
+}
+
+// A job of higher honoured priority asks every lower one holding an
+// uncommitted lease to yield, whatever their places in the line, and is
+// never asked by a lower one.
+func TestContestedByPriority(t *testing.T) {
+	early := job.Priority{Since: t0, Job: "early"}
+	late := job.Priority{Since: t0.Add(time.Minute), Job: "late"}
+	prio := func(j job.ID) (job.Priority, bool) {
+		return map[job.ID]job.Priority{"early": early, "late": late}[j], true
+	}
+	lowEarly := Lease{Key: "k1", Job: "early", Priority: 0}
+	highLate := Lease{Key: "k2", Job: "late", Priority: 5}
+	if got := Contested([]Lease{lowEarly}, late, 5, prio); len(got) != 1 || got[0].Key != "k1" {
+		t.Fatalf("a later job of priority 5 does not contest an earlier one of 0: %v", got)
+	}
+	if got := Contested([]Lease{highLate}, early, 0, prio); len(got) != 0 {
+		t.Fatalf("an earlier job of priority 0 contests a later one of 5: %v", got)
+	}
+	if got := Contested([]Lease{{Key: "k3", Job: "late"}}, early, 0, prio); len(got) != 1 {
+		t.Fatalf("equal priorities: the line's order no longer holds: %v", got)
 	}
 }
