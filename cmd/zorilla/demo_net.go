@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"io"
 	"os"
 	"os/exec"
@@ -214,29 +215,88 @@ func (a *demoAgent) ready(ctx context.Context) bool {
 	return true
 }
 
-// awaitNeighbours waits until every agent has neighbours to flood to.
+// awaitNeighbours waits until every agent has neighbours to flood to and
+// a flood from any agent reaches every other one along them. Agents that
+// know each other are not yet linked: right after the start a third of a
+// demo's agents were outside every radius of agent 0's flood, and a spread
+// job was placed on the others.
 func (n *demoNet) awaitNeighbours(ctx context.Context) error {
 	want := min(len(n.agents)-1, 2)
 	ctx, cancel := context.WithTimeout(ctx, neighbourWait)
 	defer cancel()
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
-	for _, a := range n.agents {
-		for {
-			info, err := a.client.Peers(ctx)
-			if err == nil && len(info.Neighbours) >= want {
-				break
+	for {
+		links, short := n.links(ctx, want)
+		if short == nil && floodReachesAll(links) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if short != nil {
+				return fmt.Errorf("agent %s has fewer than %d neighbours after %v: %w", short.name, want, neighbourWait, ctx.Err())
 			}
+			return fmt.Errorf("the agents' neighbours do not link them all after %v: %w", neighbourWait, ctx.Err())
+		case <-tick.C:
+		}
+		for _, a := range n.agents {
 			select {
 			case <-a.exited:
 				return fmt.Errorf("agent %s exited (%v); its log %s:\n%s", a.name, a.err, a.logPath, logTail(a.logPath))
-			case <-ctx.Done():
-				return fmt.Errorf("agent %s has fewer than %d neighbours after %v: %w", a.name, want, neighbourWait, ctx.Err())
-			case <-tick.C:
+			default:
 			}
 		}
 	}
-	return nil
+}
+
+// links asks every agent for its neighbours: the flood's links, by agent
+// index, and the first agent with fewer than want, if any.
+func (n *demoNet) links(ctx context.Context, want int) ([][]int, *demoAgent) {
+	index := map[peer.ID]int{}
+	for i, a := range n.agents {
+		index[a.id.ID] = i
+	}
+	links := make([][]int, len(n.agents))
+	var short *demoAgent
+	for i, a := range n.agents {
+		info, err := a.client.Peers(ctx)
+		if err != nil || len(info.Neighbours) < want {
+			if short == nil {
+				short = a
+			}
+			continue
+		}
+		for _, nb := range info.Neighbours {
+			if j, ok := index[nb.ID]; ok {
+				links[i] = append(links[i], j)
+			}
+		}
+	}
+	return links, short
+}
+
+// floodReachesAll reports whether, following links, every node reaches
+// every other.
+func floodReachesAll(links [][]int) bool {
+	for from := range links {
+		seen := make([]bool, len(links))
+		seen[from] = true
+		queue, reached := []int{from}, 1
+		for len(queue) > 0 {
+			i := queue[0]
+			queue = queue[1:]
+			for _, j := range links[i] {
+				if !seen[j] {
+					seen[j], reached = true, reached+1
+					queue = append(queue, j)
+				}
+			}
+		}
+		if reached != len(links) {
+			return false
+		}
+	}
+	return true
 }
 
 // stop ends every agent: SIGTERM, then SIGKILL for those still running
