@@ -135,27 +135,18 @@ func swapEvent(action string, err error) SwapEvent {
 // awaitEndOr waits until the job is over (done, failed, cancelled) or
 // until, whichever comes first.
 func (s *Submitter) awaitEndOr(ctx context.Context, id ID, until time.Time, poll time.Duration) error {
-	t := time.NewTimer(time.Until(until))
-	defer t.Stop()
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		case <-tick.C:
-			if rec, err := s.Get(id); err != nil || (rec.State.Terminal() && rec.State != Stopped) {
-				return err
-			}
-		}
-	}
+	return s.pollUntil(ctx, id, until, poll, func(rec Record) bool { return rec.State.Terminal() && rec.State != Stopped })
 }
 
 // awaitLeave waits until the job is no longer in state st, or until;
 // always until with whole.
 func (s *Submitter) awaitLeave(ctx context.Context, id ID, st State, until time.Time, poll time.Duration, whole bool) error {
+	return s.pollUntil(ctx, id, until, poll, func(rec Record) bool { return !whole && rec.State != st })
+}
+
+// pollUntil looks at the job's record every poll until done says so, the
+// record cannot be read (its error), or until comes (nil).
+func (s *Submitter) pollUntil(ctx context.Context, id ID, until time.Time, poll time.Duration, done func(Record) bool) error {
 	t := time.NewTimer(time.Until(until))
 	defer t.Stop()
 	tick := time.NewTicker(poll)
@@ -167,7 +158,7 @@ func (s *Submitter) awaitLeave(ctx context.Context, id ID, st State, until time.
 		case <-t.C:
 			return nil
 		case <-tick.C:
-			if rec, err := s.Get(id); err != nil || (!whole && rec.State != st) {
+			if rec, err := s.Get(id); err != nil || done(rec) {
 				return err
 			}
 		}
