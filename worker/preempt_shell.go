@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
@@ -32,6 +33,9 @@ type preemptState struct {
 
 	mu     sync.Mutex // serialises Freeze and Thaw of the job (proc's rule)
 	frozen bool
+	// slices counts the time the gang rotation held the job frozen here
+	// (guarded by mu): reported as RepSliced (gangloop.go).
+	slices gang.FrozenClock
 }
 
 // canSwap says whether the job can be swapped out by checkpoint: a
@@ -156,6 +160,7 @@ func (s *Service) freeze(r *running, why string) {
 		return
 	}
 	r.pre.frozen = true
+	r.pre.slices.Thaw(time.Now()) // from now its frozen time is preemption's (RepFrozen)
 	s.leases.SetFrozen(r.lease, true)
 	log.Infow("job frozen in place", "job", r.id, "for", why)
 	if k != nil {

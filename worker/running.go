@@ -218,6 +218,7 @@ func (r *running) run() {
 	r.svc.kickGang()
 	r.watch(k, procs)
 	r.svc.kickGang()
+	r.endSlices()
 	r.finishCheckpoints()
 	if err == nil {
 		r.sendOutputs(k)
