@@ -82,6 +82,26 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 	}
 }
 
+// preemptForWaiting plans, for the job of highest priority waiting in
+// the line for this host (one holding no lease here), the preemptions
+// that would let it in: called when a job here is released, since a job
+// still starting was not a candidate when that advert came.
+func (s *Service) preemptForWaiting() {
+	for _, e := range s.waiting.ordered(time.Now()) {
+		if _, held := s.leases.ByJob(e.need.Job); held {
+			continue
+		}
+		s.preempt(e.advert.Submitter, e.need, e.prio)
+		return
+	}
+}
+
+// pastStart says whether the job is past its start here: its ranks were
+// released from Init (MPI, PMI), or it has no such phase.
+func (r *running) pastStart() bool {
+	return r.running.Load() || (r.mpiJob() == nil && r.pmiFence() == nil)
+}
+
 // holders are the jobs running here as PlanPreemption sees them.
 func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 	byID := map[job.ID]*running{}
@@ -97,8 +117,14 @@ func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 		}
 		out = append(out, Holder{Job: r.id, Priority: l.Priority, Since: since, Cores: l.Cores,
 			Memory: s.leases.MemHold(r.id), Checkpoint: r.canSwap(),
-			// A job whose processes have not all started is left alone.
-			Preempted: r.pre.preempted.Load() || !r.started()})
+			// A job still starting (its processes not all started, or
+			// its ranks not yet released from Init) is left alone:
+			// preempted then, it would be frozen on the hosts that have
+			// not released it and swapped out on those that have, and
+			// the swap's checkpoint would wait for ranks that are
+			// frozen. It becomes a candidate when it is released
+			// (preemptForWaiting).
+			Preempted: r.pre.preempted.Load() || !r.started() || !r.pastStart()})
 		byID[r.id] = r
 	}
 	return out, byID
