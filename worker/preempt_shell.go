@@ -96,10 +96,11 @@ func (s *Service) preemptForWaiting() {
 	}
 }
 
-// pastStart says whether the job is past its start here: its ranks were
-// released from Init (MPI, PMI), or it has no such phase.
-func (r *running) pastStart() bool {
-	return r.running.Load() || (r.mpiJob() == nil && r.pmiFence() == nil)
+// swapAfterRelease says whether the job will be swapped out, not frozen,
+// once its ranks are released from Init (canSwap), and is not released
+// yet: it restarted from a checkpoint.
+func (r *running) swapAfterRelease() bool {
+	return !r.c.PMI && r.c.R == 1 && !r.running.Load() && len(r.c.Restore) > 0
 }
 
 // holders are the jobs running here as PlanPreemption sees them.
@@ -117,14 +118,14 @@ func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 		}
 		out = append(out, Holder{Job: r.id, Priority: l.Priority, Since: since, Cores: l.Cores,
 			Memory: s.leases.MemHold(r.id), Checkpoint: r.canSwap(),
-			// A job still starting (its processes not all started, or
-			// its ranks not yet released from Init) is left alone:
-			// preempted then, it would be frozen on the hosts that have
-			// not released it and swapped out on those that have, and
-			// the swap's checkpoint would wait for ranks that are
-			// frozen. It becomes a candidate when it is released
-			// (preemptForWaiting).
-			Preempted: r.pre.preempted.Load() || !r.started() || !r.pastStart()})
+			// A job whose processes have not all started is left alone,
+			// and so is one restarted from a checkpoint until its ranks
+			// are released from Init: preempted then, it would be frozen
+			// on the hosts that have not released it (no swap before the
+			// release) and swapped out on those that have, and the
+			// swap's checkpoint would wait for ranks that are frozen. It
+			// becomes a candidate when it is released (preemptForWaiting).
+			Preempted: r.pre.preempted.Load() || !r.started() || r.swapAfterRelease()})
 		byID[r.id] = r
 	}
 	return out, byID
