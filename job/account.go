@@ -31,6 +31,12 @@ type TimeUse struct {
 	Running time.Duration `json:"running,omitempty"`
 	Frozen  time.Duration `json:"frozen,omitempty"`
 	Swapped time.Duration `json:"swapped,omitempty"`
+	// Sliced is the part of Frozen that gang rotations held the job
+	// frozen, outside its time slices (RepSliced). It is counted apart,
+	// from the hosts' totals, not as switches: slices of 0.5 s would
+	// flood the list. Record.Time keeps it apart from Running; TimeAt
+	// moves it from Running to Frozen.
+	Sliced time.Duration `json:"sliced,omitempty"`
 }
 
 // MaxSwitches bounds the switches a record lists (the latest are kept;
@@ -62,14 +68,41 @@ func (r Record) Phase() Phase {
 }
 
 // TimeAt is the job's time in each phase up to now, the current phase
-// counted until now.
+// counted until now; the time frozen by time slices counts as frozen, not
+// running.
 func (r Record) TimeAt(now time.Time) TimeUse {
 	t := r.Time
 	if n := len(r.Switches); n > 0 {
 		last := r.Switches[n-1]
 		t = t.add(last.To, now.Sub(last.At))
 	}
+	sliced := min(t.Sliced, t.Running)
+	t.Running -= sliced
+	t.Frozen += sliced
 	return t
+}
+
+// AddSliced takes a host's RepSliced: total is the time its rotation held
+// the job frozen in the current run. A run's sliced time is the most any
+// of its hosts reports (their slices are aligned, so they are frozen at
+// once; totals only grow, so reports taken twice or out of order change
+// nothing), and never more than the run has lasted at now (a host's bad
+// figure cannot cancel the job's running time). Pure: it returns the new
+// record.
+func AddSliced(r Record, total time.Duration, now time.Time) Record {
+	n := len(r.Runs)
+	if n == 0 || total <= 0 {
+		return r
+	}
+	run := r.Runs[n-1]
+	total = min(total, max(now.Sub(run.Started), 0))
+	if total <= run.Sliced {
+		return r
+	}
+	r.Time.Sliced += total - run.Sliced
+	run.Sliced = total
+	r.Runs = append(r.Runs[:n-1:n-1], run)
+	return r
 }
 
 // SwitchPhase records a change to phase p at at; a switch to the current
@@ -144,4 +177,14 @@ func (ss *session) onFreeze(h *hostRun, frozen bool, why string) {
 		line = "frozen in place: " + why
 	}
 	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr", Line: line})
+}
+
+// onSliced records a host's RepSliced for the current run.
+func (ss *session) onSliced(total time.Duration) {
+	next := AddSliced(ss.rec, total, time.Now())
+	if next.Time.Sliced == ss.rec.Time.Sliced {
+		return
+	}
+	ss.rec = next
+	ss.save()
 }

@@ -194,6 +194,11 @@ const (
 	// continued them (issue 19). The job is frozen while any host is.
 	RepFrozen ReportKind = "frozen"
 	RepThawed ReportKind = "thawed"
+	// RepSliced: the time this host's gang rotation held the job frozen
+	// in this run so far (Frozen, a running total of closed intervals),
+	// sent at most once per report interval and once before RepDone, not
+	// once per slice (issue 19).
+	RepSliced ReportKind = "sliced"
 )
 
 // Report is one report from a worker about the job's processes there.
@@ -219,6 +224,9 @@ type Report struct {
 	// BadProgram marks a RepFailed whose cause is the program itself (the
 	// kernel will not run it here), not the host's state.
 	BadProgram bool `json:"bad_program,omitempty"`
+	// Frozen, on a RepSliced, is the run's total time frozen by time
+	// slices on this host.
+	Frozen time.Duration `json:"frozen,omitempty"`
 	// Ckpt names the checkpoint file a RepCheckpoint chunk is of.
 	Ckpt *CheckpointPart `json:"ckpt,omitempty"`
 }

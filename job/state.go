@@ -144,6 +144,8 @@ type Run struct {
 	Hosts   []peer.ID `json:"hosts"`
 	End     string    `json:"end,omitempty"`
 	From    uint64    `json:"from,omitempty"` // the checkpoint it restarted from; 0: from scratch
+	// Sliced is the time gang rotations held this run frozen (AddSliced).
+	Sliced time.Duration `json:"sliced,omitempty"`
 }
 
 // MaxRuns bounds the attempts a record lists.

@@ -189,6 +189,8 @@ func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalReco
 		w.finished = ss.all(func(h *hostRun) bool { return h.done })
 	case RepFrozen, RepThawed:
 		ss.onFreeze(h, e.Kind == RepFrozen, e.Reason)
+	case RepSliced:
+		ss.onSliced(e.Frozen)
 	}
 	return nil
 }

@@ -64,6 +64,13 @@ func testGang(t *testing.T, jobs int) {
 		if rec.State != job.Done {
 			t.Fatalf("job %d ended %s: %s\n%s", j, rec.State, rec.Reason, w.describe())
 		}
+		// Its time frozen by the rotation reached its record (RepSliced),
+		// as frozen time, not running time.
+		if tu := rec.TimeAt(rec.Updated); tu.Sliced <= 0 || tu.Frozen < tu.Sliced || tu.Running <= 0 {
+			t.Fatalf("job %d's time %+v: want time frozen by slices, counted as frozen", j, tu)
+		} else {
+			t.Logf("job %d: running %v, frozen by slices %v", j, tu.Running.Round(time.Millisecond), tu.Sliced.Round(time.Millisecond))
+		}
 		ticks[j] = rankTicks(t, w.updates())
 		for rank, ts := range ticks[j] {
 			t.Logf("job %d rank %d: %d readings %s .. %s", j, rank, len(ts), ts[0].Format("05.000"), ts[len(ts)-1].Format("05.000"))

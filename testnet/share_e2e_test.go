@@ -192,12 +192,30 @@ func TestPreemptByFreeze(t *testing.T) {
 // checkpoint's files are the submitter's, and it resumes from them on
 // the hosts left. Five pool agents; the heat job takes four, the job of
 // priority 5 three, and one of the heat job's hosts that the high job does
-// not use is stopped while it waits. (A high job that loses a host while
-// the swapped-out job waits is not covered here: see the issue 19 notes.)
+// not use is stopped while it waits.
 func TestSwappedOutSurvivesHostLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("6 agents, real processes, a host stopped")
 	}
+	swappedOutHostLoss(t, 3, false)
+}
+
+// The high job loses one of its own hosts while the job it swapped out
+// waits: it restarts from its checkpoint on the hosts left (where the
+// swapped-out job waits in the lines, behind it) and ends, then the
+// swapped-out job resumes and ends with the solo run's checksum. Five
+// pool agents; both jobs take four, and the stopped host is one of both.
+func TestSwappedOutHighLosesHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("6 agents, real processes, a host stopped")
+	}
+	swappedOutHostLoss(t, 4, true)
+}
+
+// swappedOutHostLoss runs a heat job of 4 ranks, swaps it out for a
+// priority-5 heat job of hiProcs ranks, and stops a host of the first
+// job's run: one the high job uses too when hiHost, else one it does not.
+func swappedOutHostLoss(t *testing.T, hiProcs int, hiHost bool) {
 	ln := startLaunchNet(t, 6, 1, func(i int, cfg *node.Config) {
 		cfg.Labels = nil
 		if i > 0 {
@@ -219,7 +237,7 @@ func TestSwappedOutSurvivesHostLoss(t *testing.T) {
 
 	w := submitJob(t, ln.Nodes[0], low, prog)
 	ln.awaitCheckpoint(t, w, 2)
-	hd := job.NewDescription("heat", []string{"30", "50", "3000"}, 3)
+	hd := job.NewDescription("heat", []string{"30", "50", "3000"}, hiProcs)
 	hd.Strategy, hd.Require.Labels, hd.Priority, hd.Deadline = job.Spread, []string{poolLabel}, 5, time.Minute
 	hd.CheckpointEvery = 300 * time.Millisecond
 	hi := submitJob(t, ln.Nodes[0], hd, prog)
@@ -232,22 +250,22 @@ func TestSwappedOutSurvivesHostLoss(t *testing.T) {
 	if err != nil || hiRec.Plan == nil {
 		t.Fatalf("high job's record: %v", err)
 	}
-	// A host of the swapped-out job's run that the high job (3 ranks)
-	// does not use: there is always one.
+	// A host of the swapped-out job's run that the high job uses (when
+	// hiHost) or does not use: with 4 and 3 ranks on 5 hosts there is one.
 	victim := -1
 	for _, p := range stopped.Runs[0].Hosts {
-		if !slices.ContainsFunc(hiRec.Plan.Hosts, func(h job.HostPlan) bool { return h.Offer.Peer == p }) {
+		if slices.ContainsFunc(hiRec.Plan.Hosts, func(h job.HostPlan) bool { return h.Offer.Peer == p }) == hiHost {
 			victim = ln.Index(p)
 		}
 	}
 	if victim < 0 {
-		t.Fatalf("the high job (%d hosts) uses every host of the swapped-out job's run %v", len(hiRec.Plan.Hosts), stopped.Runs[0].Hosts)
+		t.Fatalf("no host of the swapped-out job's run %v that the high job's run %v uses: %v", stopped.Runs[0].Hosts, hiRec.Plan.Hosts, hiHost)
 	}
 	if err := ln.Stop(victim); err != nil {
 		t.Fatal(err)
 	}
 	if rec := hi.wait(t); rec.State != job.Done {
-		t.Fatalf("high job ended %s: %s", rec.State, rec.Reason)
+		t.Fatalf("high job ended %s: %s\n%s", rec.State, rec.Reason, hi.describe())
 	}
 	rest := watchJob(ln.Nodes[0], w.id)
 	rec := rest.wait(t)

@@ -55,7 +55,10 @@ func (d *decliner) claim(j string) bool {
 // for job j, when the decliner lets it. Best effort: a decline that cannot
 // be delivered is only logged.
 func (s *Service) decline(a flood.Advert, j job.ID, d Decision) {
-	if d.Code == "" || !s.declines.claim(string(j)) {
+	// Once per flood key, not per job: a job flooded again (a restart)
+	// is answered again, else its new reservation hears nothing from
+	// this host and may count the network exhausted (job.Hopeless).
+	if d.Code == "" || !s.declines.claim(a.Job) {
 		return
 	}
 	detail := d.Detail

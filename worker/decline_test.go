@@ -90,3 +90,16 @@ func TestDeclinerOncePerJobAndBounded(t *testing.T) {
 		t.Fatalf("remembers %d jobs (%d in order), want %d", len(d.told), len(d.order), maxToldJobs)
 	}
 }
+
+// Declines are claimed per flood key: a job flooded again (a restart, a
+// new match) is told again, once per flood.
+func TestDeclinerOncePerFlood(t *testing.T) {
+	d := newDecliner(1e9, 1e9)
+	first, again := job.FloodKey("j0", 1), job.FloodKey("j0", 2)
+	if !d.claim(first) || d.claim(first) {
+		t.Fatal("the first flood is not told exactly once")
+	}
+	if !d.claim(again) || d.claim(again) {
+		t.Fatal("the job's second flood is not told exactly once")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -79,8 +80,14 @@ func (s *Service) gangStep(now time.Time, frozen map[*running]bool) {
 	}
 }
 
+// slicedReportEvery bounds how often a host reports a job's time frozen
+// by the rotation (RepSliced): a total per interval, not a report per
+// slice, plus one when the job ends here.
+const slicedReportEvery = 5 * time.Second
+
 // gangSwitch freezes or thaws one job, unless preemption holds it frozen;
-// it reports whether it did.
+// it reports whether it did. The job's frozen time is counted, and its
+// total sent to the submitter when due.
 func (s *Service) gangSwitch(m gangMember, freeze bool) bool {
 	m.r.pre.mu.Lock() // proc's rule: one Freeze or Thaw of a job at a time
 	defer m.r.pre.mu.Unlock()
@@ -91,10 +98,41 @@ func (s *Service) gangSwitch(m gangMember, freeze bool) bool {
 	if freeze {
 		apply, what = proc.Freeze, "freeze"
 	}
+	now := time.Now()
 	if err := apply(m.r.sandbox, m.procs); err != nil {
 		log.Warnw("time-slice switch failed", "job", m.r.id, "action", what, "err", err)
+	} else if freeze {
+		m.r.pre.slices.Freeze(now)
+	} else {
+		m.r.pre.slices.Thaw(now)
+	}
+	if total, ok := m.r.pre.slices.Due(now, slicedReportEvery, false); ok {
+		m.r.reportSliced(total)
 	}
 	return true
+}
+
+// endSlices closes the job's frozen time here when its processes have
+// ended, and sends the total not yet reported.
+func (r *running) endSlices() {
+	r.pre.mu.Lock()
+	defer r.pre.mu.Unlock()
+	now := time.Now()
+	r.pre.slices.Thaw(now)
+	if total, ok := r.pre.slices.Due(now, slicedReportEvery, true); ok {
+		r.reportSliced(total)
+	}
+}
+
+// reportSliced queues a RepSliced; the queue is buffered, and a report
+// lost with the stream is made good by the next total.
+func (r *running) reportSliced(total time.Duration) {
+	r.mu.Lock()
+	k := r.sink
+	r.mu.Unlock()
+	if k != nil {
+		k.send(r.ctx, job.Report{Kind: job.RepSliced, Frozen: total})
+	}
 }
 
 // gangMembers lists the started, gang-scheduled jobs still running here,

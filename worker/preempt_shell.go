@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
@@ -32,6 +33,9 @@ type preemptState struct {
 
 	mu     sync.Mutex // serialises Freeze and Thaw of the job (proc's rule)
 	frozen bool
+	// slices counts the time the gang rotation held the job frozen here
+	// (guarded by mu): reported as RepSliced (gangloop.go).
+	slices gang.FrozenClock
 }
 
 // canSwap says whether the job can be swapped out by checkpoint: a
@@ -78,6 +82,27 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 	}
 }
 
+// preemptForWaiting plans, for the job of highest priority waiting in
+// the line for this host (one holding no lease here), the preemptions
+// that would let it in: called when a job here is released, since a job
+// still starting was not a candidate when that advert came.
+func (s *Service) preemptForWaiting() {
+	for _, e := range s.waiting.ordered(time.Now()) {
+		if _, held := s.leases.ByJob(e.need.Job); held {
+			continue
+		}
+		s.preempt(e.advert.Submitter, e.need, e.prio)
+		return
+	}
+}
+
+// swapAfterRelease says whether the job will be swapped out, not frozen,
+// once its ranks are released from Init (canSwap), and is not released
+// yet: it restarted from a checkpoint.
+func (r *running) swapAfterRelease() bool {
+	return !r.c.PMI && r.c.R == 1 && !r.running.Load() && len(r.c.Restore) > 0
+}
+
 // holders are the jobs running here as PlanPreemption sees them.
 func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 	byID := map[job.ID]*running{}
@@ -93,8 +118,14 @@ func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 		}
 		out = append(out, Holder{Job: r.id, Priority: l.Priority, Since: since, Cores: l.Cores,
 			Memory: s.leases.MemHold(r.id), Checkpoint: r.canSwap(),
-			// A job whose processes have not all started is left alone.
-			Preempted: r.pre.preempted.Load() || !r.started()})
+			// A job whose processes have not all started is left alone,
+			// and so is one restarted from a checkpoint until its ranks
+			// are released from Init: preempted then, it would be frozen
+			// on the hosts that have not released it (no swap before the
+			// release) and swapped out on those that have, and the
+			// swap's checkpoint would wait for ranks that are frozen. It
+			// becomes a candidate when it is released (preemptForWaiting).
+			Preempted: r.pre.preempted.Load() || !r.started() || r.swapAfterRelease()})
 		byID[r.id] = r
 	}
 	return out, byID
@@ -156,6 +187,7 @@ func (s *Service) freeze(r *running, why string) {
 		return
 	}
 	r.pre.frozen = true
+	r.pre.slices.Thaw(time.Now()) // from now its frozen time is preemption's (RepFrozen)
 	s.leases.SetFrozen(r.lease, true)
 	log.Infow("job frozen in place", "job", r.id, "for", why)
 	if k != nil {

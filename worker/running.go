@@ -146,6 +146,7 @@ func (r *running) release() {
 			r.running.Store(true)
 			f.Release()
 			r.svc.kickGang()
+			r.svc.afterRelease()
 		})
 	}
 	if m := r.mpiJob(); m != nil {
@@ -153,8 +154,21 @@ func (r *running) release() {
 			r.running.Store(true)
 			m.Release()
 			r.svc.kickGang()
+			r.svc.afterRelease()
 		})
 	}
+}
+
+// afterRelease looks again, in the background, whether a job of higher
+// priority waiting for this host may preempt the job just released.
+func (s *Service) afterRelease() {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if s.ctx.Err() == nil {
+			s.preemptForWaiting()
+		}
+	}()
 }
 
 // run stages, starts, watches and cleans up the job here. Whatever happens,
@@ -218,6 +232,7 @@ func (r *running) run() {
 	r.svc.kickGang()
 	r.watch(k, procs)
 	r.svc.kickGang()
+	r.endSlices()
 	r.finishCheckpoints()
 	if err == nil {
 		r.sendOutputs(k)

@@ -288,8 +288,15 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 // holding slots here to give them back.
 func (s *Service) offer(a flood.Advert, need job.Need) {
 	honoured := s.leases.Policy().HonouredPriority(a.Submitter, need.Priority)
-	if _, held := s.leases.ByJob(need.Job); held {
+	if l, held := s.leases.ByJob(need.Job); held {
 		s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
+		if l.Committed {
+			// An earlier run of the job still ends here, and the job is
+			// flooded again (a restart): it waits in the line for the
+			// slots that run frees, and its submitter hears that this
+			// host is busy, not nothing.
+			s.decline(a, need.Job, Decision{Code: job.DeclineBusy, Detail: "its earlier run is still ending here"})
+		}
 		return
 	}
 	if s.draining.Load() {

@@ -20,8 +20,12 @@ func writeSharing(tw *tabwriter.Writer, r job.Record, now time.Time) {
 		return
 	}
 	t := r.TimeAt(now)
-	fmt.Fprintf(tw, "time\trunning %v, frozen %v, swapped out %v\n",
-		t.Running.Round(time.Millisecond), t.Frozen.Round(time.Millisecond), t.Swapped.Round(time.Millisecond))
+	sliced := ""
+	if t.Sliced > 0 {
+		sliced = fmt.Sprintf(" (%v of it by time slices)", t.Sliced.Round(time.Millisecond))
+	}
+	fmt.Fprintf(tw, "time\trunning %v, frozen %v%s, swapped out %v\n",
+		t.Running.Round(time.Millisecond), t.Frozen.Round(time.Millisecond), sliced, t.Swapped.Round(time.Millisecond))
 }
 
 // writeSwitches lists a job's changes of phase when it was ever frozen or

@@ -45,3 +45,17 @@ func TestWriteStatusShowsTimeSharing(t *testing.T) {
 		t.Errorf("a job that only ran lists switches or sharing:\n%s", w.String())
 	}
 }
+
+// Time frozen by gang slices shows as frozen, with its share named.
+func TestWriteStatusShowsSlicedTime(t *testing.T) {
+	t0 := time.Date(2025, 3, 1, 10, 0, 0, 0, time.Local)
+	rec := job.NewRecord("abc", "", job.NewDescription("/home/u/heat", nil, 2), t0)
+	rec.Runs = []job.Run{{Attempt: 1, Started: t0}}
+	rec = job.SwitchPhase(rec, job.PhaseRunning, t0, "")
+	rec = job.AddSliced(rec, 30*time.Second, t0.Add(40*time.Second))
+	var w bytes.Buffer
+	writeStatus(&w, rec, t0.Add(40*time.Second))
+	if s := "time     running 10s, frozen 30s (30s of it by time slices), swapped out 0s\n"; !strings.Contains(w.String(), s) {
+		t.Errorf("status lacks %q:\n%s", s, w.String())
+	}
+}

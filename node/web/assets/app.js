@@ -197,14 +197,20 @@ function failures(rec) {
 }
 
 // sharing is the job's time running, frozen and swapped out (the current
-// phase counted until now) and its switches between them.
+// phase counted until now) and its switches between them. Time frozen by
+// gang time slices (time.sliced) counts as frozen, not running, as in
+// job.Record.TimeAt.
 function sharing(rec) {
-  const t = Object.assign({ running: 0, frozen: 0, swapped: 0 }, rec.time || {});
+  const t = Object.assign({ running: 0, frozen: 0, swapped: 0, sliced: 0 }, rec.time || {});
   const last = rec.switches[rec.switches.length - 1];
-  if (last.to in t) t[last.to] += (Date.now() - new Date(last.at)) * 1e6;
+  if (last.to in t && last.to !== "sliced") t[last.to] += (Date.now() - new Date(last.at)) * 1e6;
+  const sliced = Math.min(t.sliced, t.running);
+  t.running -= sliced;
+  t.frozen += sliced;
   const s = (ns) => (ns / 1e9).toFixed(1) + " s";
+  const bySlices = sliced > 0 ? ` (${s(sliced)} of it by time slices)` : "";
   return el("div", { id: "sharing" },
-    el("p", {}, `time running ${s(t.running)}, frozen ${s(t.frozen)}, swapped out ${s(t.swapped)}`),
+    el("p", {}, `time running ${s(t.running)}, frozen ${s(t.frozen)}${bySlices}, swapped out ${s(t.swapped)}`),
     el("p", { class: "muted" }, "switches: " + rec.switches.map((w) => `${w.to} at ${when(w.at)}${w.why ? " (" + w.why + ")" : ""}`).join("; ")));
 }
 
