@@ -29,20 +29,16 @@ func cancelAction(c *cli.Context) error {
 	if _, err := job.ParseID(c.Args().First()); err != nil {
 		return usageError(err)
 	}
-	cl, err := jobClient(c)
+	cl, rec, err := clientForJob(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
-	defer cancel()
-	rec, err := findJob(ctx, cl, c.Args().First())
-	if err != nil {
-		return agentError(err)
-	}
 	if rec.State.Terminal() && rec.State != job.Stopped { // a stopped job's cancel drops its checkpoint
 		return cli.Exit(fmt.Sprintf("job %s already ended: %s", rec.ID, rec.State), 1)
 	}
+	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
+	defer cancel()
 	if err := cl.Cancel(ctx, rec.ID); err != nil {
 		return agentError(err)
 	}

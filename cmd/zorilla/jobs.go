@@ -138,6 +138,23 @@ func agentError(err error) error {
 	return cli.Exit(err.Error(), 1)
 }
 
+// clientForJob dials the command's agent and finds the job its one
+// argument names (findJob); the caller closes the client.
+func clientForJob(c *cli.Context) (*node.Client, job.Record, error) {
+	cl, err := jobClient(c)
+	if err != nil {
+		return nil, job.Record{}, err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
+	defer cancel()
+	rec, err := findJob(ctx, cl, c.Args().First())
+	if err != nil {
+		cl.Close()
+		return nil, job.Record{}, agentError(err)
+	}
+	return cl, rec, nil
+}
+
 // findJob returns the record of the job named by arg: a whole job ID or
 // the unique prefix of one.
 func findJob(ctx context.Context, cl *node.Client, arg string) (job.Record, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -38,17 +37,11 @@ func statusAction(c *cli.Context) error {
 	if _, err := job.ParseID(c.Args().First()); err != nil {
 		return usageError(err)
 	}
-	cl, err := jobClient(c)
+	cl, rec, err := clientForJob(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
-	defer cancel()
-	rec, err := findJob(ctx, cl, c.Args().First())
-	if err != nil {
-		return agentError(err)
-	}
 	if c.Bool("watch") {
 		return watchStatus(c, cl, rec.ID)
 	}

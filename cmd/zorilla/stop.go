@@ -38,21 +38,15 @@ func stopAction(c *cli.Context) error {
 	if timeout <= 0 || timeout > node.MaxStopTimeout {
 		return usageErrorf("--timeout %v: want a duration between 0 and %v", timeout, node.MaxStopTimeout)
 	}
-	cl, err := jobClient(c)
+	cl, rec, err := clientForJob(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
-	rec, err := findJob(ctx, cl, c.Args().First())
-	cancel()
-	if err != nil {
-		return agentError(err)
-	}
 	if rec.State.Terminal() {
 		return cli.Exit(fmt.Sprintf("job %s already ended: %s", rec.ID, rec.State), 1)
 	}
-	ctx, cancel = context.WithTimeout(c.Context, timeout+apiTimeout)
+	ctx, cancel := context.WithTimeout(c.Context, timeout+apiTimeout)
 	defer cancel()
 	if err := cl.Stop(ctx, rec.ID, timeout); err != nil {
 		return agentError(err)
@@ -83,17 +77,13 @@ func resumeAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErrorf("resume takes one JOB, got %d arguments", c.NArg())
 	}
-	cl, err := jobClient(c)
+	cl, rec, err := clientForJob(c)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
 	defer cancel()
-	rec, err := findJob(ctx, cl, c.Args().First())
-	if err != nil {
-		return agentError(err)
-	}
 	if err := cl.Resume(ctx, rec.ID, c.Bool("elsewhere")); err != nil {
 		return agentError(err)
 	}
