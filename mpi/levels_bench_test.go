@@ -58,15 +58,7 @@ func BenchmarkAllreduceHostAware(b *testing.B) {
 				}
 				return nil
 			})
-			for r, err := range errs {
-				if err != nil {
-					b.Fatalf("rank %d: %v", r, err)
-				}
-			}
-			b.ReportMetric(median(hier)*1e6, "host-aware-µs/op")
-			b.ReportMetric(median(flat)*1e6, "flat-µs/op")
-			b.ReportMetric(median(ratio), "flat/host-aware")
-			b.ReportMetric(0, "ns/op")
+			reportLevels(b, errs, hier, flat, ratio)
 		})
 	}
 }
@@ -169,15 +161,7 @@ func BenchmarkExchangesHostAware(b *testing.B) {
 					}
 					return nil
 				})
-				for r, err := range errs {
-					if err != nil {
-						b.Fatalf("rank %d: %v", r, err)
-					}
-				}
-				b.ReportMetric(median(hier)*1e6, "host-aware-µs/op")
-				b.ReportMetric(median(flat)*1e6, "flat-µs/op")
-				b.ReportMetric(median(ratio), "flat/host-aware")
-				b.ReportMetric(0, "ns/op")
+				reportLevels(b, errs, hier, flat, ratio)
 			})
 		}
 	}
@@ -217,4 +201,19 @@ func timeOp(c *mpi.Comm, send, recv []float64, reps int, op func(c *mpi.Comm, se
 		return 0, err
 	}
 	return (mpi.Wtime() - t0) / float64(reps), nil
+}
+
+// reportLevels fails on a rank's error, else reports the medians over the
+// rounds of the host-aware and flat times and of their per-round ratio.
+func reportLevels(b *testing.B, errs []error, hier, flat, ratio []float64) {
+	b.Helper()
+	for r, err := range errs {
+		if err != nil {
+			b.Fatalf("rank %d: %v", r, err)
+		}
+	}
+	b.ReportMetric(median(hier)*1e6, "host-aware-µs/op")
+	b.ReportMetric(median(flat)*1e6, "flat-µs/op")
+	b.ReportMetric(median(ratio), "flat/host-aware")
+	b.ReportMetric(0, "ns/op")
 }
