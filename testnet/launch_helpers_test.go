@@ -187,22 +187,7 @@ func submitJob(t testing.TB, nd *node.Node, d job.Description, prog job.FileRef)
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}
-	w := &watcher{nd: nd, id: id, done: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	go func() {
-		defer close(w.done)
-		defer cancel()
-		w.err = nd.Submitter().Watch(ctx, id, 0, func(u job.Update) error {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			w.ups = append(w.ups, u)
-			if u.Kind == "end" {
-				w.end = *u.Record
-			}
-			return nil
-		})
-	}()
-	return w
+	return watchJob(nd, id)
 }
 
 // wait returns the job's final record, failing the test if the watch
@@ -330,4 +315,24 @@ func firstEntered(rec job.Record) map[job.State]time.Time {
 		}
 	}
 	return at
+}
+
+// watchJob follows a job already submitted until its end: the launch tests' own submissions and resumed jobs.
+func watchJob(nd *node.Node, id job.ID) *watcher {
+	w := &watcher{nd: nd, id: id, done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	go func() {
+		defer close(w.done)
+		defer cancel()
+		w.err = nd.Submitter().Watch(ctx, id, 0, func(u job.Update) error {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.ups = append(w.ups, u)
+			if u.Kind == "end" {
+				w.end = *u.Record
+			}
+			return nil
+		})
+	}()
+	return w
 }

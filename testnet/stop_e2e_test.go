@@ -199,23 +199,3 @@ func stopWhenReleased(t *testing.T, sub *job.Submitter, w *watcher) {
 		}
 	}
 }
-
-// watchJob follows a job already submitted (a resumed one) until its end.
-func watchJob(nd *node.Node, id job.ID) *watcher {
-	w := &watcher{nd: nd, id: id, done: make(chan struct{})}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	go func() {
-		defer close(w.done)
-		defer cancel()
-		w.err = nd.Submitter().Watch(ctx, id, 0, func(u job.Update) error {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			w.ups = append(w.ups, u)
-			if u.Kind == "end" {
-				w.end = *u.Record
-			}
-			return nil
-		})
-	}()
-	return w
-}
