@@ -28,6 +28,17 @@ func (t *Testnet) Resolve(target string) (cs []Container, site bool, err error) 
 	return nil, false, fmt.Errorf("%w: %q (a site, site-index, or %s-site-index)", ErrUnknownTarget, target, t.cfg.Name)
 }
 
+// resolveStates is Resolve, with the state of every container of the
+// testnet: what the fault commands that act on a state need.
+func (t *Testnet) resolveStates(ctx context.Context, target string) ([]Container, bool, map[string]containerState, error) {
+	cs, site, err := t.Resolve(target)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	states, err := t.inspect(ctx)
+	return cs, site, states, err
+}
+
 func names(cs []Container) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
@@ -53,11 +64,7 @@ func (t *Testnet) Kill(ctx context.Context, target string) error {
 // agent keeps its data dir and peer ID, and its latency is put back in its
 // new network namespace.
 func (t *Testnet) Start(ctx context.Context, target string) error {
-	cs, _, err := t.Resolve(target)
-	if err != nil {
-		return err
-	}
-	states, err := t.inspect(ctx)
+	cs, _, states, err := t.resolveStates(ctx, target)
 	if err != nil {
 		return err
 	}
@@ -92,11 +99,7 @@ func (t *Testnet) Unpause(ctx context.Context, target string) error {
 
 // eachState runs docker cmd on the target's containers that are in state.
 func (t *Testnet) eachState(ctx context.Context, target, cmd, state string) error {
-	cs, _, err := t.Resolve(target)
-	if err != nil {
-		return err
-	}
-	states, err := t.inspect(ctx)
+	cs, _, states, err := t.resolveStates(ctx, target)
 	if err != nil {
 		return err
 	}
@@ -117,11 +120,7 @@ func (t *Testnet) eachState(ctx context.Context, target, cmd, state string) erro
 // its networks (it is alone), a whole site from the wan only (the site
 // goes on inside, cut off from the other sites). Heal reconnects.
 func (t *Testnet) Cut(ctx context.Context, target string) error {
-	cs, site, err := t.Resolve(target)
-	if err != nil {
-		return err
-	}
-	states, err := t.inspect(ctx)
+	cs, site, states, err := t.resolveStates(ctx, target)
 	if err != nil {
 		return err
 	}
@@ -145,11 +144,7 @@ func (t *Testnet) Cut(ctx context.Context, target string) error {
 // with their old addresses, and puts their latency back (netem shapes
 // interfaces, and reconnecting makes new ones).
 func (t *Testnet) Heal(ctx context.Context, target string) error {
-	cs, _, err := t.Resolve(target)
-	if err != nil {
-		return err
-	}
-	states, err := t.inspect(ctx)
+	cs, _, states, err := t.resolveStates(ctx, target)
 	if err != nil {
 		return err
 	}
