@@ -33,8 +33,11 @@ import (
 // PMI barrier's answer, with the flush request unread in its socket (seen
 // with ss), so the rank never reaches the barrier. The hang is before that
 // rank's barrier_in (and before any rank's PMI finalize), so the agent
-// cannot tell it from a rank still computing and does not end it. MPICH
-// 4.2.0 removed the barrier (pmodels/mpich 08d8105b7b). It is not the
+// cannot tell it from a rank still computing and does not end it; nor
+// can it answer that barrier early, since a rank let go exits and every
+// rank later to MPI_Finalize then aborts (docs/DESIGN.md). MPICH 4.2.0
+// calls the barrier before the flushes (pmodels/mpich 08d8105b7b,
+// d6c7cd5b64). It is not the
 // agents': mpiexec.mpich on one machine with UCX_TLS=tcp,self hangs the
 // same way, and no UCX or MPICH setting of these versions avoids it
 // (BENCHMARKS.md, issue 20). Across containers 6 jobs of 24 hung in the
