@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
@@ -33,6 +34,10 @@ type Need struct {
 	// honours it up to its owner's cap (worker.Policy.HonouredPriority),
 	// and a job of higher honoured priority may preempt lower ones there.
 	Priority int `json:"priority,omitempty"`
+	// SwapSlice is the job's swap slice (Description.SwapSlice): once it
+	// has run this long on a host since it last started there, a job of
+	// equal priority waiting for its memory may swap it out. Zero: never.
+	SwapSlice time.Duration `json:"swap_slice,omitempty"`
 }
 
 // MaxNeedSize bounds an encoded Need; it must fit in an advert's body.
@@ -83,6 +88,9 @@ func (n Need) Validate() error {
 		return err
 	}
 	if err := CheckPriority(n.Priority); err != nil {
+		return err
+	}
+	if err := CheckSwapSlice(n.SwapSlice); err != nil {
 		return err
 	}
 	return n.Req.Validate()

@@ -322,7 +322,9 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		if err == nil {
 			s.decline(a, need.Job, d)
 		}
-		if d.Full && listed {
+		if d.Full && listed && !s.waiting.yielding(need.Job, s.holds) {
+			// A job swapped out here for one still waiting asks nothing
+			// of it: not to yield its offers, nor to be swapped out.
 			s.askYield(prio, honoured)
 			s.preempt(a.Submitter, need, prio)
 		}

@@ -82,10 +82,43 @@ type waitLine struct {
 
 	mu   sync.Mutex
 	jobs map[job.ID]*waitEntry
+	// yields maps a job swapped out here to the job it was swapped out
+	// for (preempt_shell.go): it is not served here while that job waits.
+	yields map[job.ID]job.ID
 }
 
 func newWaitLine(cfg WaitConfig) *waitLine {
-	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}}
+	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}, yields: map[job.ID]job.ID{}}
+}
+
+// yieldTo records that job j was swapped out here for job to.
+func (w *waitLine) yieldTo(j, to job.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.yields[j] = to
+}
+
+// yielding says whether job j, swapped out here for another, must still
+// leave its place to it: that job is listed and its advert live, and it
+// holds no lease here yet (held). Once it does, or leaves the line, the
+// mark is forgotten: j is served in its turn again.
+func (w *waitLine) yielding(j job.ID, held func(job.ID) bool) bool {
+	w.mu.Lock()
+	to, ok := w.yields[j]
+	if ok {
+		e, listed := w.jobs[to]
+		ok = listed && time.Now().Before(e.advert.Expires)
+	}
+	w.mu.Unlock()
+	if ok && !held(to) {
+		return true
+	}
+	w.mu.Lock()
+	if w.yields[j] == to {
+		delete(w.yields, j)
+	}
+	w.mu.Unlock()
+	return false
 }
 
 // note lists the job of advert a (or refreshes it) and returns its
@@ -213,6 +246,11 @@ func (w *waitLine) sweep(now time.Time) {
 			delete(w.jobs, j)
 		}
 	}
+	for j, to := range w.yields {
+		if _, listed := w.jobs[to]; !listed {
+			delete(w.yields, j) // the job yielded to needs nothing more here
+		}
+	}
 }
 
 // Contested returns the uncommitted leases of jobs that the job of
@@ -259,6 +297,12 @@ func (s *Service) serveWaiting() {
 	}
 }
 
+// holds says whether job j holds a lease here.
+func (s *Service) holds(j job.ID) bool {
+	_, ok := s.leases.ByJob(j)
+	return ok
+}
+
 // nextWake is how long until a lease or a listed advert expires.
 func (s *Service) nextWake(now time.Time) time.Duration {
 	wake := now.Add(time.Hour)
@@ -283,7 +327,7 @@ func (s *Service) offerWaiting() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked {
+		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked || s.waiting.yielding(e.need.Job, s.holds) {
 			continue
 		}
 		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, s.cfg.LeaseTTL)
