@@ -136,7 +136,7 @@ func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg PreemptMsg) e
 		return ctx.Err()
 	}
 	log.Infow("job swapped out", "job", msg.Job, "for", msg.For, "host", from)
-	if err := s.resumeStopped(msg.Job, false, why); err != nil {
+	if err := s.resumeStopped(msg.Job, false, why, msg.For); err != nil {
 		return fmt.Errorf("job %s stopped but not resumed (`zorilla resume %s` does it): %w", msg.Job, msg.Job, err)
 	}
 	return nil

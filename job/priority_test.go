@@ -21,6 +21,10 @@ func TestNeedPriorityAndMemPerProcBounds(t *testing.T) {
 		{"mem per proc", func(n *Need) { n.MemPerProc = 1 << 30 }, ""},
 		{"negative mem per proc", func(n *Need) { n.MemPerProc = -1 }, "mem_per_proc: must be 0.."},
 		{"huge mem per proc", func(n *Need) { n.MemPerProc = MaxSize + 1 }, "mem_per_proc: must be 0.."},
+		{"swap slice", func(n *Need) { n.SwapSlice = 10 * time.Minute }, ""},
+		{"swap slice below a second", func(n *Need) { n.SwapSlice = time.Millisecond }, "swap_slice: must be 0"},
+		{"yields to a job", func(n *Need) { n.YieldTo = "j2" }, ""},
+		{"yields to a bad ID", func(n *Need) { n.YieldTo = "J 2" }, "yield_to:"},
 	}
 	for _, c := range cases {
 		n := base

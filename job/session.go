@@ -52,6 +52,9 @@ type session struct {
 	// minDeadline lengthens the scheduling deadline of a job resumed
 	// after a preemption (preempt.go).
 	minDeadline time.Duration
+	// yieldTo is the job a host swapped this one out for, when this run
+	// resumed it: its adverts say so (Need.YieldTo).
+	yieldTo ID
 	ctx         context.Context
 	stop        context.CancelFunc
 

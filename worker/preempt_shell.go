@@ -82,7 +82,7 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 		// served here: else it would take back the memory it frees. The
 		// mark stays when the swap is refused: every host of the job asks,
 		// and all but the first are refused, the job being stopped already.
-		s.waiting.yieldTo(r.id, need.Job)
+		s.waiting.yieldTo(r.id, need.Job, "")
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()

@@ -120,7 +120,7 @@ func TestWaitLineYielding(t *testing.T) {
 			w.jobs["jb"] = &waitEntry{advert: a, need: n} // as noted before it expired
 			w.mu.Unlock()
 		}
-		w.yieldTo("ja", "jb")
+		w.yieldTo("ja", "jb", "")
 		held := func(j job.ID) bool { return tt.held && j == "jb" }
 		if got := w.yielding("ja", held); got != tt.want {
 			t.Errorf("%s: yielding %v, want %v", tt.name, got, tt.want)
@@ -137,8 +137,8 @@ func TestWaitLineYielding(t *testing.T) {
 	w := newWaitLine(DefaultWaitConfig())
 	a, n := advertOf("jb", now)
 	w.note(a, n, 0, now)
-	w.yieldTo("ja", "jb")
-	w.yieldTo("jc", "jd")
+	w.yieldTo("ja", "jb", "")
+	w.yieldTo("jc", "jd", "")
 	w.ordered(now) // sweeps
 	w.mu.Lock()
 	marks := len(w.yields)
@@ -146,5 +146,44 @@ func TestWaitLineYielding(t *testing.T) {
 	w.mu.Unlock()
 	if marks != 1 || !kept {
 		t.Errorf("after a sweep: %d marks (ja's kept: %v), want ja's alone", marks, kept)
+	}
+}
+
+// A mark from a resumed job's advert (Need.YieldTo) is set once per flood:
+// once honoured (the job yielded to got a lease here), later copies of
+// the same flood do not set it again, or the two jobs would each wait for
+// the other when the second is swapped out in turn; a new flood does.
+func TestWaitLineYieldFromAdvert(t *testing.T) {
+	now := time.Now()
+	w := newWaitLine(DefaultWaitConfig())
+	for _, j := range []job.ID{"ja", "jb"} {
+		a, n := advertOf(j, now)
+		w.note(a, n, 0, now)
+	}
+	none := func(job.ID) bool { return false }
+	jbHeld := func(j job.ID) bool { return j == "jb" }
+	w.yieldTo("ja", "jb", "ja-1")
+	if !w.yielding("ja", none) {
+		t.Fatal("ja does not yield to jb, which waits")
+	}
+	if w.yielding("ja", jbHeld) {
+		t.Fatal("ja still yields once jb holds a lease")
+	}
+	w.yieldTo("ja", "jb", "ja-1") // a late copy of the same flood
+	if w.yielding("ja", none) {
+		t.Error("a copy of a flood whose mark was honoured set it again")
+	}
+	w.yieldTo("ja", "jb", "ja-2") // the next resume's flood
+	if !w.yielding("ja", none) {
+		t.Error("a new flood's mark is not set")
+	}
+	w.yieldTo("jc", "jb", "jc-1") // not listed: the sweep forgets it, and its spent key
+	w.drop("ja")
+	w.ordered(now)
+	w.mu.Lock()
+	_, spent := w.spent["ja"]
+	w.mu.Unlock()
+	if spent {
+		t.Error("the spent key of a job no longer listed is kept")
 	}
 }

@@ -82,20 +82,35 @@ type waitLine struct {
 
 	mu   sync.Mutex
 	jobs map[job.ID]*waitEntry
-	// yields maps a job swapped out here to the job it was swapped out
-	// for (preempt_shell.go): it is not served here while that job waits.
-	yields map[job.ID]job.ID
+	// yields maps a job swapped out for another to that job: it is not
+	// served here while that job waits (preempt_shell.go). A mark comes
+	// from this host's own plan (key "") or from the job's advert
+	// (Need.YieldTo, key its flood key); spent holds, per job, the flood
+	// key whose mark was honoured, so that later copies of the same
+	// flood do not set it again.
+	yields map[job.ID]yieldMark
+	spent  map[job.ID]string
+}
+
+type yieldMark struct {
+	to  job.ID
+	key string
 }
 
 func newWaitLine(cfg WaitConfig) *waitLine {
-	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}, yields: map[job.ID]job.ID{}}
+	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}, yields: map[job.ID]yieldMark{}, spent: map[job.ID]string{}}
 }
 
-// yieldTo records that job j was swapped out here for job to.
-func (w *waitLine) yieldTo(j, to job.ID) {
+// yieldTo records that job j was swapped out for job to: by this host's
+// plan (key ""), or as j's advert of flood key says. A flood's mark is set
+// once: after it was honoured, its copies change nothing.
+func (w *waitLine) yieldTo(j, to job.ID, key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.yields[j] = to
+	if key != "" && w.spent[j] == key {
+		return
+	}
+	w.yields[j] = yieldMark{to: to, key: key}
 }
 
 // yielding says whether job j, swapped out here for another, must still
@@ -104,18 +119,21 @@ func (w *waitLine) yieldTo(j, to job.ID) {
 // mark is forgotten: j is served in its turn again.
 func (w *waitLine) yielding(j job.ID, held func(job.ID) bool) bool {
 	w.mu.Lock()
-	to, ok := w.yields[j]
+	m, ok := w.yields[j]
 	if ok {
-		e, listed := w.jobs[to]
+		e, listed := w.jobs[m.to]
 		ok = listed && time.Now().Before(e.advert.Expires)
 	}
 	w.mu.Unlock()
-	if ok && !held(to) {
+	if ok && !held(m.to) {
 		return true
 	}
 	w.mu.Lock()
-	if w.yields[j] == to {
+	if cur, marked := w.yields[j]; marked && cur == m {
 		delete(w.yields, j)
+		if m.key != "" {
+			w.spent[j] = m.key
+		}
 	}
 	w.mu.Unlock()
 	return false
@@ -246,9 +264,14 @@ func (w *waitLine) sweep(now time.Time) {
 			delete(w.jobs, j)
 		}
 	}
-	for j, to := range w.yields {
-		if _, listed := w.jobs[to]; !listed {
+	for j, m := range w.yields {
+		if _, listed := w.jobs[m.to]; !listed {
 			delete(w.yields, j) // the job yielded to needs nothing more here
+		}
+	}
+	for j := range w.spent {
+		if _, listed := w.jobs[j]; !listed {
+			delete(w.spent, j)
 		}
 	}
 }
