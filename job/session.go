@@ -49,12 +49,12 @@ type session struct {
 	events    chan reportIn
 	cancel    chan string
 	stopReq   chan stopReq // stops with a checkpoint (stop.go)
-	// minDeadline lengthens the scheduling deadline of a job resumed
-	// after a preemption (preempt.go).
-	minDeadline time.Duration
 	// yieldTo is the job a host swapped this one out for, when this run
 	// resumed it: its adverts say so (Need.YieldTo).
 	yieldTo ID
+	// minDeadline lengthens the scheduling deadline of a job resumed
+	// after a preemption (preempt.go).
+	minDeadline time.Duration
 	ctx         context.Context
 	stop        context.CancelFunc
 
