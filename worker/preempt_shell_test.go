@@ -187,3 +187,30 @@ func TestWaitLineYieldFromAdvert(t *testing.T) {
 		t.Error("the spent key of a job no longer listed is kept")
 	}
 }
+
+// A job served here (a lease) ends every mark of a job yielding to it, and
+// spends a flood's: when it is swapped out in its turn, the two jobs must
+// not each wait for the other.
+func TestWaitLineServedEndsYields(t *testing.T) {
+	now := time.Now()
+	w := newWaitLine(DefaultWaitConfig())
+	for _, j := range []job.ID{"ja", "jb", "jc"} {
+		a, n := advertOf(j, now)
+		w.note(a, n, 0, now)
+	}
+	none := func(job.ID) bool { return false }
+	w.yieldTo("ja", "jb", "ja-1") // ja resumed after a swap for jb
+	w.yieldTo("jc", "jb", "")     // this host's own plan
+	w.yieldTo("jb", "jc", "jb-1") // unrelated to jb being served
+	w.served("jb")
+	if w.yielding("ja", none) || w.yielding("jc", none) {
+		t.Error("a job still yields to one that was served here")
+	}
+	if !w.yielding("jb", none) {
+		t.Error("a mark to another job was forgotten")
+	}
+	w.yieldTo("ja", "jb", "ja-1") // a late copy of ja's flood, jb swapped out in turn
+	if w.yielding("ja", none) {
+		t.Error("a late copy of a spent flood set its mark again")
+	}
+}

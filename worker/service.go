@@ -332,6 +332,7 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		}
 		return
 	}
+	s.waiting.served(need.Job)
 	if !s.abuse.allowOffer(a.Submitter, time.Now()) {
 		log.Debugw("over the offer rate to this submitter", "job", need.Job, "submitter", a.Submitter)
 		s.endLease(l.Key)

@@ -113,6 +113,23 @@ func (w *waitLine) yieldTo(j, to job.ID, key string) {
 	w.yields[j] = yieldMark{to: to, key: key}
 }
 
+// served is told that job to holds a lease here now: every mark of a job
+// yielding to it has done its work and is forgotten (a flood's mark is
+// spent). Were one left until its job next asked, it could outlive the
+// turn: when to is swapped out in its turn, each would wait for the other.
+func (w *waitLine) served(to job.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for j, m := range w.yields {
+		if m.to == to {
+			delete(w.yields, j)
+			if m.key != "" {
+				w.spent[j] = m.key
+			}
+		}
+	}
+}
+
 // yielding says whether job j, swapped out here for another, must still
 // leave its place to it: that job is listed and its advert live, and it
 // holds no lease here yet (held). Once it does, or leaves the line, the
@@ -362,6 +379,7 @@ func (s *Service) offerWaiting() {
 			}
 			continue
 		}
+		s.waiting.served(e.need.Job)
 		if !s.abuse.allowOffer(e.advert.Submitter, time.Now()) {
 			s.endLease(l.Key)
 			continue
