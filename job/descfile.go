@@ -40,9 +40,10 @@ type descFile struct {
 	Deadline   fileDuration      `json:"deadline,omitzero" yaml:"deadline,omitempty"`
 	Retries    *int              `json:"retries,omitempty" yaml:"retries,omitempty"` // absent: DefaultRetries
 
-	CheckpointEvery fileDuration `json:"checkpoint_every,omitzero" yaml:"checkpoint_every,omitempty"`
-	MemPerProc      fileSize     `json:"mem_per_proc,omitzero" yaml:"mem_per_proc,omitempty"`
-	Priority        int          `json:"priority,omitempty" yaml:"priority,omitempty"`
+	CheckpointEvery fileDuration  `json:"checkpoint_every,omitzero" yaml:"checkpoint_every,omitempty"`
+	MemPerProc      fileSize      `json:"mem_per_proc,omitzero" yaml:"mem_per_proc,omitempty"`
+	Priority        int           `json:"priority,omitempty" yaml:"priority,omitempty"`
+	SwapSlice       *fileDuration `json:"swap_slice,omitempty" yaml:"swap_slice,omitempty"` // absent: DefaultSwapSlice
 }
 
 type fileRequire struct {
@@ -59,7 +60,7 @@ func (d Description) toFile() descFile {
 		Strategy: d.Strategy, Prefer: d.Prefer, Inputs: d.Inputs, Outputs: d.Outputs, Env: d.Env,
 		Stdout: d.Stdout, Stderr: d.Stderr, Timeout: fileDuration(d.Timeout), Deadline: fileDuration(d.Deadline),
 		Retries: &d.Retries, CheckpointEvery: fileDuration(d.CheckpointEvery),
-		MemPerProc: fileSize(d.MemPerProc), Priority: d.Priority,
+		MemPerProc: fileSize(d.MemPerProc), Priority: d.Priority, SwapSlice: (*fileDuration)(&d.SwapSlice),
 		Require: fileRequire{OS: d.Require.OS, Arch: d.Require.Arch, Cores: d.Require.MinCores,
 			Memory: fileSize(d.Require.MinMemory), Labels: d.Require.Labels},
 	}
@@ -70,8 +71,12 @@ func (f descFile) description() Description {
 	if f.Retries != nil {
 		retries = *f.Retries
 	}
+	swap := DefaultSwapSlice
+	if f.SwapSlice != nil {
+		swap = time.Duration(*f.SwapSlice)
+	}
 	return Description{Retries: retries, CheckpointEvery: time.Duration(f.CheckpointEvery),
-		MemPerProc: int64(f.MemPerProc), Priority: f.Priority,
+		MemPerProc: int64(f.MemPerProc), Priority: f.Priority, SwapSlice: swap,
 		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes, Replicas: f.Replicas, PMI: f.PMI,
 		Strategy: f.Strategy, Prefer: f.Prefer, Inputs: f.Inputs, Outputs: f.Outputs, Env: f.Env,
 		Stdout: f.Stdout, Stderr: f.Stderr, Timeout: time.Duration(f.Timeout), Deadline: time.Duration(f.Deadline),

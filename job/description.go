@@ -46,6 +46,12 @@ type Description struct {
 	// Priority ranks the job against others on shared hosts
 	// (MinPriority..MaxPriority, default 0); see Need.Priority.
 	Priority int
+	// SwapSlice is how long the job runs on hosts whose memory it holds
+	// before a job of equal priority that waits for that memory may swap
+	// it out by checkpoint (submit --swap-slice; job files and
+	// NewDescription default it to DefaultSwapSlice). Zero: it is never
+	// swapped out for a job of equal priority, and swaps none out itself.
+	SwapSlice time.Duration
 }
 
 // Defaults filled in by SetDefaults.
@@ -64,6 +70,15 @@ const (
 	// DefaultRetries restarts a job twice after host losses: a third loss
 	// in one job says more about the job or the network than bad luck.
 	DefaultRetries = 2
+	// DefaultSwapSlice is ten minutes: a swap by checkpoint costs a stop
+	// at the program's next checkpoint, the memory written out, and a
+	// restart (flood, place, stage, read the checkpoint back): 1-3 s on
+	// loopback, tens of seconds for gigabytes per host. Ten minutes keeps
+	// that to a few per cent of the job's time, as the seed's long
+	// slices do, and still lets two jobs alternate within an hour.
+	DefaultSwapSlice = 10 * time.Minute
+	// MaxSwapSlice bounds --swap-slice: a longer slice is "never".
+	MaxSwapSlice = MaxTimeout
 )
 
 // Bounds on a description, so that a job file or a record can never make
@@ -84,7 +99,7 @@ const (
 // with every default set; the CLI then applies its other flags and calls
 // Validate.
 func NewDescription(executable string, args []string, nodes int) Description {
-	d := Description{Executable: executable, Args: args, Nodes: nodes, Retries: DefaultRetries}
+	d := Description{Executable: executable, Args: args, Nodes: nodes, Retries: DefaultRetries, SwapSlice: DefaultSwapSlice}
 	d.SetDefaults()
 	return d
 }
@@ -118,7 +133,8 @@ func (d *Description) SetDefaults() {
 
 // Need is what the job's adverts ask for.
 func (d Description) Need(id ID) Need {
-	return Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority}
+	return Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority,
+		SwapSlice: d.SwapSlice}
 }
 
 // Validate checks every field and bound. The error names the field:
@@ -251,7 +267,7 @@ func (d Description) checkTimes() error {
 	if d.Deadline < minTimeLimits || d.Deadline > MaxDeadline {
 		return fmt.Errorf("deadline: must be between %v and %v, got %v", minTimeLimits, MaxDeadline, d.Deadline)
 	}
-	return nil
+	return CheckSwapSlice(d.SwapSlice)
 }
 
 // checkRange says which bound a count breaks: "nodes: must be >= 1, got 0".

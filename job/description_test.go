@@ -49,7 +49,7 @@ func wantJob() Description {
 		Require: Requirements{OS: "linux", Arch: "amd64", MinCores: 4, MinMemory: 2 << 30, Labels: []string{"gpu", "site=nancy"}},
 		Inputs:  []string{"data/in.dat"}, Outputs: []string{"result.txt"},
 		Env: map[string]string{"OMP_NUM_THREADS": "4"}, Stdout: "std.out", Stderr: "std.err",
-		Timeout: 90 * time.Minute, Deadline: 5 * time.Minute,
+		Timeout: 90 * time.Minute, Deadline: 5 * time.Minute, SwapSlice: DefaultSwapSlice,
 	}
 }
 

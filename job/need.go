@@ -3,6 +3,7 @@ package job
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
@@ -33,6 +34,15 @@ type Need struct {
 	// honours it up to its owner's cap (worker.Policy.HonouredPriority),
 	// and a job of higher honoured priority may preempt lower ones there.
 	Priority int `json:"priority,omitempty"`
+	// SwapSlice is the job's swap slice (Description.SwapSlice): once it
+	// has run this long on a host since it last started there, a job of
+	// equal priority waiting for its memory may swap it out. Zero: never.
+	SwapSlice time.Duration `json:"swap_slice,omitempty"`
+	// YieldTo is set on the advert of a job resumed after a host swapped
+	// it out for job YieldTo: every host of the run, whether it planned
+	// the swap or not, serves YieldTo first (worker's waitLine.yieldTo).
+	// It only holds this job back, so a host may trust it.
+	YieldTo ID `json:"yield_to,omitempty"`
 }
 
 // MaxNeedSize bounds an encoded Need; it must fit in an advert's body.
@@ -84,6 +94,14 @@ func (n Need) Validate() error {
 	}
 	if err := CheckPriority(n.Priority); err != nil {
 		return err
+	}
+	if err := CheckSwapSlice(n.SwapSlice); err != nil {
+		return err
+	}
+	if n.YieldTo != "" {
+		if _, err := ParseID(string(n.YieldTo)); err != nil {
+			return fmt.Errorf("yield_to: %w", err)
+		}
 	}
 	return n.Req.Validate()
 }

@@ -117,7 +117,7 @@ func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg PreemptMsg) e
 	if ss == nil {
 		return fmt.Errorf("%w: job %s is not running here", ErrNotPreemptible, msg.Job)
 	}
-	why := fmt.Sprintf("preempted by job %s (priority %d) on host %s", msg.For, msg.Priority, shortPeer(from))
+	why := preemptWhy(ss.sub.Desc, from, msg)
 	req := stopReq{timeout: DefaultStopTimeout, reply: make(chan error, 1),
 		by: &preemptBy{host: from, lease: msg.Lease, why: why}}
 	select {
@@ -136,10 +136,23 @@ func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg PreemptMsg) e
 		return ctx.Err()
 	}
 	log.Infow("job swapped out", "job", msg.Job, "for", msg.For, "host", from)
-	if err := s.resumeStopped(msg.Job, false, why); err != nil {
+	if err := s.resumeStopped(msg.Job, false, why, msg.For); err != nil {
 		return fmt.Errorf("job %s stopped but not resumed (`zorilla resume %s` does it): %w", msg.Job, msg.Job, err)
 	}
 	return nil
+}
+
+// preemptWhy is the reason a swapped-out job's record gives: preempted
+// by a job of higher priority, or, when the host honours the job taking
+// its place no higher than this job asked and this job has a swap slice,
+// its turn over (worker.PlanPreemption's equal-priority rule: the host's
+// honoured priority may be below the priority asked).
+func preemptWhy(d Description, from peer.ID, msg PreemptMsg) string {
+	if d.SwapSlice > 0 && msg.Priority <= d.Priority {
+		return fmt.Sprintf("swapped out by checkpoint for job %s (priority %d) on host %s: its swap slice of %v is over",
+			msg.For, msg.Priority, shortPeer(from), d.SwapSlice)
+	}
+	return fmt.Sprintf("preempted by job %s (priority %d) on host %s", msg.For, msg.Priority, shortPeer(from))
 }
 
 // preemptBy says which host asked for a stop, with the job's lease there.

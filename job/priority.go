@@ -1,6 +1,9 @@
 package job
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Bounds on a job's priority (submit --priority). The range is small on
 // purpose: a priority is a rank among a grid's users, not a number to
@@ -36,3 +39,18 @@ func HeldMemory(n Need, slots int) int64 {
 	}
 	return max(n.Req.MinMemory, int64(slots)*n.MemPerProc)
 }
+
+// CheckSwapSlice refuses a swap slice that is negative, or positive and
+// shorter than MinSwapSlice (a switch would cost more than the slice), or
+// longer than MaxSwapSlice.
+func CheckSwapSlice(d time.Duration) error {
+	if d != 0 && (d < MinSwapSlice || d > MaxSwapSlice) {
+		return fmt.Errorf("swap_slice: must be 0 (never swapped for a job of equal priority) or %v..%v, got %v",
+			MinSwapSlice, MaxSwapSlice, d)
+	}
+	return nil
+}
+
+// MinSwapSlice is the shortest swap slice: a switch costs a checkpoint
+// and a restart, a second or more.
+const MinSwapSlice = time.Second

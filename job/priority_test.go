@@ -3,6 +3,7 @@ package job
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestNeedPriorityAndMemPerProcBounds(t *testing.T) {
@@ -20,6 +21,10 @@ func TestNeedPriorityAndMemPerProcBounds(t *testing.T) {
 		{"mem per proc", func(n *Need) { n.MemPerProc = 1 << 30 }, ""},
 		{"negative mem per proc", func(n *Need) { n.MemPerProc = -1 }, "mem_per_proc: must be 0.."},
 		{"huge mem per proc", func(n *Need) { n.MemPerProc = MaxSize + 1 }, "mem_per_proc: must be 0.."},
+		{"swap slice", func(n *Need) { n.SwapSlice = 10 * time.Minute }, ""},
+		{"swap slice below a second", func(n *Need) { n.SwapSlice = time.Millisecond }, "swap_slice: must be 0"},
+		{"yields to a job", func(n *Need) { n.YieldTo = "j2" }, ""},
+		{"yields to a bad ID", func(n *Need) { n.YieldTo = "J 2" }, "yield_to:"},
 	}
 	for _, c := range cases {
 		n := base
@@ -70,5 +75,38 @@ func TestDescriptionCarriesPriorityAndMemPerProc(t *testing.T) {
 	}
 	if _, err := DecodeDescription([]byte("executable: a\nnodes: 2\npriority: 1000\n")); err == nil || !strings.Contains(err.Error(), "priority") {
 		t.Fatalf("priority 1000: %v", err)
+	}
+}
+
+// A job file's swap_slice: absent is the default, 0 is never, and a slice
+// shorter than a switch is refused; it travels in the advert's need.
+func TestSwapSliceInJobFile(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want time.Duration
+		err  bool
+	}{
+		{"", DefaultSwapSlice, false},
+		{"swap_slice: 0s\n", 0, false},
+		{"swap_slice: 2m\n", 2 * time.Minute, false},
+		{"swap_slice: 500ms\n", 0, true},
+		{"swap_slice: -1m\n", 0, true},
+	} {
+		d, err := DecodeDescription([]byte("executable: heat\nnodes: 2\n" + tt.line))
+		if (err != nil) != tt.err {
+			t.Errorf("%q: error %v, want one: %v", tt.line, err, tt.err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		if d.SwapSlice != tt.want || d.Need("j1").SwapSlice != tt.want {
+			t.Errorf("%q: slice %v, need's %v; want %v", tt.line, d.SwapSlice, d.Need("j1").SwapSlice, tt.want)
+		}
+		b, err := d.MarshalJSON()
+		var back Description
+		if err != nil || back.UnmarshalJSON(b) != nil || back.SwapSlice != tt.want {
+			t.Errorf("%q: the record's form gives %v (%v), want %v", tt.line, back.SwapSlice, err, tt.want)
+		}
 	}
 }

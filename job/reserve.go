@@ -95,7 +95,9 @@ func (ss *session) reserve() (Plan, error) {
 		ss.setState(Reserving, ss.takeNote())
 	}
 	d := ss.sub.Desc
-	body, err := EncodeNeed(d.Need(ss.id))
+	need := d.Need(ss.id)
+	need.YieldTo = ss.yieldTo
+	body, err := EncodeNeed(need)
 	if err != nil {
 		return Plan{}, err
 	}

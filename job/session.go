@@ -49,6 +49,9 @@ type session struct {
 	events    chan reportIn
 	cancel    chan string
 	stopReq   chan stopReq // stops with a checkpoint (stop.go)
+	// yieldTo is the job a host swapped this one out for, when this run
+	// resumed it: its adverts say so (Need.YieldTo).
+	yieldTo ID
 	// minDeadline lengthens the scheduling deadline of a job resumed
 	// after a preemption (preempt.go).
 	minDeadline time.Duration

@@ -201,13 +201,13 @@ func (ss *session) endStop(w *watchState, err error) {
 // Resume starts a stopped job again from its checkpoint; elsewhere keeps
 // it off the hosts of the run that was stopped.
 func (s *Submitter) Resume(id ID, elsewhere bool) error {
-	return s.resumeStopped(id, elsewhere, "")
+	return s.resumeStopped(id, elsewhere, "", "")
 }
 
 // resumeStopped resumes a stopped job; a job swapped out for another
 // (preempted: why says by what) looks for hosts at least
 // DefaultPreemptWait.
-func (s *Submitter) resumeStopped(id ID, elsewhere bool, preempted string) error {
+func (s *Submitter) resumeStopped(id ID, elsewhere bool, preempted string, yieldTo ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss := s.sessions[id]; ss != nil {
@@ -239,6 +239,7 @@ func (s *Submitter) resumeStopped(id ID, elsewhere bool, preempted string) error
 	if preempted != "" {
 		ss.minDeadline = DefaultPreemptWait
 	}
+	ss.yieldTo = yieldTo
 	ss.grantCheckpoints()
 	ss.note = fmt.Sprintf("resumed from checkpoint %d", c.Num)
 	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",

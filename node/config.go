@@ -70,6 +70,9 @@ type Config struct {
 	// (worker.Policy): by default 0 for every submitter.
 	MaxPriority  int
 	PriorityCaps map[peer.ID]int
+	// MaxSwapSlice caps the swap slice of the jobs here (worker.Policy):
+	// 0, no cap.
+	MaxSwapSlice time.Duration
 	// AllowFile and DenyFile list submitter peer IDs, one per line; empty:
 	// <DataDir>/allow and <DataDir>/deny, which may be absent (empty
 	// lists) and which `zorilla trust` edits. Trust by default: only the

@@ -208,7 +208,7 @@ func (n *Node) policy() (worker.Policy, error) {
 	p := worker.Policy{
 		MaxJobs: n.cfg.MaxJobs, MaxProcs: n.cfg.MaxProcs, Cores: n.cfg.Cores, Memory: n.cfg.Memory,
 		OS: runtime.GOOS, Arch: runtime.GOARCH, Labels: n.cfg.Labels,
-		MaxPriority: n.cfg.MaxPriority, PriorityCaps: n.cfg.PriorityCaps,
+		MaxPriority: n.cfg.MaxPriority, PriorityCaps: n.cfg.PriorityCaps, MaxSwapSlice: n.cfg.MaxSwapSlice,
 	}
 	n.trust = newTrust(n.cfg, n.h.ID())
 	if err := n.trust.load(); err != nil {

@@ -50,7 +50,11 @@ func newCkptSender() *ckptSender {
 
 // saved is the router's OnSaved: it must not block.
 func (r *running) saved(sv router.Saved) {
-	r.pre.saved.Store(true)
+	if !r.pre.saved.Swap(true) {
+		// Its first checkpoint here makes the job a candidate for a swap
+		// (canSwap): a job waiting for it may be past its slice already.
+		r.svc.afterRelease()
+	}
 	r.ck.mu.Lock()
 	defer r.ck.mu.Unlock()
 	if r.ck.closed {

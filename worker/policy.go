@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/pbnjay/memory"
@@ -37,6 +38,24 @@ type Policy struct {
 	// submitter its own cap (agent --priority-cap PEER=N).
 	MaxPriority  int
 	PriorityCaps map[peer.ID]int
+	// MaxSwapSlice caps a job's swap slice here (agent --max-swap-slice;
+	// 0: no cap): a job that asked for a longer one may be swapped out by
+	// checkpoint for a job of equal priority waiting for its memory once
+	// it has run this long. A job that asked for none (submit
+	// --swap-slice 0) is not swapped out for its equals here either.
+	MaxSwapSlice time.Duration
+}
+
+// SwapSlice is the swap slice this owner gives a job that asked for
+// asked: asked capped by MaxSwapSlice; 0 (never) stays 0. Pure.
+func (p Policy) SwapSlice(asked time.Duration) time.Duration {
+	if asked <= 0 {
+		return 0
+	}
+	if p.MaxSwapSlice > 0 {
+		return min(asked, p.MaxSwapSlice)
+	}
+	return asked
 }
 
 // MaxPriorityCaps bounds the per-submitter priority entries.
@@ -86,6 +105,9 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("labels: at most %d, got %d", MaxHostLabels, len(p.Labels))
 	case len(p.PriorityCaps) > MaxPriorityCaps:
 		return fmt.Errorf("priority-cap: at most %d entries, got %d", MaxPriorityCaps, len(p.PriorityCaps))
+	}
+	if p.MaxSwapSlice < 0 || p.MaxSwapSlice > job.MaxSwapSlice {
+		return fmt.Errorf("max-swap-slice: must be 0..%v, got %v", job.MaxSwapSlice, p.MaxSwapSlice)
 	}
 	if err := job.CheckPriority(p.MaxPriority); err != nil {
 		return fmt.Errorf("max-%w", err)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"sort"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -26,6 +27,21 @@ type Holder struct {
 	// Preempted is set on a job already swapped out or frozen: it is not
 	// a candidate again.
 	Preempted bool
+	// SwapSlice is the job's swap slice here (Policy.SwapSlice of what it
+	// asked; 0: never swapped for an equal) and Ran how long it has run
+	// here since it last started or resumed (from its release from Init).
+	SwapSlice time.Duration
+	Ran       time.Duration
+}
+
+// turnOver says whether h may give way to a job of its own priority that
+// waits for its memory: it has a checkpoint to be swapped out with (a job
+// of equal priority is never frozen for another) and has run its swap
+// slice since it last started or resumed. This is the hybrid technique's
+// rotation on long slices, kept by every host of the job from the same
+// data: the job's slice and its release.
+func (h Holder) turnOver() bool {
+	return h.Checkpoint && h.SwapSlice > 0 && h.Ran >= h.SwapSlice
 }
 
 // Action is what preemption does to a job. Neither kills it.
@@ -47,8 +63,11 @@ type Preemption struct {
 // a pure function: the same inputs give the same plan on every agent.
 //
 // Only jobs of honoured priority strictly below the advert's are
-// candidates, taken lowest priority first, then the latest in the line
-// first, then by job ID. A candidate with a checkpoint is swapped out
+// candidates, and, when the advert is refused for memory only
+// (job.DeclineMemory) and asks for a swap slice itself, jobs of equal
+// priority whose turn is over (Holder.turnOver): the hybrid technique's
+// swap by checkpoint, the waiting job taking its turn. They are taken
+// lowest priority first, then the latest in the line first. A candidate with a checkpoint is swapped out
 // (its cores, J slot and memory come back); one without is frozen (its
 // cores and J slot come back, its memory stays), which is chosen only
 // when that still lets the advert in. The aim is the offer this host
@@ -63,7 +82,8 @@ func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need
 		return nil, d
 	}
 	prio := p.HonouredPriority(submitter, need.Priority)
-	cands := candidates(holders, prio, since)
+	turns := d.Code == job.DeclineMemory && p.SwapSlice(need.SwapSlice) > 0
+	cands := candidates(holders, prio, since, turns)
 	hs := byJob(cands)
 	var all []Preemption
 	for _, h := range cands {
@@ -85,11 +105,12 @@ func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need
 }
 
 // candidates are the holders that may give way to a job of priority prio,
-// in the order they do.
-func candidates(holders []Holder, prio int, since job.Priority) []Holder {
+// in the order they do; with turns, the equal ones whose turn is over too.
+func candidates(holders []Holder, prio int, since job.Priority, turns bool) []Holder {
 	var out []Holder
 	for _, h := range holders {
-		if !h.Preempted && h.Priority < prio && h.Since.Job != since.Job {
+		lower := h.Priority < prio || turns && h.Priority == prio && h.turnOver()
+		if !h.Preempted && lower && h.Since.Job != since.Job {
 			out = append(out, h)
 		}
 	}

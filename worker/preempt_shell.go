@@ -49,6 +49,9 @@ func (r *running) canSwap() bool {
 // priority waits in the line for this host: then it is refused as full,
 // and waits in its turn.
 func (s *Service) admitBehindHigher(submitter peer.ID, need job.Need, honoured int) (Decision, Lease, error) {
+	if s.waiting.yielding(need.Job, s.holds) {
+		return full(refuse(job.DeclineBusy, "", "swapped out here for a job that has not started yet")), Lease{}, nil
+	}
 	if top, ok := s.waiting.highestWaiting(need.Job, s.leases, time.Now()); ok && top > honoured {
 		return full(refuse(job.DeclineBusy, "", "a job of higher priority (%d) waits for this host", top)), Lease{}, nil
 	}
@@ -73,7 +76,13 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 			s.freeze(r, fmt.Sprintf("job %s of priority %d", need.Job, honoured))
 			continue
 		}
-		log.Infow("swapping out a job for one of higher priority", "job", r.id, "for", need.Job, "priority", honoured)
+		log.Infow("swapping out a job by checkpoint", "job", r.id, "for", need.Job, "priority", honoured)
+		// Until the job it is swapped out for holds a lease here, its own
+		// advert (it resumes at once, and came first in the line) is not
+		// served here: else it would take back the memory it frees. The
+		// mark stays when the swap is refused: every host of the job asks,
+		// and all but the first are refused, the job being stopped already.
+		s.waiting.yieldTo(r.id, need.Job, "")
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -82,18 +91,54 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 	}
 }
 
-// preemptForWaiting plans, for the job of highest priority waiting in
-// the line for this host (one holding no lease here), the preemptions
-// that would let it in: called when a job here is released, since a job
-// still starting was not a candidate when that advert came.
+// preemptForWaiting plans, for the first job waiting in the line for
+// this host (firstWaiting), the preemptions that would let it in: called
+// when a job here is released (a job still starting was not a candidate
+// when that advert came), when one saves its first checkpoint here, and
+// when one's swap slice ends.
 func (s *Service) preemptForWaiting() {
-	for _, e := range s.waiting.ordered(time.Now()) {
-		if _, held := s.leases.ByJob(e.need.Job); held {
-			continue
-		}
+	e, ok := firstWaiting(s.waiting.ordered(time.Now()), s.holds, func(j job.ID) bool { return s.waiting.yielding(j, s.holds) })
+	if ok {
 		s.preempt(e.advert.Submitter, e.need, e.prio)
+	}
+}
+
+// firstWaiting is the job preemption makes room for: the first of the
+// line (highest priority, then earliest) that holds no lease here and
+// does not yield to a job still waiting (one swapped out here for it).
+// Pure.
+func firstWaiting(line []waitEntry, held, yielding func(job.ID) bool) (waitEntry, bool) {
+	for _, e := range line {
+		if !held(e.need.Job) && !yielding(e.need.Job) {
+			return e, true
+		}
+	}
+	return waitEntry{}, false
+}
+
+// afterSwapSlice looks again, once r's swap slice here is over, whether a
+// job of its priority waits for its memory: its turn is then over
+// (Holder.turnOver). A job with no slice (or none here) waits for none.
+func (s *Service) afterSwapSlice(r *running) {
+	l, ok := s.leases.Get(r.lease)
+	if !ok {
 		return
 	}
+	slice := s.leases.Policy().SwapSlice(l.Need.SwapSlice)
+	if slice <= 0 {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTimer(slice)
+		defer t.Stop()
+		select {
+		case <-r.ctx.Done():
+		case <-t.C:
+			s.preemptForWaiting()
+		}
+	}()
 }
 
 // swapAfterRelease says whether the job will be swapped out, not frozen,
@@ -107,28 +152,62 @@ func (r *running) swapAfterRelease() bool {
 func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 	byID := map[job.ID]*running{}
 	var out []Holder
+	p, now := s.leases.Policy(), time.Now()
 	for _, r := range s.runningJobs() {
 		l, ok := s.leases.Get(r.lease)
-		if !ok || !l.Committed {
-			continue
+		since, listed := s.waiting.priority(r.id)
+		v := heldJob{id: r.id, lease: l, leased: ok, since: since, listed: listed, mem: s.leases.MemHold(r.id),
+			canSwap: r.canSwap(), preempted: r.pre.preempted.Load(), started: r.started(),
+			swapAfterRelease: r.swapAfterRelease()}
+		if ns := r.releasedAt.Load(); ns != 0 {
+			v.released = time.Unix(0, ns)
 		}
-		since, ok := s.waiting.priority(r.id)
-		if !ok {
-			since = job.Priority{Job: r.id}
+		if h, ok := holderOf(p, v, now); ok {
+			out = append(out, h)
+			byID[r.id] = r
 		}
-		out = append(out, Holder{Job: r.id, Priority: l.Priority, Since: since, Cores: l.Cores,
-			Memory: s.leases.MemHold(r.id), Checkpoint: r.canSwap(),
-			// A job whose processes have not all started is left alone,
-			// and so is one restarted from a checkpoint until its ranks
-			// are released from Init: preempted then, it would be frozen
-			// on the hosts that have not released it (no swap before the
-			// release) and swapped out on those that have, and the
-			// swap's checkpoint would wait for ranks that are frozen. It
-			// becomes a candidate when it is released (preemptForWaiting).
-			Preempted: r.pre.preempted.Load() || !r.started() || r.swapAfterRelease()})
-		byID[r.id] = r
 	}
 	return out, byID
+}
+
+// heldJob is what holders reads of one running job: its lease here, its
+// place in the line, its memory, and the state of its run.
+type heldJob struct {
+	id       job.ID
+	lease    Lease
+	leased   bool // the lease is still held
+	since    job.Priority
+	listed   bool // the job is in the line (since is its place)
+	mem      MemHold
+	released time.Time // its ranks' release here; zero before
+
+	canSwap, preempted, started, swapAfterRelease bool
+}
+
+// holderOf is job v as PlanPreemption sees it at now, under policy p;
+// false for a job whose lease is gone or not committed. Pure.
+func holderOf(p Policy, v heldJob, now time.Time) (Holder, bool) {
+	if !v.leased || !v.lease.Committed {
+		return Holder{}, false
+	}
+	since := v.since
+	if !v.listed {
+		since = job.Priority{Job: v.id}
+	}
+	h := Holder{Job: v.id, Priority: v.lease.Priority, Since: since, Cores: v.lease.Cores, Memory: v.mem,
+		Checkpoint: v.canSwap, SwapSlice: p.SwapSlice(v.lease.Need.SwapSlice),
+		// A job whose processes have not all started is left alone,
+		// and so is one restarted from a checkpoint until its ranks
+		// are released from Init: preempted then, it would be frozen
+		// on the hosts that have not released it (no swap before the
+		// release) and swapped out on those that have, and the
+		// swap's checkpoint would wait for ranks that are frozen. It
+		// becomes a candidate when it is released (preemptForWaiting).
+		Preempted: v.preempted || !v.started || v.swapAfterRelease}
+	if !v.released.IsZero() {
+		h.Ran = max(now.Sub(v.released), 0)
+	}
+	return h, true
 }
 
 // swapOut asks r's submitter to stop it with a checkpoint; a refusal (no

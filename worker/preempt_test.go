@@ -96,3 +96,100 @@ func TestPlanPreemption(t *testing.T) {
 		}
 	}
 }
+
+// The hybrid technique's rule: a host refusing an advert for memory only
+// swaps out, by checkpoint, a job of equal priority that has run its swap
+// slice since it last started, when the advert asks for a slice too.
+func TestPlanPreemptionTurns(t *testing.T) {
+	const G = int64(1) << 30
+	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	// J=3 and 4 cores: only memory (4G) keeps a second job out.
+	p := Policy{MaxJobs: 3, MaxProcs: 4, Cores: 4, Memory: 4 * G, OS: "linux", Arch: "amd64", MaxPriority: 10}
+	type hold struct {
+		id         job.ID
+		prio, min  int
+		cores      int
+		mem        int64
+		ckpt       bool
+		slice, ran time.Duration
+	}
+	h := func(x hold) Holder {
+		return Holder{Job: x.id, Priority: x.prio, Since: job.Priority{Since: t0.Add(time.Duration(x.min) * time.Minute), Job: x.id},
+			Cores: x.cores, Memory: MemHold{Declared: x.mem}, Checkpoint: x.ckpt, SwapSlice: x.slice, Ran: x.ran}
+	}
+	over := hold{id: "ja", cores: 2, mem: 4 * G, ckpt: true, slice: time.Minute, ran: 2 * time.Minute}
+	with := func(x hold, f func(*hold)) hold { f(&x); return x }
+	adv := func(prio, n int, per int64, slice time.Duration) job.Need {
+		return job.Need{Job: "jnew", N: n, R: 1, Priority: prio, MemPerProc: per, SwapSlice: slice}
+	}
+	swap := func(id job.ID) Preemption { return Preemption{Job: id, Action: ActionSwap} }
+	tests := []struct {
+		name    string
+		policy  func(*Policy)
+		holders []hold
+		need    job.Need
+		want    []Preemption
+	}{
+		{name: "turn over: swapped out for its equal", holders: []hold{over}, need: adv(0, 2, G, time.Minute),
+			want: []Preemption{swap("ja")}},
+		{name: "exactly its slice run: swapped out", holders: []hold{with(over, func(x *hold) { x.ran = x.slice })},
+			need: adv(0, 2, G, time.Minute), want: []Preemption{swap("ja")}},
+		{name: "slice not over: kept", holders: []hold{with(over, func(x *hold) { x.ran = 59 * time.Second })},
+			need: adv(0, 2, G, time.Minute)},
+		{name: "holder opted out (slice 0): kept", holders: []hold{with(over, func(x *hold) { x.slice = 0 })},
+			need: adv(0, 2, G, time.Minute)},
+		{name: "holder without checkpoint: never frozen for an equal", holders: []hold{with(over, func(x *hold) { x.ckpt = false })},
+			need: adv(0, 2, G, time.Minute)},
+		{name: "advert opted out: swaps nobody out", holders: []hold{over}, need: adv(0, 2, G, 0)},
+		{name: "higher-priority holder: kept whatever its slice", holders: []hold{with(over, func(x *hold) { x.prio = 3 })},
+			need: adv(0, 2, G, time.Minute)},
+		{name: "refused for J, not memory: kept", policy: func(p *Policy) { p.MaxJobs = 1 }, holders: []hold{over},
+			need: adv(0, 2, G, time.Minute)},
+		{name: "refused for cores, not memory: kept", holders: []hold{with(over, func(x *hold) { x.cores, x.mem = 4, G })},
+			need: adv(0, 2, G, time.Minute)},
+		{name: "a lower-priority job gives way first", holders: []hold{with(over, func(x *hold) { x.mem = 2 * G }),
+			{id: "jl", prio: -1, min: 5, cores: 1, mem: 2 * G, ckpt: true}},
+			need: adv(0, 1, 2*G, time.Minute), want: []Preemption{swap("jl")}},
+		{name: "of two equals, the one whose turn is over", holders: []hold{
+			with(over, func(x *hold) { x.cores, x.mem = 1, 2*G }),
+			{id: "jb", min: 1, cores: 1, mem: 2 * G, ckpt: true, slice: time.Minute, ran: time.Second}},
+			need: adv(0, 2, G, time.Minute), want: []Preemption{swap("ja")}},
+		{name: "higher-priority advert: the usual rule, slice or not", holders: []hold{with(over, func(x *hold) { x.ran = 0 })},
+			need: adv(5, 2, G, 0), want: []Preemption{swap("ja")}},
+	}
+	for _, tt := range tests {
+		pol := p
+		if tt.policy != nil {
+			tt.policy(&pol)
+		}
+		var hs []Holder
+		var u Usage
+		for _, x := range tt.holders {
+			hs = append(hs, h(x))
+			u.Jobs++
+			u.Cores += x.cores
+			u.Memory += x.mem
+		}
+		since := job.Priority{Since: t0.Add(time.Hour), Job: "jnew"}
+		got, d := PlanPreemption(pol, u, hs, "alice", tt.need, since)
+		if !reflect.DeepEqual(got, tt.want) || d.Accept != (tt.want != nil) {
+			t.Errorf("%s: plan %v (accept %v: %s), want %v", tt.name, got, d.Accept, d.Reason, tt.want)
+		}
+	}
+}
+
+func TestPolicySwapSlice(t *testing.T) {
+	for _, tt := range []struct {
+		limit, asked, want time.Duration
+	}{
+		{0, 10 * time.Minute, 10 * time.Minute}, // no cap
+		{0, 0, 0},                               // never stays never
+		{time.Minute, 10 * time.Minute, time.Minute},
+		{time.Hour, 10 * time.Minute, 10 * time.Minute},
+		{time.Minute, 0, 0}, // a cap does not swap out a job that opted out
+	} {
+		if got := (Policy{MaxSwapSlice: tt.limit}).SwapSlice(tt.asked); got != tt.want {
+			t.Errorf("cap %v, asked %v: %v, want %v", tt.limit, tt.asked, got, tt.want)
+		}
+	}
+}

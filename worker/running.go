@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -47,6 +48,9 @@ type running struct {
 	running  atomic.Bool    // phase two is done: the ranks were released
 	procs    []proc.Process // guarded by mu: the copies here, once all started (gangloop.go, memuse.go)
 	pre      preemptState
+	// releasedAt is when the ranks here were released (Unix ns; 0
+	// before): the start of the job's swap slice (Holder.Ran).
+	releasedAt atomic.Int64
 }
 
 // start checks a commit against its lease and runs it in the background.
@@ -143,6 +147,7 @@ func (r *running) kill(why string) {
 func (r *running) release() {
 	if f := r.pmiFence(); f != nil {
 		r.released.Do(func() {
+			r.releasedAt.Store(time.Now().UnixNano())
 			r.running.Store(true)
 			f.Release()
 			r.svc.kickGang()
@@ -151,10 +156,12 @@ func (r *running) release() {
 	}
 	if m := r.mpiJob(); m != nil {
 		r.released.Do(func() {
+			r.releasedAt.Store(time.Now().UnixNano())
 			r.running.Store(true)
 			m.Release()
 			r.svc.kickGang()
 			r.svc.afterRelease()
+			r.svc.afterSwapSlice(r)
 		})
 	}
 }

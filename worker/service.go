@@ -289,7 +289,8 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 func (s *Service) offer(a flood.Advert, need job.Need) {
 	honoured := s.leases.Policy().HonouredPriority(a.Submitter, need.Priority)
 	if l, held := s.leases.ByJob(need.Job); held {
-		s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
+		_, listed := s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
+		s.noteYield(a, need, listed)
 		if l.Committed {
 			// An earlier run of the job still ends here, and the job is
 			// flooded again (a restart): it waits in the line for the
@@ -310,6 +311,7 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		return
 	}
 	prio, listed := s.waiting.note(a, need, honoured, time.Now())
+	s.noteYield(a, need, listed)
 	d, l, err := s.admitBehindHigher(a.Submitter, need, honoured)
 	if !d.Accept || err != nil {
 		if !d.Accept {
@@ -322,12 +324,15 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		if err == nil {
 			s.decline(a, need.Job, d)
 		}
-		if d.Full && listed {
+		if d.Full && listed && !s.waiting.yielding(need.Job, s.holds) {
+			// A job swapped out here for one still waiting asks nothing
+			// of it: not to yield its offers, nor to be swapped out.
 			s.askYield(prio, honoured)
 			s.preempt(a.Submitter, need, prio)
 		}
 		return
 	}
+	s.waiting.served(need.Job)
 	if !s.abuse.allowOffer(a.Submitter, time.Now()) {
 		log.Debugw("over the offer rate to this submitter", "job", need.Job, "submitter", a.Submitter)
 		s.endLease(l.Key)
@@ -337,6 +342,15 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 	defer cancel()
 	if !s.sendOffer(ctx, a, need, l) {
 		s.waiting.drop(need.Job)
+	}
+}
+
+// noteYield marks a listed job whose advert says it was swapped out for
+// another (Need.YieldTo) as yielding to it here: so does every host of
+// its run, including those whose own plan did not swap it out.
+func (s *Service) noteYield(a flood.Advert, need job.Need, listed bool) {
+	if listed && need.YieldTo != "" && need.YieldTo != need.Job {
+		s.waiting.yieldTo(need.Job, need.YieldTo, a.Job)
 	}
 }
 

@@ -82,10 +82,78 @@ type waitLine struct {
 
 	mu   sync.Mutex
 	jobs map[job.ID]*waitEntry
+	// yields maps a job swapped out for another to that job: it is not
+	// served here while that job waits (preempt_shell.go). A mark comes
+	// from this host's own plan (key "") or from the job's advert
+	// (Need.YieldTo, key its flood key); spent holds, per job, the flood
+	// key whose mark was honoured, so that later copies of the same
+	// flood do not set it again.
+	yields map[job.ID]yieldMark
+	spent  map[job.ID]string
+}
+
+type yieldMark struct {
+	to  job.ID
+	key string
 }
 
 func newWaitLine(cfg WaitConfig) *waitLine {
-	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}}
+	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}, yields: map[job.ID]yieldMark{}, spent: map[job.ID]string{}}
+}
+
+// yieldTo records that job j was swapped out for job to: by this host's
+// plan (key ""), or as j's advert of flood key says. A flood's mark is set
+// once: after it was honoured, its copies change nothing.
+func (w *waitLine) yieldTo(j, to job.ID, key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if key != "" && w.spent[j] == key {
+		return
+	}
+	w.yields[j] = yieldMark{to: to, key: key}
+}
+
+// served is told that job to holds a lease here now: every mark of a job
+// yielding to it has done its work and is forgotten (a flood's mark is
+// spent). Were one left until its job next asked, it could outlive the
+// turn: when to is swapped out in its turn, each would wait for the other.
+func (w *waitLine) served(to job.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for j, m := range w.yields {
+		if m.to == to {
+			delete(w.yields, j)
+			if m.key != "" {
+				w.spent[j] = m.key
+			}
+		}
+	}
+}
+
+// yielding says whether job j, swapped out here for another, must still
+// leave its place to it: that job is listed and its advert live, and it
+// holds no lease here yet (held). Once it does, or leaves the line, the
+// mark is forgotten: j is served in its turn again.
+func (w *waitLine) yielding(j job.ID, held func(job.ID) bool) bool {
+	w.mu.Lock()
+	m, ok := w.yields[j]
+	if ok {
+		e, listed := w.jobs[m.to]
+		ok = listed && time.Now().Before(e.advert.Expires)
+	}
+	w.mu.Unlock()
+	if ok && !held(m.to) {
+		return true
+	}
+	w.mu.Lock()
+	if cur, marked := w.yields[j]; marked && cur == m {
+		delete(w.yields, j)
+		if m.key != "" {
+			w.spent[j] = m.key
+		}
+	}
+	w.mu.Unlock()
+	return false
 }
 
 // note lists the job of advert a (or refreshes it) and returns its
@@ -213,6 +281,16 @@ func (w *waitLine) sweep(now time.Time) {
 			delete(w.jobs, j)
 		}
 	}
+	for j, m := range w.yields {
+		if _, listed := w.jobs[m.to]; !listed {
+			delete(w.yields, j) // the job yielded to needs nothing more here
+		}
+	}
+	for j := range w.spent {
+		if _, listed := w.jobs[j]; !listed {
+			delete(w.spent, j)
+		}
+	}
 }
 
 // Contested returns the uncommitted leases of jobs that the job of
@@ -259,6 +337,12 @@ func (s *Service) serveWaiting() {
 	}
 }
 
+// holds says whether job j holds a lease here.
+func (s *Service) holds(j job.ID) bool {
+	_, ok := s.leases.ByJob(j)
+	return ok
+}
+
 // nextWake is how long until a lease or a listed advert expires.
 func (s *Service) nextWake(now time.Time) time.Duration {
 	wake := now.Add(time.Hour)
@@ -283,7 +367,7 @@ func (s *Service) offerWaiting() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked {
+		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked || s.waiting.yielding(e.need.Job, s.holds) {
 			continue
 		}
 		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, s.cfg.LeaseTTL)
@@ -295,6 +379,7 @@ func (s *Service) offerWaiting() {
 			}
 			continue
 		}
+		s.waiting.served(e.need.Job)
 		if !s.abuse.allowOffer(e.advert.Submitter, time.Now()) {
 			s.endLease(l.Key)
 			continue

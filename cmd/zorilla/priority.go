@@ -13,8 +13,13 @@ import (
 	"github.com/zorilla-p2p/zorilla/worker"
 )
 
-// priorityConfig reads --max-priority and --priority-cap PEER=N.
+// priorityConfig reads --max-priority, --priority-cap PEER=N and
+// --max-swap-slice.
 func priorityConfig(c *cli.Context, cfg *node.Config) error {
+	cfg.MaxSwapSlice = c.Duration("max-swap-slice")
+	if cfg.MaxSwapSlice < 0 || cfg.MaxSwapSlice > job.MaxSwapSlice {
+		return usageErrorf("--max-swap-slice: must be 0..%v, got %v", job.MaxSwapSlice, cfg.MaxSwapSlice)
+	}
 	cfg.MaxPriority = c.Int("max-priority")
 	if err := job.CheckPriority(cfg.MaxPriority); err != nil {
 		return usageErrorf("--max-%v", err)

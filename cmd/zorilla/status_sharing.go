@@ -10,11 +10,17 @@ import (
 )
 
 // writeSharing adds the time-sharing lines of a job's status: its
-// priority and memory per process when set, and its time running, frozen
-// and swapped out once it ran.
+// priority, memory per process and swap slice when one is not the
+// default, and its time running, frozen and swapped out once it ran,
+// with how many times it was swapped out.
 func writeSharing(tw *tabwriter.Writer, r job.Record, now time.Time) {
-	if d := r.Desc; d.Priority != 0 || d.MemPerProc != 0 {
-		fmt.Fprintf(tw, "sharing\tpriority %d, memory per process %s\n", d.Priority, job.FormatSize(d.MemPerProc))
+	if d := r.Desc; d.Priority != 0 || d.MemPerProc != 0 || d.SwapSlice != job.DefaultSwapSlice {
+		slice := "never"
+		if d.SwapSlice > 0 {
+			slice = d.SwapSlice.String()
+		}
+		fmt.Fprintf(tw, "sharing\tpriority %d, memory per process %s, swap slice %s\n",
+			d.Priority, job.FormatSize(d.MemPerProc), slice)
 	}
 	if len(r.Switches) == 0 {
 		return
@@ -24,8 +30,27 @@ func writeSharing(tw *tabwriter.Writer, r job.Record, now time.Time) {
 	if t.Sliced > 0 {
 		sliced = fmt.Sprintf(" (%v of it by time slices)", t.Sliced.Round(time.Millisecond))
 	}
-	fmt.Fprintf(tw, "time\trunning %v, frozen %v%s, swapped out %v\n",
-		t.Running.Round(time.Millisecond), t.Frozen.Round(time.Millisecond), sliced, t.Swapped.Round(time.Millisecond))
+	swaps := ""
+	switch n := swapOuts(r.Switches); {
+	case n == 1:
+		swaps = ", once"
+	case n > 1:
+		swaps = fmt.Sprintf(", %d times", n)
+	}
+	fmt.Fprintf(tw, "time\trunning %v, frozen %v%s, swapped out %v%s\n",
+		t.Running.Round(time.Millisecond), t.Frozen.Round(time.Millisecond), sliced, t.Swapped.Round(time.Millisecond), swaps)
+}
+
+// swapOuts counts the switches to swapped out among sw (the record's
+// latest job.MaxSwitches).
+func swapOuts(sw []job.Switch) int {
+	n := 0
+	for _, s := range sw {
+		if s.To == job.PhaseSwapped {
+			n++
+		}
+	}
+	return n
 }
 
 // writeSwitches lists a job's changes of phase when it was ever frozen or

@@ -27,8 +27,8 @@ func TestWriteStatusShowsTimeSharing(t *testing.T) {
 	var w bytes.Buffer
 	writeStatus(&w, rec, t0.Add(40*time.Second))
 	for _, s := range []string{
-		"sharing  priority 5, memory per process 256M\n",
-		"time     running 15s, frozen 5s, swapped out 20s\n",
+		"sharing  priority 5, memory per process 256M, swap slice 10m0s\n",
+		"time     running 15s, frozen 5s, swapped out 20s, once\n",
 		"switches: 4\n",
 		"  swapped  2025-03-01 10:00:10.000  preempted by job xyz\n",
 		"  frozen   2025-03-01 10:00:35.000  preempted by job uvw\n",

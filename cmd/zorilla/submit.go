@@ -58,6 +58,7 @@ func submitFlags() []cli.Flag {
 		&cli.IntFlag{Name: "retries", Usage: "start the job again on other hosts at most `N` times when it loses a host while running (a rank's last copy)", Value: job.DefaultRetries},
 		&cli.StringFlag{Name: "mem-per-proc", Usage: "`SIZE` of memory each process uses, e.g. 512M: hosts hold it for every process they take and co-schedule jobs only while it fits"},
 		&cli.IntFlag{Name: "priority", Usage: "`N` from -100 to 100: a job of higher priority (as far as each host's owner honours it) may swap out or freeze lower ones", Value: job.DefaultPriority},
+		&cli.DurationFlag{Name: "swap-slice", Usage: "once the job has run `D` on hosts whose memory a job of equal priority waits for, that job may swap it out by checkpoint, and it waits its turn to swap back (the hybrid technique; each host's owner may cap D); 0: never swapped out for a job of equal priority, nor swapping one out", Value: job.DefaultSwapSlice},
 		&cli.StringFlag{Name: "require", Usage: "what every host must have, e.g. os=linux,arch=amd64,cores=2,mem=2G,label=gpu"},
 		&cli.StringFlag{Name: "file", Usage: "job description `FILE` (JSON or YAML); flags given as well override it"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "only flood and list the offers (latency-sorted) and whether the job is feasible"},
@@ -216,6 +217,9 @@ func applyFlags(c *cli.Context, d *job.Description) error {
 	}
 	if c.IsSet("priority") {
 		d.Priority = c.Int("priority")
+	}
+	if c.IsSet("swap-slice") {
+		d.SwapSlice = c.Duration("swap-slice")
 	}
 	if c.IsSet("mem-per-proc") {
 		m, err := job.ParseSize(c.String("mem-per-proc"))

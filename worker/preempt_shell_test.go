@@ -1,0 +1,216 @@
+package worker
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// holderOf: which running jobs preemption may consider, and with what.
+func TestHolderOf(t *testing.T) {
+	const G = int64(1) << 30
+	now := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	p := Policy{MaxSwapSlice: 5 * time.Minute}
+	lease := Lease{Key: "k", Job: "ja", Committed: true, Priority: 3, Cores: 2,
+		Need: job.Need{Job: "ja", N: 2, R: 1, SwapSlice: 10 * time.Minute}}
+	line := job.Priority{Since: now.Add(-time.Hour), Job: "ja"}
+	base := heldJob{id: "ja", lease: lease, leased: true, since: line, listed: true, mem: MemHold{Declared: G, Used: 2 * G},
+		released: now.Add(-7 * time.Minute), canSwap: true, started: true}
+	want := Holder{Job: "ja", Priority: 3, Since: line, Cores: 2, Memory: MemHold{Declared: G, Used: 2 * G},
+		Checkpoint: true, SwapSlice: 5 * time.Minute, Ran: 7 * time.Minute}
+	with := func(f func(*heldJob)) heldJob { v := base; f(&v); return v }
+	wantWith := func(f func(*Holder)) Holder { h := want; f(&h); return h }
+	tests := []struct {
+		name string
+		v    heldJob
+		want Holder
+		ok   bool
+	}{
+		{"a released job: its slice capped by the owner, its time since release", base, want, true},
+		{"lease gone", with(func(v *heldJob) { v.leased = false }), Holder{}, false},
+		{"lease not committed", with(func(v *heldJob) { v.lease.Committed = false }), Holder{}, false},
+		{"not in the line: placed by its ID alone", with(func(v *heldJob) { v.listed = false }),
+			wantWith(func(h *Holder) { h.Since = job.Priority{Job: "ja"} }), true},
+		{"not released yet: ran nothing", with(func(v *heldJob) { v.released = time.Time{} }),
+			wantWith(func(h *Holder) { h.Ran = 0 }), true},
+		{"a clock step back: ran nothing", with(func(v *heldJob) { v.released = now.Add(time.Minute) }),
+			wantWith(func(h *Holder) { h.Ran = 0 }), true},
+		{"asked for no slice: none", with(func(v *heldJob) { v.lease.Need.SwapSlice = 0 }),
+			wantWith(func(h *Holder) { h.SwapSlice = 0 }), true},
+		{"without checkpoint", with(func(v *heldJob) { v.canSwap = false }),
+			wantWith(func(h *Holder) { h.Checkpoint = false }), true},
+		{"already preempted", with(func(v *heldJob) { v.preempted = true }),
+			wantWith(func(h *Holder) { h.Preempted = true }), true},
+		{"processes not all started: left alone", with(func(v *heldJob) { v.started = false }),
+			wantWith(func(h *Holder) { h.Preempted = true }), true},
+		{"restarted and not released: left alone", with(func(v *heldJob) { v.swapAfterRelease = true }),
+			wantWith(func(h *Holder) { h.Preempted = true }), true},
+	}
+	for _, tt := range tests {
+		got, ok := holderOf(p, tt.v, now)
+		if ok != tt.ok || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// firstWaiting: the job preemption makes room for.
+func TestFirstWaiting(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	entry := func(j job.ID) waitEntry {
+		a, n := advertOf(j, t0)
+		return waitEntry{advert: a, need: n, prio: job.Priority{Since: t0, Job: j}}
+	}
+	line := []waitEntry{entry("ja"), entry("jb"), entry("jc")}
+	set := func(ids ...job.ID) func(job.ID) bool {
+		return func(j job.ID) bool {
+			for _, id := range ids {
+				if id == j {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	tests := []struct {
+		name           string
+		held, yielding []job.ID
+		want           job.ID
+	}{
+		{name: "the first of the line", want: "ja"},
+		{name: "one holding a lease here is skipped", held: []job.ID{"ja"}, want: "jb"},
+		{name: "one yielding to a waiting job is skipped", yielding: []job.ID{"ja"}, want: "jb"},
+		{name: "both", held: []job.ID{"jb"}, yielding: []job.ID{"ja"}, want: "jc"},
+		{name: "none left", held: []job.ID{"ja", "jb"}, yielding: []job.ID{"jc"}},
+	}
+	for _, tt := range tests {
+		got, ok := firstWaiting(line, set(tt.held...), set(tt.yielding...))
+		if ok != (tt.want != "") || got.need.Job != tt.want {
+			t.Errorf("%s: %q, %v; want %q", tt.name, got.need.Job, ok, tt.want)
+		}
+	}
+	if _, ok := firstWaiting(nil, set(), set()); ok {
+		t.Error("an empty line gave a job")
+	}
+}
+
+// A job swapped out for another yields to it while it waits here and holds
+// no lease; once it holds one, or leaves the line, the mark is gone.
+func TestWaitLineYielding(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name   string
+		listed bool          // the job swapped out for is in the line
+		issued time.Duration // its advert's issue, from now (expires 5 min later)
+		held   bool          // it holds a lease here
+		want   bool
+	}{
+		{name: "the other waits: yield", listed: true, want: true},
+		{name: "the other holds a lease: served again", listed: true, held: true},
+		{name: "the other left the line: served again"},
+		{name: "the other's advert expired: served again", listed: true, issued: -6 * time.Minute},
+	}
+	for _, tt := range tests {
+		w := newWaitLine(DefaultWaitConfig())
+		if tt.listed {
+			a, n := advertOf("jb", now.Add(tt.issued))
+			w.mu.Lock()
+			w.jobs["jb"] = &waitEntry{advert: a, need: n} // as noted before it expired
+			w.mu.Unlock()
+		}
+		w.yieldTo("ja", "jb", "")
+		held := func(j job.ID) bool { return tt.held && j == "jb" }
+		if got := w.yielding("ja", held); got != tt.want {
+			t.Errorf("%s: yielding %v, want %v", tt.name, got, tt.want)
+		}
+		if again := w.yielding("ja", func(job.ID) bool { return false }); !tt.want && again {
+			t.Errorf("%s: the mark was not forgotten", tt.name)
+		}
+		if w.yielding("jb", held) {
+			t.Errorf("%s: a job never swapped out yields", tt.name)
+		}
+	}
+	// The sweep forgets the marks of jobs yielded to that left the line:
+	// the table does not grow with jobs that are never seen again.
+	w := newWaitLine(DefaultWaitConfig())
+	a, n := advertOf("jb", now)
+	w.note(a, n, 0, now)
+	w.yieldTo("ja", "jb", "")
+	w.yieldTo("jc", "jd", "")
+	w.ordered(now) // sweeps
+	w.mu.Lock()
+	marks := len(w.yields)
+	_, kept := w.yields["ja"]
+	w.mu.Unlock()
+	if marks != 1 || !kept {
+		t.Errorf("after a sweep: %d marks (ja's kept: %v), want ja's alone", marks, kept)
+	}
+}
+
+// A mark from a resumed job's advert (Need.YieldTo) is set once per flood:
+// once honoured (the job yielded to got a lease here), later copies of
+// the same flood do not set it again, or the two jobs would each wait for
+// the other when the second is swapped out in turn; a new flood does.
+func TestWaitLineYieldFromAdvert(t *testing.T) {
+	now := time.Now()
+	w := newWaitLine(DefaultWaitConfig())
+	for _, j := range []job.ID{"ja", "jb"} {
+		a, n := advertOf(j, now)
+		w.note(a, n, 0, now)
+	}
+	none := func(job.ID) bool { return false }
+	jbHeld := func(j job.ID) bool { return j == "jb" }
+	w.yieldTo("ja", "jb", "ja-1")
+	if !w.yielding("ja", none) {
+		t.Fatal("ja does not yield to jb, which waits")
+	}
+	if w.yielding("ja", jbHeld) {
+		t.Fatal("ja still yields once jb holds a lease")
+	}
+	w.yieldTo("ja", "jb", "ja-1") // a late copy of the same flood
+	if w.yielding("ja", none) {
+		t.Error("a copy of a flood whose mark was honoured set it again")
+	}
+	w.yieldTo("ja", "jb", "ja-2") // the next resume's flood
+	if !w.yielding("ja", none) {
+		t.Error("a new flood's mark is not set")
+	}
+	w.yieldTo("jc", "jb", "jc-1") // not listed: the sweep forgets it, and its spent key
+	w.drop("ja")
+	w.ordered(now)
+	w.mu.Lock()
+	_, spent := w.spent["ja"]
+	w.mu.Unlock()
+	if spent {
+		t.Error("the spent key of a job no longer listed is kept")
+	}
+}
+
+// A job served here (a lease) ends every mark of a job yielding to it, and
+// spends a flood's: when it is swapped out in its turn, the two jobs must
+// not each wait for the other.
+func TestWaitLineServedEndsYields(t *testing.T) {
+	now := time.Now()
+	w := newWaitLine(DefaultWaitConfig())
+	for _, j := range []job.ID{"ja", "jb", "jc"} {
+		a, n := advertOf(j, now)
+		w.note(a, n, 0, now)
+	}
+	none := func(job.ID) bool { return false }
+	w.yieldTo("ja", "jb", "ja-1") // ja resumed after a swap for jb
+	w.yieldTo("jc", "jb", "")     // this host's own plan
+	w.yieldTo("jb", "jc", "jb-1") // unrelated to jb being served
+	w.served("jb")
+	if w.yielding("ja", none) || w.yielding("jc", none) {
+		t.Error("a job still yields to one that was served here")
+	}
+	if !w.yielding("jb", none) {
+		t.Error("a mark to another job was forgotten")
+	}
+	w.yieldTo("ja", "jb", "ja-1") // a late copy of ja's flood, jb swapped out in turn
+	if w.yielding("ja", none) {
+		t.Error("a late copy of a spent flood set its mark again")
+	}
+}
