@@ -338,8 +338,9 @@ func (s *Session) shmPoll(req *Request, src int) {
 			ir.r.Unwatch()
 		}
 	}()
-	start := time.Now()
-	for i := 1; ; i++ {
+	// The poll yields now and then, as the machine's load asks, to let the
+	// program's other goroutines and the peer run (shm.Poller).
+	for p := shm.StartPoll(shmPollTime); p.Next(); {
 		for _, ir := range rings {
 			if ir.r.Pending() && ir.mu.TryLock() {
 				err := s.shmDrain(ir, req.done, &s.shm.polled)
@@ -351,12 +352,6 @@ func (s *Session) shmPoll(req *Request, src int) {
 		}
 		if isClosed(req.done) || isClosed(s.dead) {
 			return
-		}
-		if i&63 == 0 {
-			if time.Since(start) > shmPollTime {
-				return
-			}
-			shm.Yield() // let the program's other goroutines and the peer run
 		}
 	}
 }
