@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,24 +21,29 @@ import (
 // with both processes on one core (the other busy) each message then waits
 // for the poller's next yield.
 //
-// So the poll adapts to what its yields show. A yield that comes back at
-// once let nobody run: the poll may spin longer before it yields again, up
-// to spanMax. A yield that took long let another thread or goroutine run:
-// the core (or the process's Ps) is oversubscribed, and the poll yields at
-// every check again. "At once" must be tight: under the EEVDF scheduler a
-// sched_yield with the peer runnable on the same core often returns without
-// running it, and one that runs it comes back in a few µs. The span is
-// shared by every poll of the process, as the machine's state is.
+// So the poll adapts to what its yields show. A yield that let nobody run
+// (the thread was not switched out, and it came back at once) means nobody
+// wanted this core or this process's P: the poll may spin longer before it
+// yields again, up to spanMax. A yield that let another thread or goroutine
+// run means the core (or the process's Ps) is oversubscribed: the poll
+// yields at every check again. The time alone does not tell: under the
+// EEVDF scheduler a sched_yield with the peer runnable on the same core
+// often returns without running it, and one that runs it comes back in 2
+// to 10 µs, as long as an idle Gosched that wakes a thread. So the thread's
+// own count of context switches (getrusage) says whether the kernel ran
+// another thread, and the time whether Gosched ran a goroutine for long.
+// The span is shared by every poll of the process, as the machine's state
+// is.
 
 // Pacing constants.
 const (
-	// quickYield: a yield back within this let nobody run. Here an idle
-	// Gosched plus sched_yield takes 1 to 2.5 µs; one that runs the peer
-	// on the same core and comes back takes 6 to 10 µs (two context
-	// switches and the peer's turn), or a whole slice (ms).
+	// quickYield: a yield that took this long let another thread or
+	// goroutine run, whatever the switch count says (a goroutine's turn
+	// after Gosched, a preemption). Here an idle Gosched plus sched_yield
+	// takes 0.2 to 2.5 µs.
 	quickYield = 4 * time.Microsecond
 	// spanStep is the first span after a yield that let nobody run; spans
-	// double from there on each quick yield.
+	// double from there on each such yield.
 	spanStep = 1 * time.Microsecond
 	// spanMax bounds the span, well below Poll, so that every long poll
 	// still yields a few times and notices when the machine fills up.
@@ -48,10 +54,11 @@ const (
 )
 
 // nextSpan is how long a poll spins before its next yield, given the span
-// it spun before the last yield and how long that yield took.
-func nextSpan(span, took time.Duration) time.Duration {
-	if took >= quickYield {
-		return 0 // another thread ran: yield at every check
+// it spun before the last yield, how long that yield took and whether the
+// kernel switched to another thread during it.
+func nextSpan(span, took time.Duration, switched bool) time.Duration {
+	if switched || took >= quickYield {
+		return 0 // another thread or goroutine ran: yield at every check
 	}
 	return min(max(2*span, spanStep), spanMax)
 }
@@ -88,18 +95,30 @@ func (p *Poller) Next() bool {
 	if now.Sub(p.last) < cur {
 		return true
 	}
-	yield()
+	switched := yield()
 	p.last = time.Now()
-	nx := nextSpan(cur, p.last.Sub(now))
-	span.Store(int64(nx))
+	span.Store(int64(nextSpan(cur, p.last.Sub(now), switched)))
 	return true
 }
 
-func schedYield() { _, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
-
 // yield gives the processor away for a moment, to this program's other
-// goroutines and to other processes.
-func yield() {
+// goroutines and to other processes, and reports whether the kernel ran
+// another thread meanwhile (this thread's context switch count moved).
+func yield() (switched bool) {
 	runtime.Gosched()
-	schedYield()
+	// The goroutine stays on its thread from here to the end (raw system
+	// calls keep the P); a rare preemption in between only makes this
+	// yield look like one that ran another thread.
+	before, ok := switches()
+	_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	after, ok2 := switches()
+	return ok && ok2 && after != before
+}
+
+// switches is the calling thread's count of context switches, voluntary or
+// not (a sched_yield that runs another thread counts as involuntary).
+func switches() (int64, bool) {
+	var ru unix.Rusage
+	_, _, e := unix.RawSyscall(unix.SYS_GETRUSAGE, uintptr(unix.RUSAGE_THREAD), uintptr(unsafe.Pointer(&ru)), 0)
+	return ru.Nvcsw + ru.Nivcsw, e == 0
 }
