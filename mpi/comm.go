@@ -118,8 +118,12 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 	if src != AnySource {
 		src = c.worldRank(src)
 	}
-	req := newRequest(c.s)
-	r := &recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req, comm: c}
+	both := &struct { // one allocation for the two
+		req Request
+		r   recvReq
+	}{req: Request{s: c.s, done: make(chan struct{})}}
+	req, r := &both.req, &both.r
+	*r = recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req, comm: c}
 	s := c.s
 	if src == AnySource && s.rep != nil {
 		num, d, mine, err := s.choice(proto.DecideRecv)
