@@ -2,6 +2,7 @@ package shm
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -21,19 +22,20 @@ import (
 // with both processes on one core (the other busy) each message then waits
 // for the poller's next yield.
 //
-// So the poll adapts to what its yields show. A yield that let nobody run
-// (the thread was not switched out, and it came back at once) means nobody
-// wanted this core or this process's P: the poll may spin longer before it
-// yields again, up to spanMax. A yield that let another thread or goroutine
-// run means the core (or the process's Ps) is oversubscribed: the poll
-// yields at every check again. The time alone does not tell: under the
-// EEVDF scheduler a sched_yield with the peer runnable on the same core
-// often returns without running it, and one that runs it comes back in 2
-// to 10 µs, as long as an idle Gosched that wakes a thread. So the thread's
-// own count of context switches (getrusage) says whether the kernel ran
-// another thread, and the time whether Gosched ran a goroutine for long.
-// The span is shared by every poll of the process, as the machine's state
-// is.
+// So the poll adapts to what its yields show. A yield that let another
+// thread or goroutine run means the core (or the process's Ps) is
+// oversubscribed: the poll yields at every check. A long run of yields
+// that let nobody run (the thread was not switched out, and each came back
+// at once) means nobody wants this core: the poll spins longer before it
+// yields again, doubling the span up to spanMax. One quick yield proves
+// nothing: under the EEVDF scheduler a sched_yield with a runnable peer on
+// the same core returns without running it about 15 times in 16 (each
+// yield only pushes the yielder's deadline back), and the time alone does
+// not tell either, as one that runs the peer comes back in 2 to 10 µs, as
+// long as an idle Gosched that wakes a thread. So the thread's own count of
+// context switches (getrusage) says whether the kernel ran another thread,
+// and the time whether Gosched ran a goroutine for long. The pacing is
+// shared by every poll of the process, as the machine's state is.
 
 // Pacing constants.
 const (
@@ -42,8 +44,13 @@ const (
 	// after Gosched, a preemption). Here an idle Gosched plus sched_yield
 	// takes 0.2 to 2.5 µs.
 	quickYield = 4 * time.Microsecond
-	// spanStep is the first span after a yield that let nobody run; spans
-	// double from there on each such yield.
+	// quietRun: this many yields in a row that let nobody run double the
+	// span. With a peer runnable on the same core about one yield in 16
+	// runs it: a run of 64 without is rare then (2%), and on a quiet
+	// machine it takes some 64 x 2.5 µs of polling.
+	quietRun = 64
+	// spanStep is the first span after a run of yields that let nobody
+	// run; spans double from there on each further run.
 	spanStep = 1 * time.Microsecond
 	// spanMax bounds the span, well below Poll, so that every long poll
 	// still yields a few times and notices when the machine fills up.
@@ -53,19 +60,32 @@ const (
 	checkEvery = 64
 )
 
-// nextSpan is how long a poll spins before its next yield, given the span
-// it spun before the last yield, how long that yield took and whether the
-// kernel switched to another thread during it.
-func nextSpan(span, took time.Duration, switched bool) time.Duration {
-	if switched || took >= quickYield {
-		return 0 // another thread or goroutine ran: yield at every check
-	}
-	return min(max(2*span, spanStep), spanMax)
+// pacing is what a process's polls learned from their yields: how long to
+// spin before the next yield, and how many yields in a row let nobody run.
+type pacing struct {
+	span  time.Duration
+	quiet int
 }
 
-// span is the process's current span. Polls update it concurrently; a
-// lost update costs one yield's worth of adaptation.
-var span atomic.Int64
+// next is the pacing after a yield that took took, during which the kernel
+// switched to another thread or not.
+func (p pacing) next(took time.Duration, switched bool) pacing {
+	if switched || took >= quickYield {
+		return pacing{} // another thread or goroutine ran: yield at every check
+	}
+	if p.quiet++; p.quiet >= quietRun {
+		p.span, p.quiet = min(max(2*p.span, spanStep), spanMax), 0
+	}
+	return p
+}
+
+// The process's pacing, updated under paceMu after each yield (which costs
+// microseconds anyway); every check reads the span without the lock.
+var (
+	paceMu sync.Mutex
+	pace   pacing
+	span   atomic.Int64 // pace.span, read without the lock by every check
+)
 
 // Poller paces one poll: call Next after every look that found nothing.
 type Poller struct {
@@ -97,7 +117,10 @@ func (p *Poller) Next() bool {
 	}
 	switched := yield()
 	p.last = time.Now()
-	span.Store(int64(nextSpan(cur, p.last.Sub(now), switched)))
+	paceMu.Lock()
+	pace = pace.next(p.last.Sub(now), switched)
+	span.Store(int64(pace.span))
+	paceMu.Unlock()
 	return true
 }
 

@@ -9,36 +9,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestNextSpan: yields that let nobody run stretch the span by doubling,
-// from spanStep up to spanMax; one that let another thread run (switched,
-// or slow) brings it back to 0 (yield at every check).
-func TestNextSpan(t *testing.T) {
+// TestPacing: a run of quietRun yields that let nobody run doubles the
+// span, from spanStep up to spanMax; one that let another thread run
+// (switched, or slow) brings it back to 0 (yield at every check) and
+// starts the run again.
+func TestPacing(t *testing.T) {
 	const us = time.Microsecond
 	for _, c := range []struct {
-		name       string
-		span, took time.Duration
-		switched   bool
-		want       time.Duration
+		name     string
+		from     pacing
+		took     time.Duration
+		switched bool
+		want     pacing
 	}{
-		{"quick from every check", 0, 1 * us, false, spanStep},
-		{"quick doubles", 1 * us, 2 * us, false, 2 * us},
-		{"quick doubles again", 2 * us, 1 * us, false, 4 * us},
-		{"quick stops at the bound", 5 * us, 1 * us, false, spanMax},
-		{"quick at the bound", spanMax, 1 * us, false, spanMax},
-		{"just under the threshold is quick", 2 * us, quickYield - 1, false, 4 * us},
-		{"a zero yield is quick", 0, 0, false, spanStep},
-		{"the kernel ran another thread, however fast", spanMax, 2 * us, true, 0},
-		{"switched and slow", 4 * us, 7 * us, true, 0},
-		{"at the threshold: a goroutine ran", 2 * us, quickYield, false, 0},
-		{"a whole slice", spanMax, 3 * time.Millisecond, false, 0},
-		{"slow stays at every check", 0, 10 * us, false, 0},
-		{"switched stays at every check", 0, 1 * us, true, 0},
+		{"a quick yield counts", pacing{0, 0}, 1 * us, false, pacing{0, 1}},
+		{"one short of a run", pacing{0, quietRun - 2}, 1 * us, false, pacing{0, quietRun - 1}},
+		{"a run: the first span", pacing{0, quietRun - 1}, 1 * us, false, pacing{spanStep, 0}},
+		{"a run doubles", pacing{2 * us, quietRun - 1}, 2 * us, false, pacing{4 * us, 0}},
+		{"a run stops at the bound", pacing{5 * us, quietRun - 1}, 1 * us, false, pacing{spanMax, 0}},
+		{"a run at the bound", pacing{spanMax, quietRun - 1}, 1 * us, false, pacing{spanMax, 0}},
+		{"within a run the span stays", pacing{4 * us, 3}, 1 * us, false, pacing{4 * us, 4}},
+		{"just under the threshold is quick", pacing{2 * us, 0}, quickYield - 1, false, pacing{2 * us, 1}},
+		{"a zero yield is quick", pacing{0, 0}, 0, false, pacing{0, 1}},
+		{"the kernel ran another thread, however fast", pacing{spanMax, 10}, 2 * us, true, pacing{}},
+		{"switched at the end of a run", pacing{spanMax, quietRun - 1}, 1 * us, true, pacing{}},
+		{"switched and slow", pacing{4 * us, 0}, 7 * us, true, pacing{}},
+		{"at the threshold: a goroutine ran", pacing{2 * us, 5}, quickYield, false, pacing{}},
+		{"a whole slice", pacing{spanMax, 0}, 3 * time.Millisecond, false, pacing{}},
 	} {
-		if got := nextSpan(c.span, c.took, c.switched); got != c.want {
-			t.Errorf("%s: nextSpan(%v, %v, %v) = %v, want %v", c.name, c.span, c.took, c.switched, got, c.want)
+		if got := c.from.next(c.took, c.switched); got != c.want {
+			t.Errorf("%s: %+v.next(%v, %v) = %+v, want %+v", c.name, c.from, c.took, c.switched, got, c.want)
 		}
 	}
-	if spanMax >= Poll || spanStep > spanMax || quickYield <= 0 {
+	if spanMax >= Poll || spanStep > spanMax || quickYield <= 0 || quietRun < 1 {
 		t.Errorf("span bounds %v..%v must lie below the poll's %v", spanStep, spanMax, Poll)
 	}
 }
