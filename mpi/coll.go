@@ -33,8 +33,7 @@ func (c *Comm) rel(root int) int { return (c.rank - root + c.size) % c.size }
 
 // csend sends b to dst in the collective context.
 func (c *Comm) csend(b []byte, dst, tag int) error {
-	_, err := c.isend(c.coll, b, dst, c.tags+tag, true).Wait()
-	return err
+	return c.send(c.coll, b, dst, c.tags+tag)
 }
 
 // crecv receives exactly len(b) bytes from src in the collective context.

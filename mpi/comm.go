@@ -68,15 +68,39 @@ func checkTag(tag int) error {
 
 // isend posts data to dst in context ctx.
 func (c *Comm) isend(ctx uint32, data []byte, dst, tag int, inline bool) *Request {
-	if err := c.checkRank(dst, "destination"); err != nil {
+	h, err := c.sendHeader(ctx, data, dst, tag)
+	if err != nil {
 		return failed(c.s, err)
 	}
-	if err := checkTag(tag); err != nil {
-		return failed(c.s, err)
-	}
-	h := proto.MsgHeader{Dst: uint32(c.worldRank(dst)), Src: uint32(c.s.rank), Ctx: ctx, Tag: int32(tag), Total: uint64(len(data))}
 	req, _ := c.s.postMsg(h, data, inline)
 	return req
+}
+
+// send sends data to dst in context ctx and returns once it is written:
+// a blocking Send. With no other send under way it writes the message
+// itself without a request (sendNow); else it queues it like isend and
+// waits for its turn.
+func (c *Comm) send(ctx uint32, data []byte, dst, tag int) error {
+	h, err := c.sendHeader(ctx, data, dst, tag)
+	if err != nil {
+		return err
+	}
+	if sent, err := c.s.sendNow(h, data); sent {
+		return err
+	}
+	req, _ := c.s.postMsg(h, data, true)
+	_, err = req.Wait()
+	return err
+}
+
+func (c *Comm) sendHeader(ctx uint32, data []byte, dst, tag int) (proto.MsgHeader, error) {
+	if err := c.checkRank(dst, "destination"); err != nil {
+		return proto.MsgHeader{}, err
+	}
+	if err := checkTag(tag); err != nil {
+		return proto.MsgHeader{}, err
+	}
+	return proto.MsgHeader{Dst: uint32(c.worldRank(dst)), Src: uint32(c.s.rank), Ctx: ctx, Tag: int32(tag), Total: uint64(len(data))}, nil
 }
 
 // irecv posts a receive into buf (elements of elem bytes) in context ctx.
@@ -94,8 +118,12 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 	if src != AnySource {
 		src = c.worldRank(src)
 	}
-	req := newRequest(c.s)
-	r := &recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req, comm: c}
+	both := &struct { // one allocation for the two
+		req Request
+		r   recvReq
+	}{req: Request{s: c.s, done: make(chan struct{})}}
+	req, r := &both.req, &both.r
+	*r = recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req, comm: c}
 	s := c.s
 	if src == AnySource && s.rep != nil {
 		num, d, mine, err := s.choice(proto.DecideRecv)

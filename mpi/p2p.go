@@ -4,8 +4,7 @@ package mpi
 // been handed to the agent and may be reused; it does not wait for a
 // matching receive.
 func Send[T Elem](c *Comm, buf []T, dst, tag int) error {
-	_, err := c.isend(c.p2p, wireOf(buf), dst, tag, true).Wait()
-	return err
+	return c.send(c.p2p, wireOf(buf), dst, tag)
 }
 
 // Isend starts sending buf to dst. buf must not change until the request

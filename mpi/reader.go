@@ -32,7 +32,7 @@ func (s *Session) readFrames(br *bufio.Reader) error {
 			return s.lost(err)
 		}
 		if typ == proto.TypeMsg {
-			if err := s.readMsg(br, n, nil); err != nil {
+			if err := s.readMsg(br, n); err != nil {
 				return err
 			}
 			continue
@@ -98,12 +98,10 @@ func (s *Session) control(typ byte, body []byte) error {
 	return fmt.Errorf("%w: unexpected frame type %d", ErrProtocol, typ)
 }
 
-// readMsg reads one MSG fragment of n body bytes. Its data goes straight
-// into the receive buffer when a receive matched, else into the message's
-// own buffer. stamp, for a shared-memory ring, does to the header what the
-// agent does (sets the source, checks the sequence); nil for the agent's
-// socket.
-func (s *Session) readMsg(br io.Reader, n int, stamp func(*proto.MsgHeader) error) error {
+// readMsg reads one MSG fragment of n body bytes from the agent's socket.
+// Its data goes straight into the receive buffer when a receive matched,
+// else into the message's own buffer.
+func (s *Session) readMsg(br io.Reader, n int) error {
 	var hb [proto.MsgHeaderLen]byte
 	if n < proto.MsgHeaderLen {
 		return fmt.Errorf("%w: msg of %d bytes", ErrProtocol, n)
@@ -113,15 +111,31 @@ func (s *Session) readMsg(br io.Reader, n int, stamp func(*proto.MsgHeader) erro
 	}
 	dataLen := n - proto.MsgHeaderLen
 	h, err := proto.DecodeMsgHeader(hb[:], dataLen)
-	if err == nil && stamp != nil {
-		err = stamp(&h)
-	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
-	in, move, err := s.fragment(&h, dataLen)
+	in, dst, err := s.place(&h, dataLen)
 	if err != nil {
 		return err
+	}
+	if _, err := io.ReadFull(br, dst); err != nil {
+		return s.lost(err)
+	}
+	if h.Last(dataLen) {
+		s.arrived(in)
+	}
+	return nil
+}
+
+// place finds the message a fragment belongs to (fragment) and where its
+// data goes, dst: the matched receive's buffer, or the message's own. The
+// caller reads the data into dst, then completes the message if the
+// fragment was its last (arrived). Only the caller touches the data of a
+// message still arriving.
+func (s *Session) place(h *proto.MsgHeader, dataLen int) (in *inMsg, dst []byte, err error) {
+	in, move, err := s.fragment(h, dataLen)
+	if err != nil {
+		return nil, nil, err
 	}
 	if move { // a receive was posted meanwhile: the rest goes straight into its buffer
 		copy(in.recv.buf, in.buf[:h.Offset])
@@ -131,13 +145,7 @@ func (s *Session) readMsg(br io.Reader, n int, stamp func(*proto.MsgHeader) erro
 	if !in.direct { // the message's own buffer grows with what really arrives
 		in.buf = grow(in.buf, end, in.total)
 	}
-	if _, err := io.ReadFull(br, in.buf[h.Offset:end]); err != nil {
-		return s.lost(err)
-	}
-	if h.Last(dataLen) {
-		s.arrived(in)
-	}
-	return nil
+	return in, in.buf[h.Offset:end], nil
 }
 
 // grow returns buf with length end, doubling its capacity (up to the

@@ -59,6 +59,9 @@ func (r *Request) Wait() (Status, error) {
 	if r.poll && r.s.shm.list != nil {
 		r.s.shmPoll(r, r.src)
 	}
+	if isClosed(r.done) { // done already (the poll read it): no select
+		return r.result()
+	}
 	select {
 	case <-r.done:
 	case <-r.s.dead:

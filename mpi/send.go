@@ -40,6 +40,34 @@ func (s *Session) postMsg(h proto.MsgHeader, data []byte, inline bool) (*Request
 	return sr.req, sr.h.Seq
 }
 
+// sendNow writes a message at once, without queuing it or making it a
+// request, when no writer is active and nothing waits in the queue: a
+// blocking send's common case, which then costs no allocation and no
+// channel. sent is false when it could not (the caller posts the message
+// instead). Sends queued meanwhile are handed to a goroutine, as drain does
+// after its own.
+func (s *Session) sendNow(h proto.MsgHeader, data []byte) (sent bool, err error) {
+	s.sendMu.Lock()
+	if s.writing || len(s.sendq) > 0 || s.shutLocked() != nil {
+		s.sendMu.Unlock()
+		return false, nil
+	}
+	h.Seq = s.seq[h.Dst]
+	s.seq[h.Dst]++
+	s.writing = true
+	s.sendMu.Unlock()
+	sr := sendReq{h: h, data: data}
+	err = s.write(&sr)
+	s.sendMu.Lock()
+	more := len(s.sendq) > 0
+	s.writing = more
+	s.sendMu.Unlock()
+	if more {
+		go s.drain(nil)
+	}
+	return true, err
+}
+
 // postControl queues a control frame that ends sending (Finalize, Abort);
 // later sends fail with shut. first puts it before any message not yet
 // started.
@@ -120,7 +148,11 @@ func (s *Session) drain(own *Request) {
 		}
 		sr := s.sendq[0]
 		s.sendq[0] = nil
-		s.sendq = s.sendq[1:]
+		if len(s.sendq) == 1 {
+			s.sendq = s.sendq[:0] // empty: the next send reuses the slot, no new array
+		} else {
+			s.sendq = s.sendq[1:]
+		}
 		s.sendMu.Unlock()
 		sr.req.complete(Status{}, s.write(sr))
 	}

@@ -3,7 +3,6 @@ package mpi
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -197,19 +196,6 @@ func (s *Session) alive() error {
 	}
 }
 
-// ringReader reads a ring as a stream.
-type ringReader struct {
-	r     *shm.Ring
-	check func() error
-}
-
-func (rr ringReader) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	return rr.r.Read(p, rr.check)
-}
-
 // inRing is an incoming ring and its reading state. Whoever holds mu reads
 // the ring: its standby reader goroutine (shmReadLoop), or a receive that
 // polls it (shmPoll). Frames are read whole by one holder, so the stream
@@ -243,23 +229,11 @@ func (s *Session) shmDrain(ir *inRing, stop <-chan struct{}, count *atomic.Int64
 	if ir.bad {
 		return ErrProtocol
 	}
-	rr := ringReader{r: ir.r, check: s.alive}
-	var hdr [proto.HeaderLen]byte
-	limit := proto.MsgHeaderLen + s.maxData
 	for ir.r.Pending() {
 		if stop != nil && isClosed(stop) {
 			return nil
 		}
-		typ, n, err := proto.ReadHeader(rr, &hdr, limit)
-		if err == nil && typ != proto.TypeMsg {
-			err = fmt.Errorf("%w: frame type %d", ErrProtocol, typ)
-		}
-		if err == nil {
-			err = s.readMsg(rr, n, ir.stamp)
-		}
-		if err == nil {
-			count.Add(1)
-		}
+		err := s.shmReadMsg(ir)
 		if err != nil {
 			ir.bad = true
 			if s.alive() == nil {
@@ -267,6 +241,62 @@ func (s *Session) shmDrain(ir *inRing, stop <-chan struct{}, count *atomic.Int64
 			}
 			return err
 		}
+		count.Add(1)
+	}
+	return nil
+}
+
+// shmReadMsg reads one MSG frame from the ring, checked like one from the
+// agent's socket and stamped as the agent would (stamp). It reads the ring
+// directly, not through an io.Reader, so a small message costs no
+// allocation here. mu is held.
+func (s *Session) shmReadMsg(ir *inRing) error {
+	var hb [proto.HeaderLen + proto.MsgHeaderLen]byte
+	if err := ir.readFull(hb[:proto.HeaderLen], s.alive); err != nil {
+		return err
+	}
+	typ, n, err := proto.ParseHeader(hb[:proto.HeaderLen], proto.MsgHeaderLen+s.maxData)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	case typ != proto.TypeMsg:
+		return fmt.Errorf("%w: frame type %d", ErrProtocol, typ)
+	case n < proto.MsgHeaderLen:
+		return fmt.Errorf("%w: msg of %d bytes", ErrProtocol, n)
+	}
+	if err := ir.readFull(hb[proto.HeaderLen:], s.alive); err != nil {
+		return err
+	}
+	dataLen := n - proto.MsgHeaderLen
+	h, err := proto.DecodeMsgHeader(hb[proto.HeaderLen:], dataLen)
+	if err == nil {
+		err = ir.stamp(&h)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	}
+	in, dst, err := s.place(&h, dataLen)
+	if err != nil {
+		return err
+	}
+	if err := ir.readFull(dst, s.alive); err != nil {
+		return err
+	}
+	if h.Last(dataLen) {
+		s.arrived(in)
+	}
+	return nil
+}
+
+// readFull fills p from the ring, waiting for data as long as check
+// returns nil. mu is held.
+func (ir *inRing) readFull(p []byte, check func() error) error {
+	for len(p) > 0 {
+		n, err := ir.r.Read(p, check)
+		if err != nil {
+			return err
+		}
+		p = p[n:]
 	}
 	return nil
 }
@@ -338,8 +368,9 @@ func (s *Session) shmPoll(req *Request, src int) {
 			ir.r.Unwatch()
 		}
 	}()
-	start := time.Now()
-	for i := 1; ; i++ {
+	// The poll yields now and then, as the machine's load asks, to let the
+	// program's other goroutines and the peer run (shm.Poller).
+	for p := shm.StartPoll(shmPollTime); p.Next(); {
 		for _, ir := range rings {
 			if ir.r.Pending() && ir.mu.TryLock() {
 				err := s.shmDrain(ir, req.done, &s.shm.polled)
@@ -351,12 +382,6 @@ func (s *Session) shmPoll(req *Request, src int) {
 		}
 		if isClosed(req.done) || isClosed(s.dead) {
 			return
-		}
-		if i&63 == 0 {
-			if time.Since(start) > shmPollTime {
-				return
-			}
-			shm.Yield() // let the program's other goroutines and the peer run
 		}
 	}
 }
@@ -425,5 +450,3 @@ func (s *Session) shmWriteErr(dst int, err error) error {
 	}
 	return err
 }
-
-var _ io.Reader = ringReader{}

@@ -11,6 +11,8 @@
 //
 // Waiting is a short poll, then a futex wait on the shared position word,
 // which costs no CPU; the other side wakes it only when it said it sleeps.
+// The poll yields the processor as often as the machine's load asks
+// (Poller, pace.go).
 //
 // The read side may be shared by goroutines of one process (never at the
 // same time: the caller gives one of them the right to read): a standby
@@ -26,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -182,21 +183,16 @@ const (
 // before reading the flag is seen: the sequentially consistent atomics
 // order the two sides. With spin false, wait sleeps at once.
 func (r *Ring) wait(word int, arm, disarm func(), spin bool, ready func() (bool, error), check func() error) error {
-	start := time.Now()
-	for i := 0; spin; i++ {
+	// The poll gives the processor away now and then (Poller): on a
+	// machine with more runnable threads than cores, the peer that will
+	// write may be the one waiting for it.
+	for p := StartPoll(Poll); spin; {
 		ok, err := ready()
 		if ok || err != nil {
 			return err
 		}
-		if i&63 == 63 {
-			if time.Since(start) > Poll {
-				break
-			}
-			// Give the processor away meanwhile: on a machine with more
-			// runnable threads than cores, the peer that will write may
-			// be the one waiting for it.
-			runtime.Gosched()
-			schedYield()
+		if !p.Next() {
+			break
 		}
 	}
 	for {
@@ -403,17 +399,6 @@ const (
 	futexWaitOp = 0
 	futexWakeOp = 1
 )
-
-func schedYield() { _, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
-
-// Yield gives the processor away for a moment, to this program's other
-// goroutines and to other processes (the peer that will write, on a machine
-// with more runnable threads than cores): what a poll of a ring does
-// between looks.
-func Yield() {
-	runtime.Gosched()
-	schedYield()
-}
 
 func futexWait(addr *uint32, val uint32, d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))

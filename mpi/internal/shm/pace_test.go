@@ -1,0 +1,107 @@
+package shm
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestPacing: a run of quietRun yields that let nobody run doubles the
+// span, from spanStep up to spanMax; one that let another thread run
+// (switched, or slow) brings it back to 0 (yield at every check) and
+// starts the run again.
+func TestPacing(t *testing.T) {
+	const us = time.Microsecond
+	for _, c := range []struct {
+		name     string
+		from     pacing
+		took     time.Duration
+		switched bool
+		want     pacing
+	}{
+		{"a quick yield counts", pacing{0, 0}, 1 * us, false, pacing{0, 1}},
+		{"one short of a run", pacing{0, quietRun - 2}, 1 * us, false, pacing{0, quietRun - 1}},
+		{"a run: the first span", pacing{0, quietRun - 1}, 1 * us, false, pacing{spanStep, 0}},
+		{"a run doubles", pacing{2 * us, quietRun - 1}, 2 * us, false, pacing{4 * us, 0}},
+		{"a run stops at the bound", pacing{5 * us, quietRun - 1}, 1 * us, false, pacing{spanMax, 0}},
+		{"a run at the bound", pacing{spanMax, quietRun - 1}, 1 * us, false, pacing{spanMax, 0}},
+		{"within a run the span stays", pacing{4 * us, 3}, 1 * us, false, pacing{4 * us, 4}},
+		{"just under the threshold is quick", pacing{2 * us, 0}, quickYield - 1, false, pacing{2 * us, 1}},
+		{"a zero yield is quick", pacing{0, 0}, 0, false, pacing{0, 1}},
+		{"the kernel ran another thread, however fast", pacing{spanMax, 10}, 2 * us, true, pacing{}},
+		{"switched at the end of a run", pacing{spanMax, quietRun - 1}, 1 * us, true, pacing{}},
+		{"switched and slow", pacing{4 * us, 0}, 7 * us, true, pacing{}},
+		{"at the threshold: a goroutine ran", pacing{2 * us, 5}, quickYield, false, pacing{}},
+		{"a whole slice", pacing{spanMax, 0}, 3 * time.Millisecond, false, pacing{}},
+	} {
+		if got := c.from.next(c.took, c.switched); got != c.want {
+			t.Errorf("%s: %+v.next(%v, %v) = %+v, want %+v", c.name, c.from, c.took, c.switched, got, c.want)
+		}
+	}
+	if spanMax >= Poll || spanStep > spanMax || quickYield <= 0 || quietRun < 1 {
+		t.Errorf("span bounds %v..%v must lie below the poll's %v", spanStep, spanMax, Poll)
+	}
+}
+
+// TestYieldSeesASwitch: a thread that yields while another thread of this
+// process spins on the same core is switched out sooner or later, and
+// yield says so.
+func TestYieldSeesASwitch(t *testing.T) {
+	if _, ok := switches(); !ok {
+		t.Skip("getrusage(RUSAGE_THREAD) unavailable")
+	}
+	cpu := pinned(t, -1)
+	var spinning, stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // ends locked: the pinned thread goes with it
+		var set unix.CPUSet
+		set.Set(cpu)
+		if unix.SchedSetaffinity(0, &set) != nil {
+			return
+		}
+		spinning.Store(true)
+		for !stop.Load() {
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+	for !spinning.Load() {
+		select {
+		case <-done:
+			t.Skip("could not pin a second thread")
+		default:
+			runtime.Gosched()
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !yield() {
+		if time.Now().After(deadline) {
+			t.Fatal("5 s of yields beside a thread spinning on the same core, and none switched")
+		}
+	}
+}
+
+// pinned locks the calling goroutine to its thread and the thread to cpu
+// (or, with -1, to the first CPU it may use) and returns the CPU. The
+// goroutine must end locked, so that its thread, pinned, ends with it.
+func pinned(t *testing.T, cpu int) int {
+	runtime.LockOSThread()
+	if cpu < 0 {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			t.Skip("sched_getaffinity:", err)
+		}
+		for cpu = 0; !set.IsSet(cpu); cpu++ {
+		}
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		t.Skip("sched_setaffinity:", err)
+	}
+	return cpu
+}
