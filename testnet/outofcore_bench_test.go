@@ -213,49 +213,14 @@ func watchPeak(cg, key string) func() int64 {
 func oocRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) job.Description, jobs int,
 	name string, serial bool) timeshareRow {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	sub := ln.Nodes[0].Submitter()
-	row := timeshareRow{name: name, perJob: make([]time.Duration, jobs)}
-	begin := time.Now()
-	done := make(chan error, jobs)
-	for j := range jobs {
-		d := desc(j)
-		d.SetDefaults()
-		start := time.Now()
-		id, err := sub.Submit(job.Submission{Desc: d, Program: prog})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wait := func() error {
-			var rec job.Record
-			err := ln.Await(ctx, "job "+string(id)+" over", func() bool {
-				r, err := sub.Get(id)
-				rec = r
-				return err == nil && r.State.Terminal() && r.State != job.Stopped
-			})
-			if err == nil && rec.State != job.Done {
-				err = fmt.Errorf("job %d ended %s: %s", j, rec.State, rec.Reason)
-			}
-			row.perJob[j] = time.Since(start)
-			return err
-		}
-		if serial {
-			if err := wait(); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		go func() { done <- wait() }()
+	await := func(ctx context.Context, sub *job.Submitter, _ int, id job.ID) (job.Record, error) {
+		var rec job.Record
+		err := ln.Await(ctx, "job "+string(id)+" over", func() bool {
+			r, err := sub.Get(id)
+			rec = r
+			return err == nil && r.State.Terminal() && r.State != job.Stopped
+		})
+		return rec, err
 	}
-	if !serial {
-		for range jobs {
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	row.total = time.Since(begin)
-	t.Logf("%s: total %v, per job %v", name, row.total, row.perJob)
-	return row
+	return timedRun(t, ln, prog, desc, jobs, name, serial, 20*time.Minute, await)
 }

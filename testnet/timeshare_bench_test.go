@@ -96,9 +96,6 @@ type swapPlan struct {
 func timeshareRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) job.Description, jobs int,
 	name string, sp *swapPlan, serial bool) timeshareRow {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	sub := ln.Nodes[0].Submitter()
 	setOf := map[int]int{}
 	if sp != nil {
 		for s, members := range sp.sets {
@@ -107,6 +104,28 @@ func timeshareRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) 
 			}
 		}
 	}
+	await := func(ctx context.Context, sub *job.Submitter, j int, id job.ID) (job.Record, error) {
+		if sp == nil {
+			return awaitRecordEnd(ctx, sub, id)
+		}
+		w := *sp.sw
+		w.Set = setOf[j]
+		rec, _, err := sub.RunSwapped(ctx, id, w)
+		return rec, err
+	}
+	return timedRun(t, ln, prog, desc, jobs, name, serial, 10*time.Minute, await)
+}
+
+// timedRun submits the jobs (one after the other with serial, else all at
+// once), waits for each with await, and times each from its submission to
+// its end, and the whole. A job that does not end done fails the test.
+func timedRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) job.Description, jobs int,
+	name string, serial bool, limit time.Duration,
+	await func(ctx context.Context, sub *job.Submitter, j int, id job.ID) (job.Record, error)) timeshareRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	sub := ln.Nodes[0].Submitter()
 	row := timeshareRow{name: name, perJob: make([]time.Duration, jobs)}
 	begin := time.Now()
 	done := make(chan error, jobs)
@@ -119,15 +138,7 @@ func timeshareRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) 
 			t.Fatal(err)
 		}
 		wait := func() error {
-			var rec job.Record
-			var err error
-			if sp != nil {
-				w := *sp.sw
-				w.Set = setOf[j]
-				rec, _, err = sub.RunSwapped(ctx, id, w)
-			} else {
-				rec, err = awaitRecordEnd(ctx, sub, id)
-			}
+			rec, err := await(ctx, sub, j, id)
 			if err == nil && rec.State != job.Done {
 				err = fmt.Errorf("job %d ended %s: %s", j, rec.State, rec.Reason)
 			}
