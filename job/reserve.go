@@ -31,6 +31,7 @@ type reservation struct {
 	lastFresh int              // the last radius that brought answers
 	gap       time.Duration    // answer gap
 	lag       time.Duration    // the longest a radius took to bring its first answer
+	last      time.Time        // when the last answer came (a repeated one too)
 	grace     time.Duration    // the offer grace: bounds the wait for a radius's answers
 	extra     int              // extra radii still allowed once enough
 	enough    bool             // Enough held: the loop is stopped, the offers are collected
@@ -136,10 +137,18 @@ func (ss *session) reserve() (Plan, error) {
 	radii := newRadiusClock(ss.s.cfg.Schedule, ss.s.cfg.OfferGrace, time.Now())
 	check := time.NewTimer(radii.next(time.Now()))
 	defer check.Stop()
-	answers, lastAnswer, began := 0, time.Now(), time.Now()
+	answers, began := 0, time.Now()
+	rs.last = began
+	for drained := false; !drained; { // news of an earlier match's offers
+		select {
+		case <-ss.arrivals:
+		default:
+			drained = true
+		}
+	}
 	ss.sample(rs.radius)
 	heard := func(from peer.ID) {
-		lastAnswer = time.Now()
+		rs.last = time.Now()
 		if from == ss.s.h.ID() || rs.heard[from] {
 			return // its own worker answers at once: no sign the radius is answering
 		}
@@ -196,7 +205,7 @@ func (ss *session) reserve() (Plan, error) {
 			feasible := ss.feasible()
 			// A radius that brought no answer at all, long enough after the
 			// last one: the flood has reached every agent it can.
-			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(lastAnswer) >= quietAfter
+			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(rs.last) >= quietAfter
 			answers = ss.answers()
 			if Hopeless(quiet, feasible, ss.declined.counts()) {
 				return Plan{}, ss.notEnough("the flood reached every agent it could")
@@ -206,6 +215,8 @@ func (ss *session) reserve() (Plan, error) {
 			// free (worker/waitq.go); a contested host asks the later of
 			// two jobs to give it back (DeclineYield).
 			check.Reset(radii.next(time.Now()))
+		case from := <-ss.arrivals:
+			heard(from) // an offer being measured: its sender has answered
 		case dc := <-ss.declines:
 			if dc.msg.Code == DeclineYield {
 				ss.yield(dc.from)
@@ -267,6 +278,7 @@ func (ss *session) answeredStep(rs *reservation, at time.Duration, measuring boo
 		more:      !rs.enough && !rs.ended && rs.radius < maxRadius(ss.s.cfg.Schedule),
 		feasible:  ss.feasible(),
 		measuring: measuring,
+		trickling: time.Since(rs.last) < rs.gap,
 		allKnown:  AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }),
 		stable:    rs.start != nil && !Learnt(rs.start, rs.known),
 		fresh:     len(rs.heard) - rs.before,
