@@ -32,6 +32,7 @@ type reservation struct {
 	gap       time.Duration    // answer gap
 	lag       time.Duration    // the longest a radius took to bring its first answer
 	last      time.Time        // when the last answer came (a repeated one too)
+	held      bool             // the radius was looked at and is waited for (stepLater): an answer waits the gap again, not less
 	grace     time.Duration    // the offer grace: bounds the wait for a radius's answers
 	extra     int              // extra radii still allowed once enough
 	enough    bool             // Enough held: the loop is stopped, the offers are collected
@@ -161,12 +162,16 @@ func (ss *session) reserve() (Plan, error) {
 		if knower != nil && !rs.allIn && len(rs.heard) >= rs.live {
 			rs.look(knower) // perhaps the last one: settle after the answer gap only
 		}
-		settle.Reset(rs.settleIn(time.Now()))
+		if rs.held && !rs.allIn {
+			settle.Reset(rs.gap) // waiting for the answers to stop: not at every one
+		} else {
+			settle.Reset(rs.settleIn(time.Now()))
+		}
 	}
 	for {
 		select {
 		case r := <-floodedR:
-			rs.radius, rs.floodedAt, rs.before = r, time.Now(), len(rs.heard)
+			rs.radius, rs.floodedAt, rs.before, rs.held = r, time.Now(), len(rs.heard), false
 			settle.Reset(rs.wait())
 			ss.sample(rs.radius)
 			log.Debugw("radius flooded", "job", ss.id, "radius", r, "at", time.Since(began), "answers", len(rs.heard))
@@ -184,9 +189,10 @@ func (ss *session) reserve() (Plan, error) {
 				next <- rs.radius
 				// The radius the loop is asked for, counted from now: its
 				// Flooded resets these, unless it has no radius left.
-				rs.radius, rs.floodedAt, rs.before = rs.radius+1, time.Now(), len(rs.heard)
+				rs.radius, rs.floodedAt, rs.before, rs.held = rs.radius+1, time.Now(), len(rs.heard), false
 				settle.Reset(rs.wait())
 			case stepLater:
+				rs.held = true
 				settle.Reset(max(rs.gap, max(rs.wait(), rs.grace)-time.Since(rs.floodedAt)))
 			case stepExtra:
 				rs.extra--
@@ -194,7 +200,7 @@ func (ss *session) reserve() (Plan, error) {
 					log.Infow("extra radius not flooded", "job", ss.id, "err", err)
 					return ss.place()
 				}
-				rs.radius, rs.floodedAt, rs.before = rs.radius+1, time.Now(), len(rs.heard)
+				rs.radius, rs.floodedAt, rs.before, rs.held = rs.radius+1, time.Now(), len(rs.heard), false
 				settle.Reset(rs.wait())
 				ss.sample(rs.radius)
 			case stepPlace:
