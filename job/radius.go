@@ -54,6 +54,7 @@ type answered struct {
 	worth     bool // a known host closer than the plan's farthest has not answered (ExtraWorth)
 	feasible  bool // the offers in hand can hold the job
 	measuring bool // an offer has come and its sender is still being measured
+	trickling bool // an answer came within the answer gap: the radius is answered by the bound, not by silence
 	more      bool // the flood has a radius left beyond this one
 	allKnown  bool // every peer the agent knows has answered this flood
 	stable    bool // the agent knows the same peers as when the flood began
@@ -66,21 +67,28 @@ type answered struct {
 // nextStep decides what an answered radius leads to. Enough offers are
 // placed, after the extra radius when it is worth flooding; while a known
 // host closer than the plan's farthest has not answered even that, the
-// offer grace is waited out for it. Otherwise a radius that brought
-// answers calls for the next one at once (its hosts may be the ones
-// missing). A feasible job whose flood has reached every agent it can is
-// placed with what it has, as spread does when the network holds fewer
-// hosts than processes: at once when a radius brought nobody new and
-// every peer of an overlay that has stopped learning peers has answered.
-// Otherwise a feasible job floods its next radius at once: a known peer
-// that has not answered (its offer lost on a loaded network, or the
-// overlay still learning) gets the advert again with a wider radius, and
-// the job is placed once two radii in a row brought nobody, or once its
-// last radius brought nobody within the empty bound, instead of sleeping out the
-// schedule's backoff (3 and 6 s at radii 5 and 6 of the simulation) for
-// nothing. A job that cannot be placed yet waits on the schedule's
-// backoff: its flood is for discovery, and hurrying it would only send
-// adverts sooner.
+// offer grace is waited out for it. A feasible job whose flood has
+// reached every agent it can is placed with what it has, as spread does
+// when the network holds fewer hosts than processes: at once when every
+// live peer the overlay knows has answered and either the overlay knew
+// them all when the flood began (an agent it does not know is farther
+// than all of them: a wider radius cannot bring a closer host) or the
+// radius brought nobody new (the flood has stopped growing). A feasible
+// job whose radius is answered only by the bound, its answers still
+// coming, waits for them: they are the answers of the agents it has
+// reached, and a wider radius flooded meanwhile reaches the same agents
+// again and slows their answers (traced at full size: radii 5 and 6
+// flooded to a network that radius 4 had covered, each a full flood).
+// Otherwise a radius that brought answers calls for the next one at once
+// (its hosts may be the ones missing). A feasible job whose radius
+// brought nobody floods its next radius at once: a known peer that has
+// not answered (the overlay still learning) gets the advert again with a
+// wider radius, and the job is placed once two radii in a row brought
+// nobody, or once its last radius brought nobody within the empty bound,
+// instead of sleeping out the schedule's backoff (3 and 6 s at radii 5
+// and 6 of the simulation) for nothing. A job that cannot be placed yet
+// waits on the schedule's backoff: its flood is for discovery, and
+// hurrying it would only send adverts sooner.
 //
 // An offer still being measured has come: the job is not placed without
 // it (looked at again after the answer gap), whatever else holds.
@@ -99,8 +107,10 @@ func decide(a answered) step {
 		return stepSchedule // a closer host may still answer: the offer grace ends the wait
 	case a.enough:
 		return stepPlace
-	case a.feasible && a.allKnown && a.stable && a.fresh == 0:
+	case a.feasible && a.allKnown && (a.stable || a.fresh == 0):
 		return stepPlace
+	case a.feasible && a.trickling && !a.allKnown:
+		return stepLater
 	case a.fresh > 0:
 		return stepNext
 	case a.feasible && a.quiet >= 2:

@@ -31,6 +31,8 @@ type reservation struct {
 	lastFresh int              // the last radius that brought answers
 	gap       time.Duration    // answer gap
 	lag       time.Duration    // the longest a radius took to bring its first answer
+	last      time.Time        // when the last answer came (a repeated one too)
+	held      bool             // the radius was looked at and is waited for (stepLater): an answer waits the gap again, not less
 	grace     time.Duration    // the offer grace: bounds the wait for a radius's answers
 	extra     int              // extra radii still allowed once enough
 	enough    bool             // Enough held: the loop is stopped, the offers are collected
@@ -138,10 +140,18 @@ func (ss *session) reserve() (Plan, error) {
 	radii := newRadiusClock(ss.s.cfg.Schedule, ss.s.cfg.OfferGrace, time.Now())
 	check := time.NewTimer(radii.next(time.Now()))
 	defer check.Stop()
-	answers, lastAnswer, began := 0, time.Now(), time.Now()
+	answers, began := 0, time.Now()
+	rs.last = began
+	for drained := false; !drained; { // news of an earlier match's offers
+		select {
+		case <-ss.arrivals:
+		default:
+			drained = true
+		}
+	}
 	ss.sample(rs.radius)
 	heard := func(from peer.ID) {
-		lastAnswer = time.Now()
+		rs.last = time.Now()
 		if from == ss.s.h.ID() || rs.heard[from] {
 			return // its own worker answers at once: no sign the radius is answering
 		}
@@ -154,12 +164,16 @@ func (ss *session) reserve() (Plan, error) {
 		if knower != nil && !rs.allIn && len(rs.heard) >= rs.live {
 			rs.look(knower) // perhaps the last one: settle after the answer gap only
 		}
-		settle.Reset(rs.settleIn(time.Now()))
+		if rs.held && !rs.allIn {
+			settle.Reset(rs.gap) // waiting for the answers to stop: not at every one
+		} else {
+			settle.Reset(rs.settleIn(time.Now()))
+		}
 	}
 	for {
 		select {
 		case r := <-floodedR:
-			rs.radius, rs.floodedAt, rs.before = r, time.Now(), len(rs.heard)
+			rs.radius, rs.floodedAt, rs.before, rs.held = r, time.Now(), len(rs.heard), false
 			settle.Reset(rs.wait())
 			ss.sample(rs.radius)
 			log.Debugw("radius flooded", "job", ss.id, "radius", r, "at", time.Since(began), "answers", len(rs.heard))
@@ -177,9 +191,10 @@ func (ss *session) reserve() (Plan, error) {
 				next <- rs.radius
 				// The radius the loop is asked for, counted from now: its
 				// Flooded resets these, unless it has no radius left.
-				rs.radius, rs.floodedAt, rs.before = rs.radius+1, time.Now(), len(rs.heard)
+				rs.radius, rs.floodedAt, rs.before, rs.held = rs.radius+1, time.Now(), len(rs.heard), false
 				settle.Reset(rs.wait())
 			case stepLater:
+				rs.held = true
 				settle.Reset(max(rs.gap, max(rs.wait(), rs.grace)-time.Since(rs.floodedAt)))
 			case stepExtra:
 				rs.extra--
@@ -187,7 +202,7 @@ func (ss *session) reserve() (Plan, error) {
 					log.Infow("extra radius not flooded", "job", ss.id, "err", err)
 					return ss.place()
 				}
-				rs.radius, rs.floodedAt, rs.before = rs.radius+1, time.Now(), len(rs.heard)
+				rs.radius, rs.floodedAt, rs.before, rs.held = rs.radius+1, time.Now(), len(rs.heard), false
 				settle.Reset(rs.wait())
 				ss.sample(rs.radius)
 			case stepPlace:
@@ -198,7 +213,7 @@ func (ss *session) reserve() (Plan, error) {
 			feasible := ss.feasible()
 			// A radius that brought no answer at all, long enough after the
 			// last one: the flood has reached every agent it can.
-			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(lastAnswer) >= quietAfter
+			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(rs.last) >= quietAfter
 			answers = ss.answers()
 			if Hopeless(quiet, feasible, ss.declined.counts()) {
 				return Plan{}, ss.notEnough("the flood reached every agent it could")
@@ -208,6 +223,8 @@ func (ss *session) reserve() (Plan, error) {
 			// free (worker/waitq.go); a contested host asks the later of
 			// two jobs to give it back (DeclineYield).
 			check.Reset(radii.next(time.Now()))
+		case from := <-ss.arrivals:
+			heard(from) // an offer being measured: its sender has answered
 		case dc := <-ss.declines:
 			if dc.msg.Code == DeclineYield {
 				ss.yield(dc.from)
@@ -269,6 +286,7 @@ func (ss *session) answeredStep(rs *reservation, at time.Duration, measuring boo
 		more:      !rs.enough && !rs.ended && rs.radius < maxRadius(ss.s.cfg.Schedule),
 		feasible:  ss.feasible(),
 		measuring: measuring,
+		trickling: time.Since(rs.last) < rs.gap,
 		allKnown:  AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }),
 		stable:    rs.start != nil && !Learnt(rs.start, rs.known),
 		fresh:     len(rs.heard) - rs.before,

@@ -35,6 +35,7 @@ type session struct {
 	sub Submission
 
 	offers   chan offerIn
+	arrivals chan peer.ID // offers that reached the submitter and are being measured (handOffer)
 	declines chan declineIn
 	// pending counts offers that reached the submitter and are not in
 	// offers yet (their sender's RTT is being measured): a radius whose

@@ -231,7 +231,7 @@ func (s *Submitter) launch(ss *session, resumed bool) {
 func (s *Submitter) newSession(id ID, key Key, sub Submission) *session {
 	ctx, stop := context.WithCancel(s.ctx)
 	return &session{s: s, id: id, key: key, sub: sub,
-		offers: make(chan offerIn), declines: make(chan declineIn, declineQueue), events: make(chan reportIn, 64), cancel: make(chan string, 1),
+		offers: make(chan offerIn), arrivals: make(chan peer.ID, declineQueue), declines: make(chan declineIn, declineQueue), events: make(chan reportIn, 64), cancel: make(chan string, 1),
 		stopReq: make(chan stopReq),
 		ctx:     ctx, stop: stop, avoid: map[peer.ID]time.Time{},
 		feed: newFeed(s.cfg.MaxOutputLines), files: map[string]*os.File{}, outputs: map[string]string{}, ckIn: map[string]*ckptIn{}}
@@ -271,6 +271,50 @@ func (s *Submitter) lease(ctx context.Context, to peer.ID, req LeaseRequest) (Le
 		return rep, fmt.Errorf("%s refused: %s", req.Op, rep.Error)
 	}
 	return rep, nil
+}
+
+// offerHandoff bounds the wait of an offer for the session's run loop:
+// under the worker's 10 s call and the stream's deadline, so that the
+// answer still reaches it.
+const offerHandoff = 8 * time.Second
+
+// handoffPoll is how often a waiting offer looks whether its job is
+// still reserving.
+const handoffPoll = 250 * time.Millisecond
+
+// handOffer gives an offer to the session's run loop and returns its
+// answer. It waits as long as the job is reserving (ctx bounds it): on a
+// loaded machine the loop may take seconds to get to it, and an offer
+// refused for that was an answer lost (traced on the full-size Grid'5000
+// simulation: the worker gave its slots back, was not heard, and only a
+// wider radius flooded again brought its offer back, which called for
+// yet another radius). A job that has stopped reserving refuses it at
+// the next poll, so the worker frees its slots at once.
+func (ss *session) handOffer(ctx context.Context, in offerIn, poll <-chan time.Time) OfferReply {
+	for {
+		select {
+		case ss.offers <- in:
+			return <-in.reply
+		case <-ss.ctx.Done():
+			return OfferReply{Reason: "job ended"}
+		case <-ctx.Done():
+			return OfferReply{Reason: "the job's submitter is too busy to take the offer"}
+		case <-poll:
+			if !ss.reserving.Load() {
+				return OfferReply{Reason: "job no longer reserving"}
+			}
+		}
+	}
+}
+
+// arrived tells the run loop that from's offer has reached the
+// submitter, before its sender is measured: from has answered the flood.
+// A full queue drops the news (the offer itself tells it later).
+func (ss *session) arrived(from peer.ID) {
+	select {
+	case ss.arrivals <- from:
+	default:
+	}
 }
 
 // declineQueue bounds the declines waiting for a session's run loop; more
@@ -313,6 +357,7 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 		reply.Reason = "job no longer reserving"
 	} else if ss != nil && msg.Slots > 0 && msg.Lease != "" {
 		ss.pending.Add(1)
+		ss.arrived(from)
 		rtt := time.Duration(0)
 		if from != s.h.ID() {
 			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -324,14 +369,11 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 			rtt = d
 		}
 		in := offerIn{from: from, msg: msg, rtt: rtt, reply: make(chan OfferReply, 1)}
-		select {
-		case ss.offers <- in:
-			reply = <-in.reply
-		case <-ss.ctx.Done():
-			reply.Reason = "job ended"
-		case <-time.After(2 * time.Second):
-			reply.Reason = "job no longer reserving"
-		}
+		hctx, cancel := context.WithTimeout(ctx, offerHandoff)
+		poll := time.NewTicker(handoffPoll)
+		reply = ss.handOffer(hctx, in, poll.C)
+		poll.Stop()
+		cancel()
 		ss.pending.Add(-1)
 	}
 	if err := wire.WriteJSON(st, reply); err != nil {
