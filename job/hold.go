@@ -10,11 +10,13 @@ package job
 func MaxHeld(n, r, spares int) int { return n*r + spares }
 
 // transient reports whether a decline may go away if the job waits: the
-// agent is busy, has no free slot or memory now, or is stopping. A policy
-// refusal or a requirement the agent does not have never does.
+// agent is busy, has no free slot or memory now, or is stopping, or the
+// job gave its offer there back to an earlier job (DeclineYield: the agent
+// offers again when it can). A policy refusal or a requirement the agent
+// does not have never does.
 func transient(c DeclineCode) bool {
 	switch c {
-	case DeclineBusy, DeclineSlots, DeclineMemory, DeclineDraining:
+	case DeclineBusy, DeclineSlots, DeclineMemory, DeclineDraining, DeclineYield:
 		return true
 	}
 	return false

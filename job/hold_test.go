@@ -18,6 +18,9 @@ func TestHopeless(t *testing.T) {
 		{"an agent is busy: wait for it", true, false, busy, false},
 		{"memory in use may free", true, false, []DeclineCount{{Code: DeclineMemory, Agents: 1}}, false},
 		{"no free slot may free", true, false, []DeclineCount{{Code: DeclineSlots, Agents: 1}}, false},
+		// An offer given back to an earlier job: the agent keeps the job
+		// in its line and offers again (issue 19's swap turns).
+		{"an offer yielded to an earlier job comes back", true, false, []DeclineCount{{Code: DeclineYield, Agents: 2}}, false},
 	} {
 		if got := Hopeless(tt.quiet, tt.feasible, tt.declined); got != tt.want {
 			t.Errorf("%s: Hopeless = %v, want %v", tt.name, got, tt.want)

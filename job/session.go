@@ -240,6 +240,10 @@ func (ss *session) yield(from peer.ID) {
 			ss.rlist = append(ss.rlist[:i], ss.rlist[i+1:]...)
 			log.Debugw("giving a contested host to an earlier job", "job", ss.id, "host", from)
 			ss.cancelLeases([]Offer{o})
+			// The host answered, and keeps the job in its line: it
+			// counts as a decline that may pass (Hopeless), not as a
+			// host that never answered the flood.
+			ss.declined.add(from, DeclineMsg{Job: ss.id, Code: DeclineYield})
 			return
 		}
 	}

@@ -376,6 +376,9 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 		cancel()
 		ss.pending.Add(-1)
 	}
+	if !reply.Keep {
+		log.Debugw("offer refused", "job", msg.Job, "from", from, "reason", reply.Reason)
+	}
 	if err := wire.WriteJSON(st, reply); err != nil {
 		_ = st.Reset()
 		return

@@ -298,6 +298,13 @@ func (l *Leases) ByJob(j job.ID) (Lease, bool) {
 	return *ls, true
 }
 
+// Runs says whether job j runs here: its lease is committed. An offer
+// (an uncommitted lease) is not a run: the job may still give it back.
+func (l *Leases) Runs(j job.ID) bool {
+	ls, ok := l.ByJob(j)
+	return ok && ls.Committed
+}
+
 // Usage is what the live leases hold; it feeds Decide.
 func (l *Leases) Usage() Usage {
 	l.mu.Lock()

@@ -49,7 +49,7 @@ func (r *running) canSwap() bool {
 // priority waits in the line for this host: then it is refused as full,
 // and waits in its turn.
 func (s *Service) admitBehindHigher(submitter peer.ID, need job.Need, honoured int) (Decision, Lease, error) {
-	if s.waiting.yielding(need.Job, s.holds) {
+	if s.yields(need.Job) {
 		return full(refuse(job.DeclineBusy, "", "swapped out here for a job that has not started yet")), Lease{}, nil
 	}
 	if top, ok := s.waiting.highestWaiting(need.Job, s.leases, time.Now()); ok && top > honoured {
@@ -77,7 +77,7 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 			continue
 		}
 		log.Infow("swapping out a job by checkpoint", "job", r.id, "for", need.Job, "priority", honoured)
-		// Until the job it is swapped out for holds a lease here, its own
+		// Until the job it is swapped out for runs here (commits), its own
 		// advert (it resumes at once, and came first in the line) is not
 		// served here: else it would take back the memory it frees. The
 		// mark stays when the swap is refused: every host of the job asks,
@@ -97,7 +97,7 @@ func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) 
 // when that advert came), when one saves its first checkpoint here, and
 // when one's swap slice ends.
 func (s *Service) preemptForWaiting() {
-	e, ok := firstWaiting(s.waiting.ordered(time.Now()), s.holds, func(j job.ID) bool { return s.waiting.yielding(j, s.holds) })
+	e, ok := firstWaiting(s.waiting.ordered(time.Now()), s.holds, s.yields)
 	if ok {
 		s.preempt(e.advert.Submitter, e.need, e.prio)
 	}

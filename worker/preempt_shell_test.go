@@ -214,3 +214,57 @@ func TestWaitLineServedEndsYields(t *testing.T) {
 		t.Error("a late copy of a spent flood set its mark again")
 	}
 }
+
+// A job swapped out here for another yields to it until that job runs
+// here (a committed lease, Leases.Runs), not merely until it holds an
+// offer: a job not yet placeable gives an offer back to an earlier job
+// that asks (DeclineYield), and the job swapped out, earlier than the one
+// it made room for, would ask for and take back its hosts one by one,
+// undoing the turn and leaving the other job's flood unanswered there
+// (issue 19: TestSwapTurnsWhenMemoryRunsOut failed 6 runs in 40 so).
+func TestYieldLastsUntilTheOtherRuns(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		jb   string // jb's lease here: "", "offered", "committed", "cancelled"
+		want bool   // ja still yields
+	}{
+		{name: "jb waits, no lease", want: true},
+		{name: "jb holds an offer only", jb: "offered", want: true},
+		{name: "jb runs here", jb: "committed", want: false},
+		{name: "jb gave its offer back and left the line", jb: "cancelled", want: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := newTable(t, host())
+			w := newWaitLine(DefaultWaitConfig())
+			now := time.Now()
+			for _, j := range []job.ID{"ja", "jb"} {
+				a, n := advertOf(j, now)
+				w.note(a, n, 0, now)
+			}
+			w.yieldTo("ja", "jb", "ja-1") // ja resumed after a swap for jb
+			if tt.jb != "" {
+				ls, err := l.Reserve("jb", "bob", 1, 1, 1<<30, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch tt.jb {
+				case "committed":
+					if err := l.Commit(ls.Key, "jb"); err != nil {
+						t.Fatal(err)
+					}
+					w.drop("jb")   // as the commit does (Service.apply)
+					w.served("jb") // idem
+				case "cancelled":
+					w.cancelled("jb", ls.Key) // not a yield it was asked for
+					if _, err := l.Release(ls.Key); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			s := &Service{waiting: w, leases: l}
+			if got := s.yields("ja"); got != tt.want {
+				t.Errorf("yielding %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -291,6 +291,7 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 	if l, held := s.leases.ByJob(need.Job); held {
 		_, listed := s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
 		s.noteYield(a, need, listed)
+		log.Debugw("advert of a job holding a lease here", "job", need.Job, "host", s.h.ID(), "flood", a.Job, "committed", l.Committed)
 		if l.Committed {
 			// An earlier run of the job still ends here, and the job is
 			// flooded again (a restart): it waits in the line for the
@@ -320,11 +321,11 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		if !d.Full {
 			s.waiting.drop(need.Job)
 		}
-		log.Debugw("advert refused", "job", need.Job, "reason", d.Reason, "err", err, "waiting", d.Full && listed)
+		log.Debugw("advert refused", "job", need.Job, "host", s.h.ID(), "reason", d.Reason, "err", err, "waiting", d.Full && listed)
 		if err == nil {
 			s.decline(a, need.Job, d)
 		}
-		if d.Full && listed && !s.waiting.yielding(need.Job, s.holds) {
+		if d.Full && listed && !s.yields(need.Job) {
 			// A job swapped out here for one still waiting asks nothing
 			// of it: not to yield its offers, nor to be swapped out.
 			s.askYield(prio, honoured)
@@ -332,7 +333,6 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		}
 		return
 	}
-	s.waiting.served(need.Job)
 	if !s.abuse.allowOffer(a.Submitter, time.Now()) {
 		log.Debugw("over the offer rate to this submitter", "job", need.Job, "submitter", a.Submitter)
 		s.endLease(l.Key)
@@ -365,10 +365,11 @@ func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need job.Need, 
 	var reply job.OfferReply
 	err := s.ep.Call(ctx, a.Submitter, job.OfferProtocol, msg, &reply, job.MaxReplySize)
 	if err != nil || !reply.Keep {
-		log.Debugw("offer not kept", "job", need.Job, "err", err, "reason", reply.Reason)
+		log.Debugw("offer not kept", "job", need.Job, "host", s.h.ID(), "err", err, "reason", reply.Reason)
 		s.endLease(l.Key)
 		return false
 	}
+	log.Debugw("offer kept", "job", need.Job, "host", s.h.ID(), "flood", a.Job)
 	return true
 }
 
@@ -417,6 +418,7 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		if s.lookup(req.Job, req.Lease) != nil {
 			return fmt.Errorf("cancel %s: already committed; kill it instead", req.Job)
 		}
+		log.Debugw("lease cancelled", "job", req.Job, "host", s.h.ID())
 		s.waiting.cancelled(req.Job, req.Lease) // first: the freed slots go to who still waits
 		s.endLease(req.Lease)
 		return nil
@@ -433,7 +435,8 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		if err := s.start(from, req.Job, req.Lease, *req.Commit); err != nil {
 			return err
 		}
-		s.waiting.drop(req.Job) // placed: it waits for nothing here
+		s.waiting.drop(req.Job)   // placed: it waits for nothing here
+		s.waiting.served(req.Job) // it runs here: the jobs swapped out for it take their turn again
 		return nil
 	case job.OpRelease:
 		r := s.lookup(req.Job, req.Lease)

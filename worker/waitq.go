@@ -113,10 +113,14 @@ func (w *waitLine) yieldTo(j, to job.ID, key string) {
 	w.yields[j] = yieldMark{to: to, key: key}
 }
 
-// served is told that job to holds a lease here now: every mark of a job
-// yielding to it has done its work and is forgotten (a flood's mark is
-// spent). Were one left until its job next asked, it could outlive the
-// turn: when to is swapped out in its turn, each would wait for the other.
+// served is told that job to runs here now (its lease is committed):
+// every mark of a job yielding to it has done its work and is forgotten (a
+// flood's mark is spent). Were one left until its job next asked, it could
+// outlive the turn: when to is swapped out in its turn, each would wait
+// for the other. An offer is not enough: a job not yet placeable gives
+// its offers back to an earlier job that asks (DeclineYield), and the job
+// swapped out, earlier than the one it made room for, would ask and take
+// its hosts back one by one, undoing the turn (issue 19's failures).
 func (w *waitLine) served(to job.ID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -132,9 +136,11 @@ func (w *waitLine) served(to job.ID) {
 
 // yielding says whether job j, swapped out here for another, must still
 // leave its place to it: that job is listed and its advert live, and it
-// holds no lease here yet (held). Once it does, or leaves the line, the
-// mark is forgotten: j is served in its turn again.
-func (w *waitLine) yielding(j job.ID, held func(job.ID) bool) bool {
+// does not run here yet (runs: a committed lease, Leases.Runs). Once it
+// does, or leaves the line, the mark is forgotten: j is served in its turn
+// again. While it only holds an offer here, j still yields: it neither
+// takes the slots nor asks that job to give its offer back.
+func (w *waitLine) yielding(j job.ID, runs func(job.ID) bool) bool {
 	w.mu.Lock()
 	m, ok := w.yields[j]
 	if ok {
@@ -142,7 +148,7 @@ func (w *waitLine) yielding(j job.ID, held func(job.ID) bool) bool {
 		ok = listed && time.Now().Before(e.advert.Expires)
 	}
 	w.mu.Unlock()
-	if ok && !held(m.to) {
+	if ok && !runs(m.to) {
 		return true
 	}
 	w.mu.Lock()
@@ -337,6 +343,10 @@ func (s *Service) serveWaiting() {
 	}
 }
 
+// yields says whether job j, swapped out here for another job, still
+// leaves its place to it: until that job runs here (waitLine.yielding).
+func (s *Service) yields(j job.ID) bool { return s.waiting.yielding(j, s.leases.Runs) }
+
 // holds says whether job j holds a lease here.
 func (s *Service) holds(j job.ID) bool {
 	_, ok := s.leases.ByJob(j)
@@ -367,7 +377,7 @@ func (s *Service) offerWaiting() {
 		if s.ctx.Err() != nil {
 			return
 		}
-		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked || s.waiting.yielding(e.need.Job, s.holds) {
+		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked || s.yields(e.need.Job) {
 			continue
 		}
 		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, s.cfg.LeaseTTL)
@@ -379,7 +389,6 @@ func (s *Service) offerWaiting() {
 			}
 			continue
 		}
-		s.waiting.served(e.need.Job)
 		if !s.abuse.allowOffer(e.advert.Submitter, time.Now()) {
 			s.endLease(l.Key)
 			continue
