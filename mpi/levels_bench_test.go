@@ -31,7 +31,7 @@ func BenchmarkAllreduceHostAware(b *testing.B) {
 		reps  int // allreduces per measurement
 	}{{"8B", 1, 200}, {"8MiB", 1 << 20, 2}} {
 		b.Run(tc.name, func(b *testing.B) {
-			var hier, flat, ratio []float64
+			var rounds levelRounds
 			j, err := c.AddJob(8, func(r int) int { return r / 2 })
 			if err != nil {
 				b.Fatal(err)
@@ -44,21 +44,13 @@ func BenchmarkAllreduceHostAware(b *testing.B) {
 				}
 				buf := make([]float64, tc.elems)
 				for i := 0; i < b.N; i++ {
-					th, err := timeAllreduce(w, buf, tc.reps)
-					if err != nil {
+					if err := rounds.add(w, func(c *mpi.Comm) (float64, error) { return timeAllreduce(c, buf, tc.reps) }); err != nil {
 						return err
-					}
-					tf, err := timeAllreduce(mpi.Flat(w), buf, tc.reps)
-					if err != nil {
-						return err
-					}
-					if w.Rank() == 0 {
-						hier, flat, ratio = append(hier, th), append(flat, tf), append(ratio, tf/th)
 					}
 				}
 				return nil
 			})
-			reportLevels(b, errs, hier, flat, ratio)
+			reportLevels(b, errs, rounds)
 		})
 	}
 }
@@ -127,7 +119,7 @@ func BenchmarkExchangesHostAware(b *testing.B) {
 			{"allgather-64KiB", 8192, 5, allgather},
 		} {
 			b.Run(sites.name+"/"+tc.name, func(b *testing.B) {
-				var hier, flat, ratio []float64
+				var rounds levelRounds
 				place := func(r int) int { return r / 2 }
 				var j *mpitest.Job
 				var err error
@@ -147,21 +139,13 @@ func BenchmarkExchangesHostAware(b *testing.B) {
 					}
 					send, recv := make([]float64, 8*tc.elems), make([]float64, 8*tc.elems)
 					for i := 0; i < b.N; i++ {
-						th, err := timeOp(w, send, recv, tc.reps, tc.op)
-						if err != nil {
+						if err := rounds.add(w, func(c *mpi.Comm) (float64, error) { return timeOp(c, send, recv, tc.reps, tc.op) }); err != nil {
 							return err
-						}
-						tf, err := timeOp(mpi.Flat(w), send, recv, tc.reps, tc.op)
-						if err != nil {
-							return err
-						}
-						if w.Rank() == 0 {
-							hier, flat, ratio = append(hier, th), append(flat, tf), append(ratio, tf/th)
 						}
 					}
 					return nil
 				})
-				reportLevels(b, errs, hier, flat, ratio)
+				reportLevels(b, errs, rounds)
 			})
 		}
 	}
@@ -203,17 +187,37 @@ func timeOp(c *mpi.Comm, send, recv []float64, reps int, op func(c *mpi.Comm, se
 	return (mpi.Wtime() - t0) / float64(reps), nil
 }
 
+// levelRounds holds rank 0's times of the rounds: the host-aware call, the
+// flat one on the same ranks, and their ratio.
+type levelRounds struct{ hier, flat, ratio []float64 }
+
+// add runs one round: timed on w (host-aware) and then on mpi.Flat(w).
+func (l *levelRounds) add(w *mpi.Comm, timed func(*mpi.Comm) (float64, error)) error {
+	th, err := timed(w)
+	if err != nil {
+		return err
+	}
+	tf, err := timed(mpi.Flat(w))
+	if err != nil {
+		return err
+	}
+	if w.Rank() == 0 {
+		l.hier, l.flat, l.ratio = append(l.hier, th), append(l.flat, tf), append(l.ratio, tf/th)
+	}
+	return nil
+}
+
 // reportLevels fails on a rank's error, else reports the medians over the
 // rounds of the host-aware and flat times and of their per-round ratio.
-func reportLevels(b *testing.B, errs []error, hier, flat, ratio []float64) {
+func reportLevels(b *testing.B, errs []error, l levelRounds) {
 	b.Helper()
 	for r, err := range errs {
 		if err != nil {
 			b.Fatalf("rank %d: %v", r, err)
 		}
 	}
-	b.ReportMetric(median(hier)*1e6, "host-aware-µs/op")
-	b.ReportMetric(median(flat)*1e6, "flat-µs/op")
-	b.ReportMetric(median(ratio), "flat/host-aware")
+	b.ReportMetric(median(l.hier)*1e6, "host-aware-µs/op")
+	b.ReportMetric(median(l.flat)*1e6, "flat-µs/op")
+	b.ReportMetric(median(l.ratio), "flat/host-aware")
 	b.ReportMetric(0, "ns/op")
 }
