@@ -53,6 +53,10 @@ func TestYieldSeesASwitch(t *testing.T) {
 	if _, ok := switches(); !ok {
 		t.Skip("getrusage(RUSAGE_THREAD) unavailable")
 	}
+	// The spinner must be a running thread, not a goroutine waiting for
+	// the only P: with GOMAXPROCS 1 a preempted spinner is parked, and no
+	// thread is runnable beside the yielder (go test -cpu 1).
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
 	cpu := pinned(t, -1)
 	var spinning, stop atomic.Bool
 	done := make(chan struct{})
