@@ -27,12 +27,13 @@ const (
 type SandboxInfo struct {
 	Users   string `json:"users"`
 	Cgroups string `json:"cgroups"`
+	Freezer string `json:"freezer,omitempty"`
 	Network string `json:"network"`
 }
 
 // String gives the sandbox on one line.
 func (s SandboxInfo) String() string {
-	return fmt.Sprintf("users: %s; cgroups: %s; network: %s", s.Users, s.Cgroups, s.Network)
+	return fmt.Sprintf("users: %s; cgroups: %s; freezer: %s; network: %s", s.Users, s.Cgroups, s.Freezer, s.Network)
 }
 
 // checkSandbox checks the sandbox settings.

@@ -174,7 +174,7 @@ func (n *Node) startSandbox(work string) (string, proc.Runner, error) {
 	if iso.Err != nil {
 		return "", nil, fmt.Errorf("node: job sandbox: %w (--run-as none runs jobs without a user of their own)", iso.Err)
 	}
-	n.sandbox = SandboxInfo{Users: iso.Users, Cgroups: iso.Cgroups, Network: iso.Network}
+	n.sandbox = SandboxInfo{Users: iso.Users, Cgroups: iso.Cgroups, Freezer: iso.Freezer, Network: iso.Network}
 	if strings.HasPrefix(iso.Cgroups, "none") || strings.HasPrefix(iso.Network, "host:") {
 		log.Warnw("job sandbox incomplete", "sandbox", n.sandbox.String())
 	}

@@ -35,8 +35,12 @@ func sandboxAgent(t *testing.T) *node.Node {
 func TestSandboxThroughAgent(t *testing.T) {
 	nd := sandboxAgent(t)
 	data := nd.Config().DataDir
-	if out := zorilla("id", "--data-dir", data); !strings.Contains(out.stdout, "sandbox users: own uid per job") {
+	out := zorilla("id", "--data-dir", data)
+	if !strings.Contains(out.stdout, "sandbox users: own uid per job") {
 		t.Errorf("zorilla id does not describe the sandbox:\n%v", out)
+	}
+	if want := "freezer: " + nd.Sandbox().Freezer + ";"; nd.Sandbox().Freezer == "" || !strings.Contains(out.stdout, want) {
+		t.Errorf("zorilla id does not say which freezer stops jobs (want %q):\n%v", want, out)
 	}
 
 	// A job that keeps a secret in its folder, running meanwhile.

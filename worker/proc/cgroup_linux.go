@@ -27,8 +27,10 @@ var cgroupControllers = []string{"memory", "pids", "cpu"}
 // one of hundreds in a testnet) holds no cgroup, and one that dies idle
 // leaves none behind.
 type cgroupRoot struct {
-	version int               // 1 or 2
-	parents map[string]string // controller -> parent folder (v2: all the same)
+	version   int               // 1 or 2
+	parents   map[string]string // controller -> parent folder (v2: all the same)
+	freezer   string            // parent folder of the v2 freezer cgroups (v2: the same); "" none
+	noFreezer string            // why freezer is ""
 
 	mu   sync.Mutex // guards live and the parents' existence
 	live int        // job cgroups made and not yet removed
@@ -88,7 +90,7 @@ func (c *cgroupRoot) describe() string {
 	return fmt.Sprintf("v%d (%s)", c.version, strings.Join(c.controllers(), ", "))
 }
 
-// dirs are the distinct parent folders.
+// dirs are the distinct parent folders, the freezer's last.
 func (c *cgroupRoot) dirs() []string {
 	var out []string
 	for _, k := range c.controllers() {
@@ -96,14 +98,18 @@ func (c *cgroupRoot) dirs() []string {
 			out = append(out, d)
 		}
 	}
+	if c.freezer != "" && !slices.Contains(out, c.freezer) {
+		out = append(out, c.freezer)
+	}
 	return out
 }
 
-// openCgroups finds the hierarchy this agent can make cgroups in, makes
-// the parent folder name below its own cgroup, and ends what an earlier
-// life of the agent left there. cgroup v2 is taken when it offers the
-// controllers; v1 otherwise.
-func openCgroups(name string) (*cgroupRoot, error) {
+// openCgroups finds the hierarchy this agent can make cgroups in and makes
+// the parent folder name below its own cgroup (below the cgroup under,
+// when set). cgroup v2 is taken when it offers the controllers; v1
+// otherwise, with the v2 freezer beside it when a cgroup2 hierarchy is
+// mounted too (cgroupfreezer_linux.go).
+func openCgroups(name, under string) (*cgroupRoot, error) {
 	mounts, err := readMounts("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
@@ -112,31 +118,32 @@ func openCgroups(name string) (*cgroupRoot, error) {
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	if root, err := openV2(mounts, own, name); err == nil {
-		return root, nil
-	} else {
-		errs = append(errs, fmt.Errorf("v2: %w", err))
+	if under != "" {
+		for k := range own {
+			own[k] = under
+		}
 	}
-	root, err := openV1(mounts, own, name)
-	if err == nil {
-		return root, nil
+	root, err2 := openV2(mounts, own, name, under != "")
+	if err2 != nil {
+		var err1 error
+		if root, err1 = openV1(mounts, own, name); err1 != nil {
+			return nil, errors.Join(fmt.Errorf("v2: %w", err2), fmt.Errorf("v1: %w", err1))
+		}
 	}
-	return nil, errors.Join(append(errs, fmt.Errorf("v1: %w", err))...)
+	parent, why := planFreezer(mounts, own, name)
+	if parent != "" {
+		parent, why = openFreezer(parent)
+	}
+	root.freezer, root.noFreezer = parent, why
+	return root, nil
 }
 
-func openV2(mounts []mount, own map[string]string, name string) (*cgroupRoot, error) {
-	i := slices.IndexFunc(mounts, func(m mount) bool { return m.v2 })
-	path, ok := own[""]
-	if i < 0 || !ok {
-		return nil, errors.New("not mounted")
-	}
-	dir, err := ownDir(mounts[i], path)
+// openV2 makes the parent below the agent's own cgroup v2, or below the
+// cgroup the owner gave (given), which the agent never moves itself into.
+func openV2(mounts []mount, own map[string]string, name string, given bool) (*cgroupRoot, error) {
+	dir, err := v2OwnDir(mounts, own, given)
 	if err != nil {
 		return nil, err
-	}
-	if filepath.Base(dir) == agentLeaf {
-		dir = filepath.Dir(dir) // an earlier runner of this process moved it there
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
 	if err != nil {
@@ -148,7 +155,12 @@ func openV2(mounts []mount, own map[string]string, name string) (*cgroupRoot, er
 			return nil, fmt.Errorf("controller %s is not available in %s (controllers: %q)", c, dir, have)
 		}
 	}
-	if err := enableV2(dir); err != nil {
+	if given {
+		err = writeFile(filepath.Join(dir, "cgroup.subtree_control"), "+memory +pids +cpu")
+	} else {
+		err = enableV2(dir) // may move the agent to a leaf of its own cgroup
+	}
+	if err != nil {
 		return nil, err
 	}
 	parent := filepath.Join(dir, name)
@@ -230,8 +242,9 @@ func writeFile(path, s string) error {
 
 // jobCgroup is the cgroup of one sandbox: one folder per hierarchy.
 type jobCgroup struct {
-	root *cgroupRoot
-	dirs map[string]string // controller -> folder
+	root    *cgroupRoot
+	dirs    map[string]string // controller -> folder
+	freezer string            // the folder with cgroup.freeze (v2: the same); "" none
 }
 
 // newJobCgroup makes the cgroup name with res as its limits.
@@ -242,6 +255,9 @@ func (c *cgroupRoot) newJobCgroup(name string, res Resources) (*jobCgroup, error
 	j := &jobCgroup{root: c, dirs: map[string]string{}}
 	for _, k := range c.controllers() {
 		j.dirs[k] = filepath.Join(c.parents[k], name)
+	}
+	if c.freezer != "" {
+		j.freezer = filepath.Join(c.freezer, name)
 	}
 	for _, d := range j.folders() {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -256,13 +272,16 @@ func (c *cgroupRoot) newJobCgroup(name string, res Resources) (*jobCgroup, error
 	return j, nil
 }
 
-// folders are the distinct folders of the cgroup.
+// folders are the distinct folders of the cgroup, the freezer's last.
 func (j *jobCgroup) folders() []string {
 	var out []string
 	for _, k := range j.root.controllers() {
 		if d := j.dirs[k]; !slices.Contains(out, d) {
 			out = append(out, d)
 		}
+	}
+	if j.freezer != "" && !slices.Contains(out, j.freezer) {
+		out = append(out, j.freezer)
 	}
 	return out
 }

@@ -59,6 +59,14 @@ type Config struct {
 	// share a process or a cgroup need different names: NewRunner removes
 	// what is left in it.
 	CgroupName string
+	// CgroupParent, when set, is the cgroup (a clean absolute path inside
+	// the hierarchy, as /proc/self/cgroup shows one: "/zorilla-jobs") that
+	// holds the CgroupName folder instead of the agent's own cgroup. It
+	// must exist in every hierarchy the runner uses. Limits set on it bind
+	// the jobs together and not the agent: a memory bound for the jobs of
+	// a host, or of an experiment, that never pages the agent out. An
+	// agent that cannot write cgroups there runs none (see Isolation).
+	CgroupParent string
 	// IsolateNetwork runs each Sandbox's processes in a network namespace
 	// of their own with only loopback up, where the kernel allows it.
 	IsolateNetwork bool
@@ -127,6 +135,9 @@ func (c Config) validate() error {
 		if !filepath.IsAbs(c.UIDLockDir) || filepath.Clean(c.UIDLockDir) != c.UIDLockDir {
 			return fmt.Errorf("proc: config: UIDLockDir %q is not a clean absolute path", c.UIDLockDir)
 		}
+	}
+	if p := c.CgroupParent; p != "" && (!strings.HasPrefix(p, "/") || filepath.Clean(p) != p || strings.ContainsRune(p, '\n')) {
+		return fmt.Errorf("proc: config: CgroupParent %q is not a clean absolute cgroup path", p)
 	}
 	if c.Cgroups && !validName(c.CgroupName) {
 		return fmt.Errorf("proc: config: CgroupName %q: want 1-128 letters, digits, '-', '_', '.', not starting with '.'", c.CgroupName)

@@ -51,12 +51,16 @@
 //   - A cgroup with the job's Resources: memory (swap included), process
 //     count, CPU bandwidth. cgroup v2 where the agent's own cgroup offers
 //     the memory, pids and cpu controllers, else the v1 hierarchies of
-//     those controllers; the cgroups are made below the agent's own, in a
-//     folder named Config.CgroupName, which NewRunner sweeps (killing what
-//     an earlier life of the agent left there). The shim joins the cgroup
+//     those controllers; the cgroups are made below the agent's own (or
+//     below Config.CgroupParent, whose limits then bind all the jobs and
+//     not the agent), in a folder named Config.CgroupName, which NewRunner
+//     sweeps (killing what an earlier life of the agent left there). The shim joins the cgroup
 //     by writing to cgroup.procs files the runner opened for it, then
 //     closes them. Exit.OutOfMemory and Exit.PidsLimit say when the
 //     kernel's OOM killer or the pids limit struck while a process ran.
+//     With v1 controllers and a cgroup2 hierarchy mounted too (a hybrid
+//     machine), the job also gets a v2 cgroup there with no controller:
+//     Freeze uses its cgroup.freeze.
 //   - A network namespace per process with only loopback, up (the shim
 //     unshares it as root); a unix socket is a path, so the agent's MPI
 //     socket is still reached.

@@ -152,18 +152,13 @@ func (c *clock) frozenFor() time.Duration {
 	return c.frozen + time.Since(c.frozenAt)
 }
 
-// freezerDir is the folder of the sandbox's cgroup v2 when it has a
-// freezer; "" when the job must be stopped by signals.
+// freezerDir is the folder of the sandbox's cgroup v2 that freezes it
+// (cgroupfreezer_linux.go); "" when the job must be stopped by signals.
 func (b *Sandbox) freezerDir() string {
-	if b == nil || b.cg == nil || b.cg.root.version != 2 {
+	if b == nil || b.cg == nil {
 		return ""
 	}
-	for _, d := range b.cg.folders() {
-		if _, err := os.Stat(filepath.Join(d, "cgroup.freeze")); err == nil {
-			return d
-		}
-	}
-	return ""
+	return b.cg.freezer
 }
 
 // setCgroupFrozen writes cgroup.freeze and waits (bounded) until

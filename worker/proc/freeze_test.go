@@ -111,6 +111,26 @@ func TestFreezeStopsWholeGroup(t *testing.T) {
 	}
 }
 
+// holdFrozen freezes p (through b's freezer, or signals when b is nil)
+// for a while longer than its wall-clock limit, failing if it ends
+// meanwhile, thaws it and returns how long it was held.
+func holdFrozen(t *testing.T, b *Sandbox, p Process) time.Duration {
+	t.Helper()
+	if err := Freeze(b, []Process{p}); err != nil {
+		t.Fatal(err)
+	}
+	const held = 800 * time.Millisecond
+	select {
+	case <-p.Done():
+		t.Fatalf("a frozen process ended (%s): its limit ran while frozen", p.Wait())
+	case <-time.After(held): // the measurement window: the process must not end in it
+	}
+	if err := Thaw(b, []Process{p}); err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
 // Frozen time does not count against the wall-clock limit, and Exit says
 // how long the process was frozen.
 func TestFreezeStopsWallClock(t *testing.T) {
@@ -119,18 +139,7 @@ func TestFreezeStopsWallClock(t *testing.T) {
 	c := newCollector()
 	p := start(t, testConfig(), s, c)
 	c.waitFor(t, "up")
-	if err := Freeze(nil, []Process{p}); err != nil {
-		t.Fatal(err)
-	}
-	const held = 800 * time.Millisecond
-	select {
-	case <-p.Done():
-		t.Fatalf("a frozen process ended (%s): its limit ran while frozen", p.Wait())
-	case <-time.After(held):
-	}
-	if err := Thaw(nil, []Process{p}); err != nil {
-		t.Fatal(err)
-	}
+	held := holdFrozen(t, nil, p)
 	e := wait(t, p)
 	if !e.TimedOut {
 		t.Fatalf("exit %s: want timed out once thawed", e)

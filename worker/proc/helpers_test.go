@@ -66,7 +66,7 @@ func (c *collector) all(stream string) []string {
 }
 
 // waitFor blocks until a line with text has arrived.
-func (c *collector) waitFor(t *testing.T, text string) {
+func (c *collector) waitFor(t testing.TB, text string) {
 	t.Helper()
 	deadline := time.After(waitLimit)
 	for {

@@ -83,17 +83,19 @@ func (r *osRunner) setUsers() {
 // setCgroups finds where sandboxes' cgroups go, and sweeps what an earlier
 // life of the agent left there.
 func (r *osRunner) setCgroups() {
+	r.iso.Freezer = describeFreezer(nil)
 	if !r.cfg.Cgroups {
 		r.iso.Cgroups = "none (turned off)"
 		return
 	}
-	root, err := openCgroups(r.cfg.CgroupName)
+	root, err := openCgroups(r.cfg.CgroupName, r.cfg.CgroupParent)
 	if err != nil {
 		r.iso.Cgroups = "none: cannot write cgroups: " + oneLine(err)
 		return
 	}
 	r.cgroups = root
 	r.iso.Cgroups = root.describe()
+	r.iso.Freezer = describeFreezer(root)
 	n, err := root.sweep()
 	if err != nil {
 		log.Warnw("leftover cgroups not all removed", "err", err)

@@ -37,6 +37,7 @@ type Events struct {
 type Isolation struct {
 	Users   string // e.g. "own uid per job from 1900000000-1900065535"
 	Cgroups string // e.g. "v1 (memory, pids, cpu)" or "none: ..."
+	Freezer string // how Freeze stops a job: "cgroup v2 (...)" or "signals (...)"
 	Network string // e.g. "own namespace, loopback only" or "host: ..."
 	// Err is set when the sandbox was asked for but cannot work (e.g. the
 	// user ID lock folder is unusable): no process can start.
@@ -45,5 +46,5 @@ type Isolation struct {
 
 // String gives the isolation on one line.
 func (i Isolation) String() string {
-	return fmt.Sprintf("users: %s; cgroups: %s; network: %s", i.Users, i.Cgroups, i.Network)
+	return fmt.Sprintf("users: %s; cgroups: %s; freezer: %s; network: %s", i.Users, i.Cgroups, i.Freezer, i.Network)
 }

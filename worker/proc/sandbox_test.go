@@ -346,7 +346,8 @@ func TestCgroupMounts(t *testing.T) {
 }
 
 // A runner that starts where a killed agent's runner left cgroups (same
-// CgroupName) kills their processes and removes them.
+// CgroupName) kills their processes, frozen ones too, and removes them
+// (the v2 freezer's cgroup with the others).
 func TestNewRunnerSweepsLeftoverCgroups(t *testing.T) {
 	r := sandboxRunner(t)
 	base := reachableBase(t)
@@ -363,6 +364,9 @@ func TestNewRunnerSweepsLeftoverCgroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor(t, "up")
+	if err := Freeze(b, []Process{p}); err != nil {
+		t.Fatal(err)
+	}
 	again := NewRunner(r.cfg).(*osRunner) // as a restarted agent would
 	if again.cgroups == nil {
 		t.Fatalf("second runner: %s", again.iso.Cgroups)

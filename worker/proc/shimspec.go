@@ -45,8 +45,8 @@ type shimSpec struct {
 var shimKeys = []string{"cpu", "as", "nofile", "nproc", "fsize", "uid", "gid", "cg", "net"}
 
 // maxShimCgroups bounds the cgroup files the shim joins (one per v1
-// controller in use).
-const maxShimCgroups = 3
+// controller in use, and the v2 freezer's beside them).
+const maxShimCgroups = 4
 
 // fields points at the limits of l, in the order of shimKeys.
 func (l *Limits) fields() []*uint64 {

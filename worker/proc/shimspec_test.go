@@ -36,7 +36,7 @@ func TestShimSpecRoundTrip(t *testing.T) {
 func TestShimSpecRefused(t *testing.T) {
 	for _, in := range []string{
 		"", "v2", "v1 ", "v1 cpu", "v1 cpu=", "v1 cpu=0", "v1 cpu=-1", "v1 cpu=01", "v1 cpu=+1",
-		"v1 cpu=1 cpu=2", "v1 rss=1", "v1 cg=4", "v1 net=2", "v1 net=0", "v1 cg=0", "v1 uid=1", "v1 gid=1", "v1 uid=4294967296 gid=1",
+		"v1 cpu=1 cpu=2", "v1 rss=1", "v1 cg=5", "v1 net=2", "v1 net=0", "v1 cg=0", "v1 uid=1", "v1 gid=1", "v1 uid=4294967296 gid=1",
 		"v1 cpu=18446744073709551616", "v1  cpu=1", "v1 " + strings.Repeat("cpu=1 ", 100),
 	} {
 		if s, err := decodeShim(in); err == nil {
@@ -65,7 +65,7 @@ func TestShimReport(t *testing.T) {
 }
 
 func FuzzDecodeShim(f *testing.F) {
-	for _, s := range []string{"v1", "v1 cpu=1 as=2 nofile=3 nproc=4 fsize=5 uid=6 gid=7 cg=3 net=1", "v1 uid=1", "v1 cpu=0", "v2 x"} {
+	for _, s := range []string{"v1", "v1 cpu=1 as=2 nofile=3 nproc=4 fsize=5 uid=6 gid=7 cg=4 net=1", "v1 uid=1", "v1 cpu=0", "v2 x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {

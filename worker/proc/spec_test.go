@@ -67,6 +67,9 @@ func TestConfigValidate(t *testing.T) {
 		"tail below line":   func(c *Config) { c.TailBytes = c.MaxLineBytes - 1 },
 		"no path":           func(c *Config) { c.Path = "" },
 		"run as root":       func(c *Config) { c.RunAs = &Credential{UID: 0, GID: 0} },
+		"relative parent":   func(c *Config) { c.CgroupParent = "jobs" },
+		"unclean parent":    func(c *Config) { c.CgroupParent = "/a/../jobs" },
+		"parent with slash": func(c *Config) { c.CgroupParent = "/jobs/" },
 	} {
 		c := DefaultConfig()
 		mut(&c)

@@ -25,7 +25,7 @@ func (unsupported) Close() error { return nil }
 func (unsupported) NewSandbox(string, Resources) (*Sandbox, error) { return nil, errUnsupported }
 
 func (unsupported) Isolation() Isolation {
-	return Isolation{Users: "none", Cgroups: "none", Network: "host", Err: errUnsupported}
+	return Isolation{Users: "none", Cgroups: "none", Freezer: "none", Network: "host", Err: errUnsupported}
 }
 
 // Sandbox is a job's sandbox; there is none where processes do not run.
