@@ -8,7 +8,8 @@ import "fmt"
 // non-power-of-two): dissemination for Barrier, binomial trees for Bcast,
 // Reduce, Gather and Scatter, recursive doubling for Allreduce, Bruck's
 // algorithm for Allgather and pairwise exchange for Alltoall(v). No rank
-// talks to all the others. Every rank must call the same collectives in the
+// talks to all the others, except in Alltoall(v) among ranks that all
+// share one host, which posts every block at once (alltoallvPosted). Every rank must call the same collectives in the
 // same order with matching arguments; data is moved in wire (little-endian)
 // order and put back in native order at the end.
 
@@ -38,12 +39,18 @@ func (c *Comm) csend(b []byte, dst, tag int) error {
 
 // crecv receives exactly len(b) bytes from src in the collective context.
 func (c *Comm) crecv(b []byte, src, tag int) error {
-	return c.cwait(c.irecv(c.coll, b, 1, src, c.tags+tag), len(b), src)
+	st, err := c.recvOwn(c.coll, b, 1, src, c.tags+tag)
+	return collBytes(st, err, len(b), src)
 }
 
 // cwait waits for a collective's receive of exactly n bytes from src.
 func (c *Comm) cwait(r *Request, n, src int) error {
 	st, err := r.Wait()
+	return collBytes(st, err, n, src)
+}
+
+// collBytes checks that a collective's receive from src got n bytes.
+func collBytes(st Status, err error, n, src int) error {
 	if err == nil && st.Bytes != n {
 		err = fmt.Errorf("%w: collective got %d bytes from rank %d, expected %d (arguments differ between ranks?)",
 			ErrArg, st.Bytes, src, n)

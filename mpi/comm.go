@@ -103,33 +103,47 @@ func (c *Comm) sendHeader(ctx uint32, data []byte, dst, tag int) (proto.MsgHeade
 	return proto.MsgHeader{Dst: uint32(c.worldRank(dst)), Src: uint32(c.s.rank), Ctx: ctx, Tag: int32(tag), Total: uint64(len(data))}, nil
 }
 
+// recvOp is a receive's request and posted receive, allocated together.
+type recvOp struct {
+	req Request
+	r   recvReq
+}
+
 // irecv posts a receive into buf (elements of elem bytes) in context ctx.
 func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
+	op := &recvOp{req: Request{s: c.s, done: make(chan struct{})}}
+	if err := c.postRecv(op, ctx, buf, elem, src, tag); err != nil {
+		return failed(c.s, err)
+	}
+	return &op.req
+}
+
+// postRecv checks a receive's arguments and posts it as op, whose request
+// is set up (s, done, own) and otherwise zero: it matches a message that
+// arrived already (and completes at once if it arrived whole), or waits in
+// the matching engine.
+func (c *Comm) postRecv(op *recvOp, ctx uint32, buf []byte, elem, src, tag int) error {
 	if src != AnySource {
 		if err := c.checkRank(src, "source"); err != nil {
-			return failed(c.s, err)
+			return err
 		}
 	}
 	if tag != AnyTag {
 		if err := checkTag(tag); err != nil {
-			return failed(c.s, err)
+			return err
 		}
 	}
 	if src != AnySource {
 		src = c.worldRank(src)
 	}
-	both := &struct { // one allocation for the two
-		req Request
-		r   recvReq
-	}{req: Request{s: c.s, done: make(chan struct{})}}
-	req, r := &both.req, &both.r
+	req, r := &op.req, &op.r
 	*r = recvReq{src: src, tag: tag, ctx: ctx, buf: buf, elem: elem, req: req, comm: c}
 	s := c.s
 	if src == AnySource && s.rep != nil {
 		num, d, mine, err := s.choice(proto.DecideRecv)
 		switch {
 		case err != nil:
-			return failed(s, err)
+			return err
 		case mine:
 			r.choose, r.num = true, num
 		default:
@@ -153,7 +167,7 @@ func (c *Comm) irecv(ctx uint32, buf []byte, elem, src, tag int) *Request {
 	if arrived {
 		finishRecv(r, in)
 	}
-	return req
+	return nil
 }
 
 // Probe blocks until a message from src with tag (wildcards allowed) can be

@@ -42,7 +42,9 @@
 // where every host (and site) holds consecutive ranks. Alltoall goes
 // through the leaders up to 64 KiB per rank; Alltoallv decides per block
 // (up to 64 KiB / Size() bytes between hosts through the leaders, the rest
-// directly). For Gatherv and Scatterv, whose counts only the root knows,
+// directly). When all of a communicator's ranks share this host (every
+// peer through a ring), Alltoall and Alltoallv post every block at once
+// instead of pairwise steps. For Gatherv and Scatterv, whose counts only the root knows,
 // each host leader first gathers its own ranks' counts.
 //
 // Sends are eager: Send returns once the data has been handed to the agent,
@@ -85,10 +87,16 @@
 //
 // A receive blocked on a rank with a ring reads that ring itself for a few
 // tens of microseconds, then sleeps without using the processor until the
-// ring's standby reader completes it. Large messages make one trip through
+// ring's standby reader completes it. Messages make one trip through
 // shared memory (copied in by the sender, out by the receiver, straight
-// into the posted buffer); the single-copy process_vm_readv path is not
-// used.
+// into the posted buffer). A process that sets ZORILLA_MPI_CMA_MIN sends
+// messages of that size and more single-copy: the receiver copies them
+// straight out of the sender's memory with process_vm_readv, and the send
+// returns once it has; where the kernel forbids that (ranks of different
+// uids, a ptrace policy, another pid namespace), the first large message
+// to a peer finds out, and that peer's messages go through the ring from
+// then on (shm_cma.go). It is off by default: on the machine it was
+// measured on, the ring's two copies were faster.
 //
 // This package must not import libp2p, so that user binaries stay small and
 // the process-agent wire stays language-neutral: PROTOCOL.md describes it

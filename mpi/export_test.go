@@ -1,5 +1,7 @@
 package mpi
 
+import "github.com/zorilla-p2p/zorilla/mpi/internal/shm"
+
 // Kill closes the connection to the agent abruptly, as if the process died:
 // no Finalize, no Abort.
 func (s *Session) Kill() { _ = s.conn.Close() }
@@ -45,3 +47,28 @@ func SiteLevel(c *Comm) bool {
 	h := c.hier()
 	return h != nil && (h.off == tagsSites || h.sites.pick() != nil)
 }
+
+// CmaIn returns how many messages this rank received single-copy.
+func (c *Comm) CmaIn() int64 { return c.s.shm.cmaIn.Load() }
+
+// CmaOff reports whether this rank sends its messages to dst as copies
+// because dst refused a rendezvous.
+func (c *Comm) CmaOff(dst int) bool { return c.s.shm.cmaOff[dst].Load() }
+
+// CmaIdent returns the address of the identity word of this rank's ring
+// towards dst, for a test that writes rendezvous by hand.
+func (c *Comm) CmaIdent(dst int) uint64 { return c.s.shm.out[dst].Ident() }
+
+// RefuseCma makes every ring reader of this process refuse rendezvous
+// until the returned function is called, as a kernel that forbids
+// process_vm_readv would.
+func RefuseCma() (restore func()) {
+	old := cmaCheck
+	cmaCheck = func(*shm.Ring, int, uint64) error { return shm.ErrNoCMA }
+	return func() { cmaCheck = old }
+}
+
+// AlltoallvPosted reports whether c's Alltoall(v) posts every block at
+// once (all of c's ranks reached through rings) rather than in pairwise
+// steps.
+func AlltoallvPosted(c *Comm) bool { return c.shmAll() }

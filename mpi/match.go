@@ -25,7 +25,9 @@ type inMsg struct {
 	acked  bool // the acknowledgement was sent
 }
 
-// recvReq is a posted receive.
+// recvReq is a posted receive. The message it matches on arrival is kept
+// in it (msg), so a message that finds its receive posted costs no
+// allocation.
 type recvReq struct {
 	src, tag int
 	ctx      uint32
@@ -35,6 +37,7 @@ type recvReq struct {
 	choose   bool // a lead's receive from AnySource: its match is choice num, told to the backups
 	num      uint64
 	comm     *Comm // the receive's communicator: Status.Source is a rank of it
+	msg      inMsg // the message that matched it on arrival (arrive)
 }
 
 // probeReq is a blocked Probe waiting for a matching envelope.
@@ -54,16 +57,21 @@ func matches(src, tag int, ctx uint32, m *inMsg) bool {
 	return ctx == m.ctx && (src == AnySource || src == m.src) && (tag == AnyTag || tag == m.tag)
 }
 
-// arrive matches a new message against the posted receives. It returns the
-// receive it matched, or queues the message as unexpected (answering any
-// waiting probe) and returns nil.
-func (m *matcher) arrive(msg *inMsg) *recvReq {
+// arrive matches a new message (e, its first fragment's envelope, which
+// it copies) against the posted receives and returns where the message is
+// kept: in the receive it matched (msg.recv set), or, queued as unexpected
+// (answering any waiting probe), in a new inMsg of its own.
+func (m *matcher) arrive(e *inMsg) *inMsg {
 	for i, r := range m.posted {
-		if matches(r.src, r.tag, r.ctx, msg) {
+		if matches(r.src, r.tag, r.ctx, e) {
 			m.posted = remove(m.posted, i)
-			return r
+			r.msg = *e
+			r.msg.recv = r
+			return &r.msg
 		}
 	}
+	msg := new(inMsg)
+	*msg = *e
 	m.unexpected = append(m.unexpected, msg)
 	kept := m.probes[:0]
 	for _, p := range m.probes {
@@ -75,7 +83,7 @@ func (m *matcher) arrive(msg *inMsg) *recvReq {
 	}
 	clear(m.probes[len(kept):])
 	m.probes = kept
-	return nil
+	return msg
 }
 
 // post matches a new receive against the unexpected messages. It returns the

@@ -22,10 +22,11 @@ func TestMatcher(t *testing.T) {
 	a, b, c := msg(1, 5, 0), msg(2, 5, 0), msg(1, 6, 0)
 	coll := msg(1, 5, 1)
 	for _, x := range []*inMsg{a, b, c, coll} {
-		if r := m.arrive(x); r != nil {
+		if in := m.arrive(x); in.recv != nil {
 			t.Fatal("matched with nothing posted")
 		}
 	}
+	a, b, c, coll = m.unexpected[0], m.unexpected[1], m.unexpected[2], m.unexpected[3]
 	if got := m.post(recv(1, AnyTag, 0)); got != a {
 		t.Fatalf("first from 1: %+v", got)
 	}
@@ -42,10 +43,10 @@ func TestMatcher(t *testing.T) {
 	if m.post(r1) != nil || m.post(r2) != nil {
 		t.Fatal("matched a message that never came")
 	}
-	if got := m.arrive(msg(3, 9, 0)); got != r1 {
+	if got := m.arrive(msg(3, 9, 0)); got.recv != r1 || got != &r1.msg {
 		t.Fatal("the receive posted first must be served first")
 	}
-	if got := m.arrive(msg(4, 9, 0)); got != r2 {
+	if got := m.arrive(msg(4, 9, 0)); got.recv != r2 || got.src != 4 {
 		t.Fatal("wildcard receive not served")
 	}
 	p := &probeReq{src: 7, tag: AnyTag, found: make(chan Status, 1)}

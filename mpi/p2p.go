@@ -17,7 +17,10 @@ func Isend[T Elem](c *Comm, buf []T, dst, tag int) *Request {
 // buf. The message must fit: a longer one completes with ErrTruncate.
 // Status.Count is the number of elements received.
 func Recv[T Elem](c *Comm, buf []T, src, tag int) (Status, error) {
-	return Irecv(c, buf, src, tag).Wait()
+	if !nativeLE && sizeOf[T]() > 1 { // the elements need fixing once received
+		return Irecv(c, buf, src, tag).Wait()
+	}
+	return c.recvOwn(c.p2p, view(buf), sizeOf[T](), src, tag)
 }
 
 // Irecv starts a receive into buf; buf must not be touched until the

@@ -187,10 +187,9 @@ func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (in *inMsg, move boo
 	if in != nil {
 		return nil, false, fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
 	}
-	in = &inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen,
-		sync: h.Ctx&ctxSync != 0}
-	if r := s.m.arrive(in); r != nil {
-		in.recv = r
+	in = s.m.arrive(&inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen,
+		sync: h.Ctx&ctxSync != 0})
+	if r := in.recv; r != nil {
 		s.acknowledge(in)
 		if r.choose {
 			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)

@@ -2,6 +2,7 @@ package mpi
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
@@ -24,7 +25,9 @@ type Status struct {
 // it was given must not be touched until Wait or Test reports it complete.
 type Request struct {
 	s      *Session
-	done   chan struct{}
+	done   chan struct{} // closed on completion; a blocking receive's own request: see own
+	state  atomic.Uint32 // reqPending, reqDone, or (own only) reqAsleep
+	own    bool          // a blocking receive's request, reused (recvOwn)
 	status Status
 	err    error
 	fix    func() // runs once when the caller first sees completion
@@ -32,6 +35,16 @@ type Request struct {
 	poll   bool // a receive: Wait first polls the rings it may come from (shmPoll)
 	src    int  // the receive's world source rank, or AnySource
 }
+
+// A request's state. A blocking receive's own request (recvOwn) is never
+// seen by the program and is reused, so its done channel is not closed:
+// its single waiter marks itself asleep (reqAsleep) before it waits on
+// done, and completion sends one token then, and costs nothing otherwise.
+const (
+	reqPending uint32 = iota
+	reqDone
+	reqAsleep
+)
 
 func newRequest(s *Session) *Request {
 	return &Request{s: s, done: make(chan struct{})}
@@ -47,8 +60,19 @@ func failed(s *Session, err error) *Request {
 // complete records the outcome; it is called exactly once.
 func (r *Request) complete(st Status, err error) {
 	r.status, r.err = st, err
+	if r.own {
+		if r.state.Swap(reqDone) == reqAsleep {
+			r.done <- struct{}{} // buffered: never blocks
+		}
+		return
+	}
+	r.state.Store(reqDone)
 	close(r.done)
 }
+
+// completed reports whether the request has completed: the check of a
+// poll, cheaper than a select on done.
+func (r *Request) completed() bool { return r.state.Load() == reqDone }
 
 // Wait blocks until the operation completes, or the job fails or the agent
 // is lost, and returns its status.

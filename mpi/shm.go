@@ -19,9 +19,10 @@ import (
 // with Welcome (Shm frame, SCM_RIGHTS), and names before Start the peers
 // whose rings are live (ShmOn). From then on every message to such a peer
 // is written into its ring as the same MSG frames the agent would carry
-// (fragments, sequence numbers and all), and one reader goroutine per
-// incoming ring feeds the same matching engine as the agent's socket: the
-// program cannot tell the paths apart. Everything read from a ring is
+// (fragments, sequence numbers and all; a large one as a rendezvous whose
+// bytes the reader copies out of the writer's memory, shm_cma.go), and
+// one reader goroutine per incoming ring feeds the same matching engine
+// as the agent's socket: the program cannot tell the paths apart. Everything read from a ring is
 // checked like bytes from the network (the source is stamped from the ring,
 // sequence numbers must follow each other); a peer that breaks the rules
 // makes this rank abort the job with the reason, and never crashes it.
@@ -47,10 +48,13 @@ type shmState struct {
 	list    []*inRing            // the rings of in, for a receive from AnySource
 	closed  bool                 // rings unmapped; guarded by mu
 	readers sync.WaitGroup       // the ring reader goroutines
+	cmaMin  int                  // smallest message sent single-copy, 0 for none (shm_cma.go); set before Start
+	cmaOff  []atomic.Bool        // by destination rank: it cannot read this process's memory (shm_cma.go)
 
 	// Frames read by a receive polling a ring, and by the standby readers
 	// (which the fast path makes rare in a ping-pong: tests look).
 	polled, standby atomic.Int64
+	cmaIn           atomic.Int64 // messages received single-copy (shm_cma.go)
 }
 
 type shmKey struct {
@@ -137,7 +141,11 @@ func (s *Session) shmOn(body []byte) error {
 	if s.shm.out != nil {
 		return fmt.Errorf("%w: second shmon", ErrProtocol)
 	}
+	if s.shm.cmaMin, err = cmaMinFromEnv(); err != nil {
+		return err
+	}
 	s.shm.out, s.shm.in = make([]*shm.Ring, s.size), make([]*inRing, s.size)
+	s.shm.cmaOff = make([]atomic.Bool, s.size)
 	for _, p := range m.Peers {
 		out, in := s.shm.pending[shmKey{int(p), proto.RingOut}], s.shm.pending[shmKey{int(p), proto.RingIn}]
 		if out == nil || in == nil || s.shm.in[p] != nil {
@@ -206,6 +214,12 @@ type inRing struct {
 	mu   sync.Mutex
 	next uint64 // the sequence number src's next message must carry; guarded by mu
 	bad  bool   // a read failed: nobody reads the ring again; guarded by mu
+
+	// Rendezvous (shm_cma.go), guarded by mu: the last token, the
+	// writer's pid once checked, and whether the check failed.
+	token uint64
+	pid   int
+	noCma bool
 }
 
 // stamp does to a header read from the ring what the agent does to one it
@@ -223,20 +237,22 @@ func (ir *inRing) stamp(h *proto.MsgHeader) error {
 }
 
 // shmDrain reads whole frames from the ring while it has data, until stop
-// (if not nil) is closed. mu is held. An error ends the job (the peer broke
-// the rules, or the session ended) and marks the ring bad.
-func (s *Session) shmDrain(ir *inRing, stop <-chan struct{}, count *atomic.Int64) error {
+// (if not nil) has completed. mu is held. An error ends the job (the peer
+// broke the rules, or the session ended) and marks the ring bad.
+func (s *Session) shmDrain(ir *inRing, stop *Request, count *atomic.Int64) error {
 	if ir.bad {
 		return ErrProtocol
 	}
 	for ir.r.Pending() {
-		if stop != nil && isClosed(stop) {
+		if stop != nil && stop.completed() {
 			return nil
 		}
 		err := s.shmReadMsg(ir)
 		if err != nil {
 			ir.bad = true
-			if s.alive() == nil {
+			if cmaGone(err) {
+				go s.refuseUnlessFailed(ir.src, err)
+			} else if s.alive() == nil {
 				s.shmRefuse(ir.src, err)
 			}
 			return err
@@ -259,6 +275,8 @@ func (s *Session) shmReadMsg(ir *inRing) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
+	case typ == proto.TypeCma:
+		return s.shmReadCma(ir, n)
 	case typ != proto.TypeMsg:
 		return fmt.Errorf("%w: frame type %d", ErrProtocol, typ)
 	case n < proto.MsgHeaderLen:
@@ -352,12 +370,12 @@ func (s *Session) shmPoll(req *Request, src int) {
 		}
 		rings = s.shm.in[src : src+1]
 	}
-	if len(rings) == 0 || isClosed(req.done) {
+	if len(rings) == 0 || req.completed() {
 		return
 	}
 	s.shm.mu.RLock()
 	defer s.shm.mu.RUnlock()
-	if s.shm.closed {
+	if s.shm.closed || s.shmLook(req, rings) { // the message may be there already
 		return
 	}
 	for _, ir := range rings {
@@ -371,19 +389,26 @@ func (s *Session) shmPoll(req *Request, src int) {
 	// The poll yields now and then, as the machine's load asks, to let the
 	// program's other goroutines and the peer run (shm.Poller).
 	for p := shm.StartPoll(shmPollTime); p.Next(); {
-		for _, ir := range rings {
-			if ir.r.Pending() && ir.mu.TryLock() {
-				err := s.shmDrain(ir, req.done, &s.shm.polled)
-				ir.mu.Unlock()
-				if err != nil {
-					return
-				}
-			}
-		}
-		if isClosed(req.done) || isClosed(s.dead) {
+		if s.shmLook(req, rings) {
 			return
 		}
 	}
+}
+
+// shmLook is one look of a poll: it reads what the rings hold (those no
+// other goroutine reads now) and reports whether the poll is over: req
+// completed, a ring failed, or the session ended.
+func (s *Session) shmLook(req *Request, rings []*inRing) bool {
+	for _, ir := range rings {
+		if ir.r.Pending() && ir.mu.TryLock() {
+			err := s.shmDrain(ir, req, &s.shm.polled)
+			ir.mu.Unlock()
+			if err != nil {
+				return true
+			}
+		}
+	}
+	return req.completed() || isClosed(s.dead)
 }
 
 // abortWait is how long a rank that refused a ring waits for the agent's
@@ -428,6 +453,9 @@ func (s *Session) shmWrite(sr *sendReq) (ok bool, err error) {
 	}
 	r := s.shm.out[sr.h.Dst]
 	sr.h.Src = uint32(s.rank)
+	if ok, err := s.cmaWrite(r, sr); ok {
+		return true, err
+	}
 	hdr := make([]byte, proto.HeaderLen+proto.MsgHeaderLen)
 	total := len(sr.data)
 	for off := 0; ; {
@@ -449,4 +477,19 @@ func (s *Session) shmWriteErr(dst int, err error) error {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
 	return err
+}
+
+// shmAll reports whether every other rank of c is reached through a ring
+// (all of c's ranks share this rank's agent and have rings).
+func (c *Comm) shmAll() bool {
+	out := c.s.shm.out
+	if out == nil || c.size < 2 {
+		return false
+	}
+	for r := 0; r < c.size; r++ {
+		if r != c.rank && out[c.worldRank(r)] == nil {
+			return false
+		}
+	}
+	return true
 }

@@ -12,7 +12,7 @@ import (
 // BenchmarkPingpongOneAgent: one-way time of a ping-pong between two ranks
 // (goroutines of this process) on one agent, through shared memory.
 func BenchmarkPingpongOneAgent(b *testing.B) {
-	for _, size := range []int{8, 1 << 20} {
+	for _, size := range []int{8, 64 << 10, 256 << 10, 1 << 20, 8 << 20} {
 		b.Run(fmt.Sprint(size), func(b *testing.B) {
 			j, err := cluster.AddJob(2, placements["one agent"])
 			if err != nil {

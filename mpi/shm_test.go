@@ -183,3 +183,72 @@ func TestShmReceivePolls(t *testing.T) {
 		return c.Barrier() // through the ring too, but after the counts
 	})
 }
+
+// TestShmAlltoallvPosted: with every rank on one agent, Alltoallv posts all
+// its blocks at once through the rings; blocks larger than a ring (so the
+// writer waits for readers while other blocks are posted), empty blocks and
+// blocks of every size in between arrive whole and in place, on 2..5 ranks,
+// several times over so that one call's blocks never match the next's.
+// With ranks on several agents the pairwise steps stay.
+func TestShmAlltoallvPosted(t *testing.T) {
+	for n := 2; n <= 5; n++ {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			run(t, n, placements["one agent"], func(c *mpi.Comm) error {
+				if !mpi.AlltoallvPosted(c) {
+					return fmt.Errorf("rank %d of %d on one agent does not post its blocks", c.Rank(), n)
+				}
+				for round := range 3 {
+					if err := checkAlltoallvLarge(c, round); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		})
+	}
+	run(t, 4, placements["spread"], func(c *mpi.Comm) error {
+		if mpi.AlltoallvPosted(c) {
+			return fmt.Errorf("rank %d of 4 on four agents posts its blocks", c.Rank())
+		}
+		return checkAlltoallvLarge(c, 0)
+	})
+}
+
+// checkAlltoallvLarge: rank i sends rank j blockLen(i, j) int32s, element
+// k being value(i, j, k); block (i, j) is empty when i+j+round is a
+// multiple of 3, and the others range up to 1.2 MiB.
+func checkAlltoallvLarge(c *mpi.Comm, round int) error {
+	n, me := c.Size(), c.Rank()
+	blockLen := func(i, j int) int {
+		if (i+j+round)%3 == 0 {
+			return 0
+		}
+		return 1 + (i*7919+j*104729+round*31)%(300_000)
+	}
+	value := func(i, j, k int) int32 { return int32(i<<28 | j<<24 | k) }
+	sc, sd, rc, rd := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	var send []int32
+	for j := range n {
+		sc[j], sd[j] = blockLen(me, j), len(send)
+		for k := range sc[j] {
+			send = append(send, value(me, j, k))
+		}
+	}
+	total := 0
+	for i := range n {
+		rc[i], rd[i] = blockLen(i, me), total
+		total += rc[i]
+	}
+	recv := make([]int32, total)
+	if err := mpi.Alltoallv(c, send, sc, sd, recv, rc, rd); err != nil {
+		return err
+	}
+	for i := range n {
+		for k := range rc[i] {
+			if got := recv[rd[i]+k]; got != value(i, me, k) {
+				return fmt.Errorf("round %d: rank %d, element %d of rank %d's block: %#x, want %#x", round, me, k, i, got, value(i, me, k))
+			}
+		}
+	}
+	return nil
+}

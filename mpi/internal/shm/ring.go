@@ -1,5 +1,6 @@
 // Package shm is a single-writer, single-reader byte ring in shared memory:
-// the channel two rank processes on one machine use instead of their agent.
+// the channel two rank processes on one machine use instead of their agent,
+// with the completion word of single-copy transfers beside it (cma.go).
 // The agent creates each ring as a sealed memfd (Create) and passes it to
 // its writer and its reader over their unix sockets; each maps it (Map).
 //
@@ -20,7 +21,9 @@
 // themselves (Watch, Pending, Unwatch), such as a receive blocked on the
 // ring's writer. While one polls, the standby reader sleeps without asking
 // the writer to wake it, so a message costs the writer no system call and
-// the receiving process no thread wake-up.
+// the receiving process no thread wake-up. A writer of a whole frame that
+// finds the read side asleep gives it a moment to start polling before it
+// wakes it (wakeSoon).
 package shm
 
 import (
@@ -40,18 +43,25 @@ import (
 //
 //	off  size
 //	  0  u32  magic "ZSHM"
-//	  4  u32  layout version (1)
+//	  4  u32  layout version (2)
 //	  8  u64  data capacity in bytes (a power of two)
 //	 64  u64  head: bytes written so far (writer only); its low word is the reader's futex
 //	 72  u32  the writer sleeps waiting for room
+//	 76  u32  the writer sleeps waiting for a rendezvous' completion (cma.go)
+//	 80  u64  the writer's identity word, read by the reader through the writer's memory (cma.go)
 //	128  u64  tail: bytes read so far (reader only); its low word is the writer's futex
 //	136  u32  the reader sleeps waiting for data
 //	140  u32  the reader is gone (finalized): the writer drops what it writes
+//	144  u64  completion: token<<1 | refused of the last rendezvous done (reader only); a futex
 //	4096 ...  data
+//
+// Version 2 added the words at 76, 80 and 144 (single-copy rendezvous):
+// a process of version 1 would not answer a rendezvous, so Map refuses a
+// ring of another version, with both numbers in the error.
 const (
 	HeaderSize = 4096
 	magic      = 0x4d48535a // "ZSHM" little-endian
-	layout     = 1
+	layout     = 2
 
 	offMagic   = 0
 	offVersion = 4
@@ -61,6 +71,9 @@ const (
 	offTail    = 128
 	offRSleep  = 136
 	offRClosed = 140
+	offASleep  = 76
+	offIdent   = 80
+	offAck     = 144
 
 	// MinCap and MaxCap bound a ring's data capacity.
 	MinCap = 4 << 10
@@ -123,6 +136,8 @@ type Ring struct {
 	watchers int // goroutines polling the ring (Watch)
 
 	read atomic.Uint64 // the reader's pos, for Pending and WaitData outside the right to read
+
+	token uint64 // the writer's last rendezvous token (cma.go)
 }
 
 // Map checks and maps a ring file received from the agent. The file may be
@@ -148,10 +163,13 @@ func Map(fd int) (*Ring, error) {
 		return nil, fmt.Errorf("%w: mmap: %w", ErrBadRing, err)
 	}
 	r := &Ring{mem: mem, data: mem[HeaderSize:], mask: uint64(capacity - 1)}
-	if binary.LittleEndian.Uint32(mem[offMagic:]) != magic || binary.LittleEndian.Uint32(mem[offVersion:]) != layout ||
-		binary.LittleEndian.Uint64(mem[offCap:]) != uint64(capacity) {
+	if binary.LittleEndian.Uint32(mem[offMagic:]) != magic || binary.LittleEndian.Uint64(mem[offCap:]) != uint64(capacity) {
 		r.Unmap()
 		return nil, fmt.Errorf("%w: bad header", ErrBadRing)
+	}
+	if v := binary.LittleEndian.Uint32(mem[offVersion:]); v != layout {
+		r.Unmap()
+		return nil, fmt.Errorf("%w: ring layout version %d, this library speaks version %d (agent and program built from different releases?)", ErrBadRing, v, layout)
 	}
 	return r, nil
 }
@@ -357,14 +375,47 @@ func (r *Ring) WriteFrame(hdr, data []byte, check func() error) error {
 		}
 	}
 	atomic.StoreUint64(r.u64(offHead), r.pos)
-	r.wake(offHead, offRSleep)
+	r.wakeSoon()
 	return nil
+}
+
+// wakeGrace is how long the writer of a whole frame waits for the read
+// side to start polling before it wakes it (wakeSoon): a receiver between
+// two receives of a ping-pong (its last poll over, its next one about to
+// start) is back within a microsecond, and waking it would cost a system
+// call here and a thread woken there, which on a small machine preempts
+// one of the two polling ranks.
+const wakeGrace = time.Microsecond
+
+// wakeSoon wakes the read side for a frame just published, unless its flag
+// clears within wakeGrace (a poll began: it reads the frame). Looking at
+// the flag later than right after the head moved is as safe as looking at
+// once: the reader arms the flag before it checks the head.
+func (r *Ring) wakeSoon() {
+	flag := r.u32(offRSleep)
+	var start time.Time
+	for i := 1; atomic.LoadUint32(flag) != 0; i++ {
+		if i%64 != 0 {
+			continue
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > wakeGrace {
+			futexWake(r.u32(offHead))
+			return
+		}
+	}
 }
 
 // Read copies at least one byte from the ring into p (which must not be
 // empty), waiting for data as long as check returns nil.
 func (r *Ring) Read(p []byte, check func() error) (int, error) {
 	size := uint64(len(r.data))
+	// Data already there (a frame's header read, its rest follows): no
+	// wait to set up, no clock to read.
+	if avail := atomic.LoadUint64(r.u64(offHead)) - r.pos; avail-1 < size {
+		return r.take(p, avail), nil
+	}
 	var avail uint64
 	ready := func() (bool, error) {
 		head := atomic.LoadUint64(r.u64(offHead))
@@ -377,14 +428,20 @@ func (r *Ring) Read(p []byte, check func() error) (int, error) {
 	if err := r.wait(offHead, func() { r.count(&r.sleepers, 1) }, func() { r.count(&r.sleepers, -1) }, true, ready, check); err != nil {
 		return 0, err
 	}
+	return r.take(p, avail), nil
+}
+
+// take copies into p what it can of the avail bytes (0 < avail <= the
+// capacity) that are there to read, and publishes the new tail.
+func (r *Ring) take(p []byte, avail uint64) int {
 	at := r.pos & r.mask
-	n := min(uint64(len(p)), avail, size-at)
+	n := min(uint64(len(p)), avail, uint64(len(r.data))-at)
 	copy(p[:n], r.data[at:at+n])
 	r.pos += n
 	r.read.Store(r.pos)
 	atomic.StoreUint64(r.u64(offTail), r.pos)
 	r.wake(offTail, offWSleep)
-	return int(n), nil
+	return int(n)
 }
 
 // CloseRead tells the writer the reader is gone: it drops what it writes
@@ -392,6 +449,7 @@ func (r *Ring) Read(p []byte, check func() error) (int, error) {
 func (r *Ring) CloseRead() {
 	atomic.StoreUint32(r.u32(offRClosed), 1)
 	futexWake(r.u32(offTail))
+	futexWake(r.u32(offAck))
 }
 
 // Futex operations on a shared (not process-private) word.

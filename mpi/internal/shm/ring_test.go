@@ -239,12 +239,29 @@ func TestStandbyAndWatcher(t *testing.T) {
 	for i := range src {
 		src[i] = byte(i * 5 / 3)
 	}
+	wrote := make(chan struct{})
+	var over atomic.Bool
+	errOver := errors.New("test over")
 	go func() {
+		defer close(wrote)
+		quit := func() error {
+			if over.Load() {
+				return errOver
+			}
+			return nil
+		}
 		for off := 0; off < total; off += 1000 {
-			if err := w.Write(src[off:min(total, off+1000)], never); err != nil {
-				panic(err)
+			if err := w.Write(src[off:min(total, off+1000)], quit); err != nil {
+				if err != errOver {
+					panic(err)
+				}
+				return
 			}
 		}
+	}()
+	defer func() { // the writer is done with the ring before the test unmaps it
+		over.Store(true)
+		<-wrote
 	}()
 	var mu sync.Mutex // the right to read
 	got := make([]byte, 0, total)
@@ -319,5 +336,32 @@ func TestStandbyAndWatcher(t *testing.T) {
 	}
 	if !bytes.Equal(got, src) {
 		t.Fatal("stream differs")
+	}
+}
+
+// TestWriteFrameWakesSleeper: a frame written while the read side sleeps
+// (its flag on, nobody polling) wakes it, after the writer's grace; the
+// sleeper here waits on the head's futex with no timeout of its own that
+// the test could finish by.
+func TestWriteFrameWakesSleeper(t *testing.T) {
+	w, r := pair(t, MinCap)
+	r.count(&r.standby, 1) // a standby reader sleeps: the flag is on
+	seen := atomic.LoadUint32(r.u32(offHead))
+	woke, ready := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(woke)
+		close(ready)
+		for atomic.LoadUint32(r.u32(offHead)) == seen { // a futex wait may end spuriously
+			futexWait(r.u32(offHead), seen, time.Hour)
+		}
+	}()
+	<-ready // (if the frame comes before the sleep, the wait does not begin)
+	if err := w.WriteFrame([]byte("head"), []byte("data"), never); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woke:
+	case <-time.After(time.Minute): // a hang guard, not a speed bound
+		t.Fatal("the sleeping reader was not woken")
 	}
 }
