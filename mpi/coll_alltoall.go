@@ -4,7 +4,8 @@ import "fmt"
 
 // Alltoall sends block j of send to rank j and receives rank j's block into
 // block j of recv; both hold Size() equal blocks. Pairwise exchange: in step
-// i each rank sends to rank+i and receives from rank-i. Up to hierAlltoall
+// i each rank sends to rank+i and receives from rank-i (all steps posted at
+// once when every rank shares this host: alltoallvPosted). Up to hierAlltoall
 // bytes per rank, when ranks share hosts, each host's leader gathers its
 // ranks' buffers, exchanges one message with each other leader and
 // scatters what came back: one message per pair of hosts instead of one per
@@ -64,6 +65,9 @@ func checkBlocks(n, l int, counts, displs []int) error {
 }
 
 func alltoallv[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd []int, tag int) error {
+	if c.shmAll() {
+		return alltoallvPosted(c, send, sc, sd, recv, rc, rd, tag)
+	}
 	n, rank := c.size, c.rank
 	copy(recv[rd[rank]:rd[rank]+rc[rank]], send[sd[rank]:sd[rank]+sc[rank]])
 	w := wireOf(send)
@@ -79,4 +83,41 @@ func alltoallv[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd []int, 
 		fromWire(rb, e)
 	}
 	return nil
+}
+
+// alltoallvPosted is alltoallv among ranks that all share this rank's
+// host: it posts every receive, then every send (to rank+1 first, as the
+// pairwise steps would), copies its own block meanwhile and waits for
+// all. Each block goes straight through the ring between its two ranks,
+// like a pairwise step, but no rank waits for one partner before it
+// starts on the next: with more ranks than cores, the ring readers and
+// the writer move every block whenever their rank is on a core, instead of
+// each step waiting until both partners are.
+func alltoallvPosted[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd []int, tag int) error {
+	n, me, e := c.size, c.rank, sizeOf[T]()
+	w, out := wireOf(send), view(recv)
+	recvs := make([]*Request, n)
+	for i := 1; i < n; i++ {
+		src := (me - i + n) % n
+		recvs[src] = c.irecv(c.coll, out[rd[src]*e:(rd[src]+rc[src])*e], 1, src, c.tags+tag)
+	}
+	sends := make([]*Request, 0, n-1)
+	for i := 1; i < n; i++ {
+		dst := (me + i) % n
+		sends = append(sends, c.isend(c.coll, w[sd[dst]*e:(sd[dst]+sc[dst])*e], dst, c.tags+tag, false))
+	}
+	copy(recv[rd[me]:rd[me]+rc[me]], send[sd[me]:sd[me]+sc[me]])
+	var err error
+	for i := 1; i < n; i++ {
+		src := (me - i + n) % n
+		rb := out[rd[src]*e : (rd[src]+rc[src])*e]
+		if werr := c.cwait(recvs[src], len(rb), src); werr != nil && err == nil {
+			err = werr
+		}
+		fromWire(rb, e)
+	}
+	if werr := Waitall(sends...); err == nil {
+		err = werr
+	}
+	return err
 }

@@ -48,3 +48,29 @@ func TestRunRefusesTooManyRanks(t *testing.T) {
 		t.Fatal("class S accepted 129 ranks")
 	}
 }
+
+// TestTimedIterationAllocatesNothing checks that the timed loop, as NPB's,
+// works in arrays made before it: ten iterations on one rank after the
+// untimed one allocate nothing.
+func TestTimedIterationAllocatesNothing(t *testing.T) {
+	x := &exchange{c: npb.Solo{}, r: newRanker(classes['S'], 1, 0), totals: make([]int32, 512+testArraySize)}
+	ctx := context.Background()
+	if _, _, err := x.iterate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	it, passed := 0, 0
+	allocs := testing.AllocsPerRun(maxIterations-1, func() { // one more call to warm up
+		it++
+		n, failures, err := x.iterate(ctx, it)
+		if err != nil || len(failures) > 0 {
+			t.Fatalf("iteration %d: %v %q", it, err, failures)
+		}
+		passed += n
+	})
+	if it != maxIterations || passed != testArraySize*maxIterations {
+		t.Fatalf("%d iterations passed %d checks, want %d and %d", it, passed, maxIterations, testArraySize*maxIterations)
+	}
+	if allocs != 0 {
+		t.Errorf("a timed iteration allocates %v times", allocs)
+	}
+}

@@ -15,6 +15,8 @@ const (
 	// seed is the generator's starting seed for the keys (NPB's
 	// create_seq/find_my_seed seed).
 	seed = 314159265.0
+	// maxBuckets bounds every class's buckets (NPB's 1024-bucket setup).
+	maxBuckets = 1 << 10
 )
 
 // params is one IS problem class: 2^totalKeysLog2 keys in [0, 2^maxKeyLog2),

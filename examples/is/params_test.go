@@ -25,6 +25,14 @@ func TestExpectedRank(t *testing.T) {
 	}
 }
 
+func TestBucketsBounded(t *testing.T) {
+	for c, p := range classes {
+		if p.buckets() > maxBuckets || p.maxKeyLog2 < p.bucketsLog2 {
+			t.Errorf("class %c: %d buckets of keys below 2^%d, at most %d allowed", c, p.buckets(), p.maxKeyLog2, maxBuckets)
+		}
+	}
+}
+
 func TestParamsFor(t *testing.T) {
 	for arg, keys := range map[string]int64{"S": 1 << 16, "W": 1 << 20, "a": 1 << 23, "B": 1 << 25} {
 		p, err := paramsFor(arg)

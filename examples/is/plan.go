@@ -17,12 +17,18 @@ type plan struct {
 // last rank also takes any empty buckets at the end, so that every bucket
 // has an owner with any number of ranks.
 func makePlan(totals, local []int32, size int, avg int64) plan {
-	pl := plan{
-		first:      make([]int, size),
-		last:       make([]int, size),
-		sendCounts: make([]int, size),
-		sendDispls: make([]int, size),
-	}
+	var pl plan
+	pl.fill(totals, local, size, avg)
+	return pl
+}
+
+// fill is makePlan into pl, reusing its slices: an iteration allocates
+// nothing.
+func (pl *plan) fill(totals, local []int32, size int, avg int64) {
+	pl.first = resize(pl.first, size)
+	pl.last = resize(pl.last, size)
+	pl.sendCounts = resize(pl.sendCounts, size)
+	pl.sendDispls = resize(pl.sendDispls, size)
 	var acc int64
 	mine, j := 0, 0
 	nb := len(local)
@@ -51,12 +57,30 @@ func makePlan(totals, local []int32, size int, avg int64) plan {
 			pl.sendDispls[j] = pl.sendDispls[j-1] + pl.sendCounts[j-1]
 		}
 	}
-	return pl
+}
+
+// resize returns s with length n and every element zero, reusing its
+// array when large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // displs returns the offsets of consecutive blocks of the given counts.
 func displs(counts []int) []int {
-	d := make([]int, len(counts))
+	return fillDispls(make([]int, len(counts)), counts)
+}
+
+// fillDispls sets d (of len(counts)) to the offsets of consecutive blocks
+// of the given counts and returns it.
+func fillDispls(d, counts []int) []int {
+	if len(d) > 0 {
+		d[0] = 0
+	}
 	for i := 1; i < len(counts); i++ {
 		d[i] = d[i-1] + counts[i-1]
 	}

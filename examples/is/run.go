@@ -81,6 +81,12 @@ type exchange struct {
 	r      *ranker
 	totals []int32 // summed bucket sizes and test keys
 	recv   []int32 // the keys received, reused across iterations
+	// Reused across iterations too, so that an iteration allocates
+	// nothing: the plan, the counts sent and received (as Alltoall's int32
+	// and Alltoallv's int) and the offsets of the blocks received.
+	pl                       plan
+	sendCounts, recvCounts32 []int32
+	recvCounts, recvDispls   []int
 
 	done, passed int // iterations done and checks passed, when restored from a checkpoint
 }
@@ -123,31 +129,34 @@ func (x *exchange) iterate(ctx context.Context, it int) (int, []string, error) {
 	if err := x.c.AllreduceSumInt32(ctx, x.totals); err != nil {
 		return 0, nil, fmt.Errorf("iteration %d: sum bucket sizes: %w", it, err)
 	}
-	pl := makePlan(x.totals, local[:r.p.buckets()], size, r.avg)
-	sendCounts := make([]int32, size)
+	x.pl.fill(x.totals, local[:r.p.buckets()], size, r.avg)
+	pl := &x.pl
+	x.sendCounts = resize(x.sendCounts, size)
 	for j, n := range pl.sendCounts {
-		sendCounts[j] = int32(n)
+		x.sendCounts[j] = int32(n)
 	}
-	recvCounts32 := make([]int32, size)
-	if err := x.c.Alltoall(ctx, sendCounts, recvCounts32); err != nil {
+	x.recvCounts32 = resize(x.recvCounts32, size)
+	if err := x.c.Alltoall(ctx, x.sendCounts, x.recvCounts32); err != nil {
 		return 0, nil, fmt.Errorf("iteration %d: exchange counts: %w", it, err)
 	}
-	recvCounts, total := make([]int, size), 0
-	for j, n := range recvCounts32 {
+	x.recvCounts = resize(x.recvCounts, size)
+	total := 0
+	for j, n := range x.recvCounts32 {
 		if n < 0 {
 			return 0, nil, fmt.Errorf("iteration %d: rank %d announces %d keys", it, j, n)
 		}
-		recvCounts[j] = int(n)
+		x.recvCounts[j] = int(n)
 		total += int(n)
 	}
+	x.recvDispls = fillDispls(resize(x.recvDispls, size), x.recvCounts)
 	if cap(x.recv) < total {
 		x.recv = make([]int32, total)
 	}
 	x.recv = x.recv[:total]
-	if err := x.c.Alltoallv(ctx, r.grouped, pl.sendCounts, pl.sendDispls, x.recv, recvCounts, displs(recvCounts)); err != nil {
+	if err := x.c.Alltoallv(ctx, r.grouped, pl.sendCounts, pl.sendDispls, x.recv, x.recvCounts, x.recvDispls); err != nil {
 		return 0, nil, fmt.Errorf("iteration %d: exchange keys: %w", it, err)
 	}
-	n, failures := r.rankKeys(it, x.totals, pl, x.recv)
+	n, failures := r.rankKeys(it, x.totals, *pl, x.recv)
 	return n, failures, nil
 }
 
