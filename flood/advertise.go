@@ -62,6 +62,13 @@ type Steer struct {
 	// ones too), so that the collector knows which radius it is answering.
 	// The loop waits for the collector to take it.
 	Flooded chan<- int
+	// Hold, while the last value it sent is true, keeps the schedule's
+	// waits from flooding the next radius: the collector steers the loop
+	// on its own (Answered, Enough), as it does once the job is feasible
+	// and a wider radius would only reach the agents still answering
+	// again. A wait that ended while held moves the loop on as soon as
+	// the hold is released (false).
+	Hold <-chan bool
 }
 
 // Advertise runs the submitter's loop for a (Zorilla's thread 1): flood
@@ -121,6 +128,7 @@ type loop struct {
 
 func (lp loop) run(ctx context.Context, st Steer, sched Schedule, maxRadius int) error {
 	wait := sched.First
+	held := false
 	for radius := 1; ; radius++ {
 		select {
 		case extra := <-st.Enough:
@@ -133,7 +141,7 @@ func (lp loop) run(ctx context.Context, st Steer, sched Schedule, maxRadius int)
 		if err := lp.floodOne(ctx, st, radius); err != nil {
 			return err
 		}
-		timer := lp.after(wait)
+		timer, due := lp.after(wait), false
 	waiting:
 		for {
 			select {
@@ -143,12 +151,19 @@ func (lp loop) run(ctx context.Context, st Steer, sched Schedule, maxRadius int)
 				if r == radius {
 					break waiting
 				}
+			case held = <-st.Hold:
+				if !held && due {
+					break waiting
+				}
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-lp.done:
 				return ErrClosed
 			case <-timer:
-				break waiting
+				if !held {
+					break waiting
+				}
+				due, timer = true, nil
 			}
 		}
 		if radius >= maxRadius {

@@ -240,3 +240,62 @@ func TestLoopSteered(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopHold steps the loop by hand: while the collector holds it, the
+// end of a schedule's wait floods nothing; the release floods the next
+// radius at once if a wait ended meanwhile, and an answered radius moves
+// the loop on whatever the hold.
+func TestLoopHold(t *testing.T) {
+	flooded := make(chan int)
+	timers := make(chan chan time.Time, 1)
+	lp := loop{
+		flood: func(_ context.Context, r int) error { flooded <- r; return nil },
+		after: func(time.Duration) <-chan time.Time {
+			ch := make(chan time.Time, 1)
+			timers <- ch
+			return ch
+		},
+	}
+	hold, answered, enough := make(chan bool), make(chan int), make(chan int)
+	done := make(chan error, 1)
+	go func() {
+		done <- lp.run(context.Background(), Steer{Enough: enough, Answered: answered, Hold: hold}, Schedule{First: time.Second, Factor: 2, Extra: 0}, 6)
+	}()
+	expect := func(r int) chan time.Time {
+		t.Helper()
+		if got := <-flooded; got != r {
+			t.Fatalf("flooded radius %d, want %d", got, r)
+		}
+		return <-timers
+	}
+	nothing := func(what string) {
+		t.Helper()
+		// The loop takes its next channel operation only after handling
+		// the last one: a send it takes means it is waiting again, not
+		// flooding.
+		select {
+		case r := <-flooded:
+			t.Fatalf("%s: radius %d flooded", what, r)
+		case hold <- true:
+		}
+	}
+
+	timer := expect(1)
+	timer <- time.Time{} // not held: the wait's end floods radius 2
+	timer = expect(2)
+	hold <- true
+	timer <- time.Time{}
+	nothing("a wait ended while held")
+	hold <- false // released with the wait over: radius 3 at once
+	timer = expect(3)
+	hold <- true
+	answered <- 3 // held, but answered: radius 4
+	timer = expect(4)
+	nothing("held across radii")
+	timer <- time.Time{}
+	nothing("the wait of radius 4 ended while held")
+	enough <- 0
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}

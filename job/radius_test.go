@@ -48,6 +48,9 @@ func TestNextStep(t *testing.T) {
 		{"feasible spread, the radius brought hosts", answered{feasible: true, more: true, fresh: 12}, stepNext},
 		{"the last radius brought hosts: the loop is told, and ends", answered{feasible: true, fresh: 12}, stepNext},
 		{"feasible, a known peer silent, radii left: the next radius at once, not the backoff", answered{feasible: true, more: true, quiet: 1, since: gap / 3, empty: gap}, stepNext},
+		{"feasible, a radius brought nobody yet, younger than the last one took to answer: wait (traced: radius 5 flooded for nothing)", answered{feasible: true, more: true, quiet: 1, since: gap / 2, took: gap, empty: 3 * gap}, stepLater},
+		{"feasible, a radius brought nobody in as long as the last one took: the next radius", answered{feasible: true, more: true, quiet: 1, since: gap, took: gap, empty: 3 * gap}, stepNext},
+		{"feasible, a second empty radius, younger than the last took: place", answered{feasible: true, more: true, quiet: 2, since: gap / 2, took: gap, empty: 3 * gap}, stepPlace},
 		{"feasible, two empty radii in a row, radii left: all reachable hosts are in", answered{feasible: true, more: true, quiet: 2, since: gap / 3, empty: gap}, stepPlace},
 		{"feasible, no radius left, too soon to call the last one empty", answered{feasible: true, quiet: 1, since: gap / 2, empty: gap}, stepLater},
 		{"feasible, the last radius brought nobody within the empty bound", answered{feasible: true, quiet: 1, since: gap, empty: gap}, stepPlace},
@@ -177,6 +180,32 @@ func TestSettleIn(t *testing.T) {
 		tc.rs.floodedAt = t0
 		if got := tc.rs.settleIn(t0.Add(tc.now)); got != tc.want {
 			t.Errorf("%s: settleIn = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A radius looked at too early is looked at again once its answers stop
+// when they are still coming, else at the empty bound after its flood.
+func TestLaterIn(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct {
+		name      string
+		rs        reservation
+		now, last time.Duration // since the radius was flooded
+		want      time.Duration
+	}{
+		{"answers still coming: the answer wait, not the rest of the grace (traced: 0.6 s lost a radius)",
+			reservation{gap: ms(150), grace: ms(1000)}, ms(390), ms(300), ms(150)},
+		{"still coming on a slow network: the lag", reservation{gap: ms(150), lag: ms(400), grace: ms(1000)}, ms(390), ms(300), ms(400)},
+		{"no answer for the gap: the empty bound", reservation{gap: ms(150), grace: ms(1000)}, ms(390), ms(100), ms(610)},
+		{"past the empty bound: the gap", reservation{gap: ms(150), grace: ms(1000)}, ms(1500), ms(100), ms(150)},
+		{"nobody yet, younger than the last radius took: until as old", reservation{gap: ms(150), grace: ms(1000), radius: 4, lastFresh: 3, took: ms(400)}, ms(160), 0, ms(240)},
+		{"nobody yet, as old as the last radius took: the empty bound", reservation{gap: ms(150), grace: ms(1000), radius: 4, lastFresh: 3, took: ms(400)}, ms(400), 0, ms(600)},
+	} {
+		tc.rs.floodedAt, tc.rs.last = t0, t0.Add(tc.last)
+		if got := tc.rs.laterIn(t0.Add(tc.now)); got != tc.want {
+			t.Errorf("%s: laterIn = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -29,6 +29,7 @@ type reservation struct {
 	live      int              // live peers known at the last look
 	allIn     bool             // every live known peer has answered and the overlay learnt none since the start
 	lastFresh int              // the last radius that brought answers
+	took      time.Duration    // how long after its flood that radius's last answer came
 	gap       time.Duration    // answer gap
 	lag       time.Duration    // the longest a radius took to bring its first answer
 	last      time.Time        // when the last answer came (a repeated one too)
@@ -36,6 +37,7 @@ type reservation struct {
 	grace     time.Duration    // the offer grace: bounds the wait for a radius's answers
 	extra     int              // extra radii still allowed once enough
 	enough    bool             // Enough held: the loop is stopped, the offers are collected
+	steering  bool             // the loop is held (flood.Steer.Hold): the job is feasible and its radii move on only when answered
 	ended     bool             // the flood loop has returned: no radius is left
 }
 
@@ -73,6 +75,25 @@ func (rs *reservation) settleIn(now time.Time) time.Duration {
 	return max(0, min(rs.wait(), rs.decideBy().Sub(now)))
 }
 
+// laterIn is how long from now until a radius looked at too early
+// (stepLater) is looked at again: once its answers have stopped for the
+// answer wait when they are still coming (the offers of agents already
+// heard, finishing their measurement: traced at full size, a feasible
+// job otherwise sat out the rest of the offer grace, 0.5-0.8 s a radius,
+// with every answer in); once it is as old as the last radius that
+// brought answers took, when it brought nobody yet; else at the empty
+// bound after its flood.
+func (rs *reservation) laterIn(now time.Time) time.Duration {
+	if now.Sub(rs.last) < rs.gap {
+		return rs.wait()
+	}
+	since := now.Sub(rs.floodedAt)
+	if rs.lastFresh < rs.radius && since < rs.took {
+		return rs.took - since // a radius that brought nobody yet: as long as the last one took (nextStep)
+	}
+	return max(rs.gap, max(rs.wait(), rs.grace)-since)
+}
+
 // look takes the agent's known peers again and says whether all of them
 // have answered.
 func (rs *reservation) look(k Knower) {
@@ -106,6 +127,7 @@ func (ss *session) reserve() (Plan, error) {
 	ctx, cancel := context.WithCancel(ss.ctx)
 	defer cancel()
 	enough, next, floodedR := make(chan int, 1), make(chan int, 1), make(chan int)
+	hold := make(chan bool, 1)
 	flooded := make(chan error, 1)
 	// Issued is the job's submission, the same in every advert of it: the
 	// job's Priority on contested hosts is how long it has waited.
@@ -113,7 +135,7 @@ func (ss *session) reserve() (Plan, error) {
 		Body: body, Issued: ss.rec.Created}
 	ss.reserving.Store(true)
 	defer ss.reserving.Store(false)
-	st := flood.Steer{Enough: enough, Answered: next, Flooded: floodedR}
+	st := flood.Steer{Enough: enough, Answered: next, Flooded: floodedR, Hold: hold}
 	go func() { flooded <- ss.s.flood.Steered(ctx, adv, st, ss.s.cfg.Schedule) }()
 	rs := &reservation{heard: map[peer.ID]bool{}, gap: ss.s.cfg.AnswerGap, extra: ss.s.cfg.Schedule.Extra,
 		floodedAt: time.Now(), grace: ss.s.cfg.OfferGrace}
@@ -150,6 +172,22 @@ func (ss *session) reserve() (Plan, error) {
 		}
 	}
 	ss.sample(rs.radius)
+	// Once the job is feasible the answers decide when the next radius
+	// goes (stepNext), not the schedule's waits: a wait of 200-800 ms
+	// ended while 350 agents were still answering the radius before, and
+	// the next one, a full flood to agents that all had the advert,
+	// slowed their answers (traced at full size).
+	steer := func(on bool) {
+		if rs.steering == on {
+			return
+		}
+		rs.steering = on
+		select { // the loop has not taken the last one yet: this one replaces it
+		case <-hold:
+		default:
+		}
+		hold <- on
+	}
 	heard := func(from peer.ID) {
 		rs.last = time.Now()
 		if from == ss.s.h.ID() || rs.heard[from] {
@@ -183,6 +221,8 @@ func (ss *session) reserve() (Plan, error) {
 				continue
 			}
 			switch ss.answeredStep(rs, time.Since(began), ss.pending.Load() > 0) {
+			case stepSchedule:
+				steer(false) // no longer feasible (an offer withdrawn): the schedule's waits again
 			case stepNext:
 				select { // a stale radius the loop has not taken yet goes
 				case <-next:
@@ -195,7 +235,7 @@ func (ss *session) reserve() (Plan, error) {
 				settle.Reset(rs.wait())
 			case stepLater:
 				rs.held = true
-				settle.Reset(max(rs.gap, max(rs.wait(), rs.grace)-time.Since(rs.floodedAt)))
+				settle.Reset(rs.laterIn(time.Now()))
 			case stepExtra:
 				rs.extra--
 				if err := ss.s.flood.Flood(ctx, adv, rs.radius+1); err != nil {
@@ -211,6 +251,7 @@ func (ss *session) reserve() (Plan, error) {
 			}
 		case <-check.C:
 			feasible := ss.feasible()
+			steer(feasible)
 			// A radius that brought no answer at all, long enough after the
 			// last one: the flood has reached every agent it can.
 			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(rs.last) >= quietAfter
@@ -236,6 +277,9 @@ func (ss *session) reserve() (Plan, error) {
 			heard(o.from)
 			ss.takeOffer(o)
 			ss.sample(rs.radius)
+			if !rs.steering && ss.feasible() {
+				steer(true)
+			}
 			if !rs.enough && Enough(d.Strategy, ss.rlist, d.Nodes, d.Replicas) {
 				// The loop floods nothing more; the extra radius, if worth
 				// it, is flooded once this one is answered.
@@ -293,9 +337,11 @@ func (ss *session) answeredStep(rs *reservation, at time.Duration, measuring boo
 		quiet:     rs.radius - rs.lastFresh,
 		since:     time.Since(rs.floodedAt),
 		empty:     max(rs.wait(), rs.grace),
+		took:      rs.took,
 	}
 	if a.fresh > 0 {
 		rs.lastFresh, a.quiet = rs.radius, 0
+		rs.took = rs.last.Sub(rs.floodedAt)
 	}
 	if a.enough {
 		plan, err := Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
