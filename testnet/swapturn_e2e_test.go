@@ -72,6 +72,14 @@ func TestSwapTurnsWhenMemoryRunsOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\na: %s\nb: %s\nleases:\n%s", err, describeRecord(sub, a.id), describeRecord(sub, b.id), describeLeases(leasesOf(ln.Net)))
 	}
+	checkSwapTurns(t, ln, sub, recs[:], want)
+}
+
+// checkSwapTurns checks jobs the agents swapped by checkpoint on their
+// own: each is done with its reference checksum (want, in order), was
+// swapped out at least once and only because its swap slice was over.
+func checkSwapTurns(t *testing.T, ln *launchNet, sub *job.Submitter, recs []job.Record, want []string) {
+	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, rec := range recs {
@@ -84,7 +92,7 @@ func TestSwapTurnsWhenMemoryRunsOut(t *testing.T) {
 			t.Fatalf("job %s ended %s: %s\n%s", rec.ID, rec.State, rec.Reason, describeRecord(sub, rec.ID))
 		}
 		if got := finalHeatSum(t, ln.Nodes[0], rec.ID); got != want[i] {
-			t.Fatalf("job %s: checksum %s, the solo run's %s", rec.ID, got, want[i])
+			t.Fatalf("job %s: checksum %s, the reference run's %s", rec.ID, got, want[i])
 		}
 		swaps := 0
 		for _, s := range rec.Switches {

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/examples/internal/npb"
 	"github.com/zorilla-p2p/zorilla/examples/internal/npb/npbtest"
+	"github.com/zorilla-p2p/zorilla/mpi"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -62,22 +67,97 @@ func TestStateRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRun: 4 ranks on 2 agents agree with the serial run (heat checks it
-// itself, and prints the checksum once).
+// TestRun: the ranks agree with the serial run (heat checks it itself,
+// part by part) and rank 0 prints, once, the checksum of the whole line's
+// serial run: FNV-64a over every cell's bits in order, then the trace.
+// The cases cover margins cut by the line's ends (steps above a part's
+// length), one rank, and parts of one cell.
 func TestRun(t *testing.T) {
+	for _, tc := range []struct {
+		ranks int
+		p     params
+	}{
+		{4, params{steps: 30, cells: 101}},
+		{3, params{steps: 5, cells: 3000}},
+		{1, params{steps: 12, cells: 50}},
+		{5, params{steps: 40, cells: 5}},
+	} {
+		out, err := runRanks(t, tc.ranks, tc.p, nil)
+		want := fmt.Sprintf("heat OK %016x\n", wholeSum(tc.p))
+		if err != nil || out != want {
+			t.Fatalf("%d ranks, %+v: %v\n%q, want %q", tc.ranks, tc.p, err, out, want)
+		}
+	}
+}
+
+// TestCheckFindsAWrongCell: a rank whose cell differs from the serial run
+// fails the check, naming the cell; every rank fails (told by the
+// reduction, or by the job's abort when another rank's error came first),
+// none prints OK.
+func TestCheckFindsAWrongCell(t *testing.T) {
+	p := params{steps: 9, cells: 40}
+	field, trace := wholeSerial(p)
+	out, err := runRanks(t, 4, p, func(c *mpi.Comm) *state {
+		lo, hi := block(p.cells, c.Rank(), c.Size())
+		s := &state{step: uint64(p.steps), trace: trace, u: append([]float64(nil), field[lo:hi]...)}
+		if c.Rank() == 2 {
+			s.u[3] += 1e-12
+		}
+		return s
+	})
+	if err == nil || !strings.Contains(err.Error(), "cell 23 ") || strings.Contains(out, "heat OK") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// runRanks runs heat's ranks as goroutines on 2 agents; with given, each
+// rank checks the state it returns instead of running.
+func runRanks(t *testing.T, ranks int, p params, given func(c *mpi.Comm) *state) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var mu sync.Mutex
 	var out bytes.Buffer
-	err := npbtest.Run(ctx, 2, 4, func(c npb.Comm) error {
+	err := npbtest.Run(ctx, 2, ranks, func(c npb.Comm) error {
 		var b bytes.Buffer
-		err := run(ctx, c.(npb.World).C, params{steps: 30, cells: 101}, &b)
+		mc := c.(npb.World).C
+		var err error
+		if given != nil {
+			err = check(mc, given(mc), p, &b)
+		} else {
+			err = run(ctx, mc, p, &b)
+		}
 		mu.Lock()
 		out.Write(b.Bytes())
 		mu.Unlock()
 		return err
 	})
-	if err != nil || strings.Count(out.String(), "heat OK ") != 1 {
-		t.Fatalf("%v\n%s", err, out.String())
+	return out.String(), err
+}
+
+// wholeSerial is the whole line's run on one core, as heat's rank 0 once
+// computed it to check the gathered field.
+func wholeSerial(p params) ([]float64, uint64) {
+	u, v := make([]float64, p.cells), make([]float64, p.cells)
+	for i := range u {
+		u[i] = initial(i)
 	}
+	var trace uint64
+	for range p.steps {
+		stepCells(u, v, 0, 0)
+		u, v = v, u
+		trace = fold(trace, maxOf(u))
+	}
+	return u, trace
+}
+
+// wholeSum is the checksum heat printed when rank 0 gathered the field.
+func wholeSum(p params) uint64 {
+	field, trace := wholeSerial(p)
+	h := fnv.New64a()
+	for _, v := range field {
+		_ = binary.Write(h, binary.LittleEndian, math.Float64bits(v))
+	}
+	_ = binary.Write(h, binary.LittleEndian, trace)
+	return h.Sum64()
 }

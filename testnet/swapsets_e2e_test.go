@@ -1,0 +1,105 @@
+package testnet
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/node"
+)
+
+// Issue 19: the hybrid technique on sets of jobs. Three heat jobs of equal
+// priority on the same 4 agents, two of which fit in memory at once
+// (450M per process, 1G lent, one process of each per agent): the first
+// two are co-scheduled, the third waits for memory, and the agents rotate
+// them by checkpoint on swap slices: the third runs before either of the
+// others has ended, each is swapped out at least once, and every job ends
+// with the result of a run never swapped out.
+
+// setsHeat is heat on 4 ranks, 80 steps of 50 ms (4 s alone), declaring
+// mem per process; slice 0 never swaps it for an equal.
+func setsHeat(cells string, mem int64, slice time.Duration) job.Description {
+	d := turnHeat(cells, slice)
+	d.MemPerProc = mem
+	return d
+}
+
+func TestSwapTurnsRotateThreeJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 agents, real processes, checkpoints")
+	}
+	ln := shareNet(t, func(cfg *node.Config) {
+		// J and the cores take three jobs: memory alone keeps the third out.
+		cfg.MaxJobs, cfg.Cores, cfg.MaxProcs, cfg.Memory = 3, 3, 1, 1<<30
+	})
+	prog := buildExample(t, ln.Nodes[0], "heat")
+	cells := []string{"3000", "3003", "3006"}
+	// The reference runs: all three at once, declaring memory that fits,
+	// none ever swapped out.
+	var refs []*watcher
+	for _, c := range cells {
+		refs = append(refs, submitJob(t, ln.Nodes[0], setsHeat(c, 300<<20, 0), prog))
+	}
+	var want []string
+	for _, w := range refs {
+		if rec := w.wait(t); rec.State != job.Done || len(rec.Runs) != 1 {
+			t.Fatalf("reference run ended %s after %d runs: %s\n%s", rec.State, len(rec.Runs), rec.Reason, w.describe())
+		}
+		want = append(want, heatSum(t, w))
+	}
+	for _, w := range refs {
+		ln.awaitCheckpointsGone(t, w.end)
+	}
+
+	const slice = 1500 * time.Millisecond
+	var ids []job.ID
+	for i, c := range cells {
+		w := submitJob(t, ln.Nodes[0], setsHeat(c, 450<<20, slice), prog)
+		if i < 2 {
+			w.awaitState(t, job.Running) // co-scheduled: both fit
+		}
+		ids = append(ids, w.id)
+	}
+	sub := ln.Nodes[0].Submitter()
+	recs := awaitAllDone(t, ln, sub, ids, 3*time.Minute)
+	checkSwapTurns(t, ln, sub, recs, want)
+	// The third job took its turn while the first two still had work to do.
+	third := recs[2].Runs[0].Started
+	for _, rec := range recs[:2] {
+		if !third.Before(rec.Updated) || len(rec.Runs) < 2 {
+			t.Fatalf("job %s ended %s after %d runs, the third started %s: want it swapped out for the third",
+				rec.ID, rec.Updated.Format("04:05.000"), len(rec.Runs), third.Format("04:05.000"))
+		}
+	}
+}
+
+// awaitAllDone waits until every job in ids has ended (a Stopped job is
+// swapped out, not ended) and returns their records.
+func awaitAllDone(t *testing.T, ln *launchNet, sub *job.Submitter, ids []job.ID, limit time.Duration) []job.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	recs := make([]job.Record, len(ids))
+	err := ln.Await(ctx, "every job done", func() bool {
+		ended := true
+		for i, id := range ids {
+			rec, err := sub.Get(id)
+			if err != nil {
+				return false
+			}
+			recs[i] = rec
+			ended = ended && rec.State.Terminal() && rec.State != job.Stopped
+		}
+		return ended
+	})
+	if err != nil {
+		var b strings.Builder
+		for _, id := range ids {
+			b.WriteString(describeRecord(sub, id) + "\n")
+		}
+		t.Fatalf("%v\n%sleases:\n%s", err, b.String(), describeLeases(leasesOf(ln.Net)))
+	}
+	return recs
+}
