@@ -63,13 +63,18 @@ func TestAck(t *testing.T) {
 	w, r := pair(t, MinCap)
 	for _, ok := range []bool{true, false} {
 		tok := w.NextToken()
-		go func() { // once the writer sleeps, so the futex wake is what ends its wait
+		// The goroutine acks once the writer sleeps, so the futex wake is
+		// what ends its wait; the ring is unmapped after it is done.
+		acked := make(chan struct{})
+		go func() {
+			defer close(acked)
 			for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(r.u32(offASleep)) == 0 && time.Now().Before(deadline); {
 				runtime.Gosched()
 			}
 			r.Ack(tok, ok)
 		}()
 		got, err := w.WaitAck(tok, 0, never)
+		<-acked
 		if err != nil || got != ok {
 			t.Fatalf("token %d: %v %v, want %v", tok, got, err, ok)
 		}
