@@ -55,8 +55,12 @@ func (r *Ring) begin(c uint64) error {
 // publishes the tail (and wakes the writer if it sleeps for room).
 func (r *Ring) take(p []byte) int {
 	n := min(uint64(len(p)), r.rem)
-	for k := uint64(0); k < n; {
-		k += uint64(copy(p[k:n], r.data[(r.at+k)&r.mask:]))
+	if at := r.at & r.mask; at+n <= uint64(len(r.data)) { // (most records do not wrap)
+		copy(p[:n], r.data[at:at+n])
+	} else {
+		for k := uint64(0); k < n; {
+			k += uint64(copy(p[k:n], r.data[(r.at+k)&r.mask:]))
+		}
 	}
 	r.at += n
 	r.rem -= n

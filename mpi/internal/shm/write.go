@@ -57,9 +57,16 @@ func (r *Ring) put(a, b []byte) {
 	n := uint64(len(a) + len(b))
 	p := r.pos
 	q := p + recordSize(n)
-	*r.ctrl(q) = 0 // (ordered before the control word below, which the reader acquires)
-	r.copyIn(p+8, a)
-	r.copyIn(p+8+uint64(len(a)), b)
+	// The zero is ordered before the control word below, which the
+	// reader acquires; most records do not wrap.
+	*r.ctrl(q) = 0
+	if at := (p + 8) & r.mask; at+n <= uint64(len(r.data)) {
+		copy(r.data[at:], a)
+		copy(r.data[at+uint64(len(a)):], b)
+	} else {
+		r.copyIn(p+8, a)
+		r.copyIn(p+8+uint64(len(a)), b)
+	}
 	atomic.StoreUint64(r.ctrl(p), ctrlWord(p, n))
 	r.pos = q
 }
