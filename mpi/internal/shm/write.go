@@ -87,7 +87,7 @@ func (r *Ring) copyIn(p uint64, b []byte) {
 func (r *Ring) Write(p []byte, check func() error) error {
 	for len(p) > 0 {
 		n, err := r.waitRoom(check)
-		if err != nil || r.closed() {
+		if err != nil || n == 0 { // (0: the reader is gone)
 			return err
 		}
 		n = min(n, uint64(len(p)))
@@ -100,7 +100,9 @@ func (r *Ring) Write(p []byte, check func() error) error {
 
 // waitRoom returns the room for a record, reading the tail only when the
 // room last seen is used up, and waiting (poll, then futex) when it still
-// is.
+// is; 0 when the reader is gone. While there is room the writer does not
+// look whether the reader is gone (a line the reader writes when its state
+// changes): what it writes then is dropped as surely.
 func (r *Ring) waitRoom(check func() error) (uint64, error) {
 	if n := r.room(); n > 0 {
 		return n, nil
@@ -108,6 +110,7 @@ func (r *Ring) waitRoom(check func() error) (uint64, error) {
 	var n uint64
 	ready := func() (bool, error) {
 		if r.closed() {
+			n = 0
 			return true, nil
 		}
 		if err := r.loadTail(); err != nil {
@@ -129,7 +132,7 @@ func (r *Ring) WriteFrame(hdr, data []byte, check func() error) error {
 			return err
 		}
 	}
-	if n > r.room() || r.closed() {
+	if n > r.room() {
 		if err := r.Write(hdr, check); err != nil { // no room: the general path
 			return err
 		}
