@@ -47,7 +47,6 @@ func (r *Ring) begin(c uint64) error {
 	}
 	r.at, r.rem = r.next+8, n
 	r.next += recordSize(n)
-	r.read.Store(r.next | 1)
 	return nil
 }
 
@@ -65,19 +64,20 @@ func (r *Ring) take(p []byte) int {
 	r.at += n
 	r.rem -= n
 	if r.rem == 0 {
-		r.read.Store(r.next)
 		atomic.StoreUint64(r.u64(offTail), r.next)
 		r.wakeIf(offTail, offWSleep)
 	}
 	return int(n)
 }
 
-// Pending reports whether the writer has published data not yet read. It
-// is a hint (the control word may be garbage, or read where the holder of
-// the right to read just was): the read itself checks.
+// Pending reports whether the writer has published data not yet read:
+// whether the record at the tail has a control word (the tail moves past a
+// record once it is read whole, so a record partly read counts). It is a
+// hint, for goroutines outside the right to read: the control word may be
+// garbage, or read where the holder of the right to read just was; the
+// read itself checks.
 func (r *Ring) Pending() bool {
-	v := r.read.Load()
-	return v&1 != 0 || atomic.LoadUint64(r.ctrl(v)) != 0
+	return atomic.LoadUint64(r.ctrl(atomic.LoadUint64(r.u64(offTail)))) != 0
 }
 
 // WaitData waits, without reading, until the ring holds data (as Pending

@@ -37,7 +37,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -165,10 +164,6 @@ type Ring struct {
 	sleepers int // goroutines in Read asleep (they must be woken)
 	standby  int // goroutines in WaitData asleep (woken only when nobody polls)
 	watchers int // goroutines polling the ring (Watch)
-
-	// read is next, or next|1 while a record is partly read: for Pending
-	// and WaitData, outside the right to read.
-	read atomic.Uint64
 
 	token uint64 // the writer's last rendezvous token (cma.go)
 }
