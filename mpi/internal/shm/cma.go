@@ -78,7 +78,7 @@ func (r *Ring) Ack(token uint64, ok bool) {
 		v |= 1
 	}
 	atomic.StoreUint64(r.u64(offAck), v)
-	r.wake(offAck, offASleep)
+	r.wakeIf(offAck, offASleep)
 }
 
 // WaitAck waits until the reader is done with rendezvous token (the last

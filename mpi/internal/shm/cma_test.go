@@ -63,13 +63,18 @@ func TestAck(t *testing.T) {
 	w, r := pair(t, MinCap)
 	for _, ok := range []bool{true, false} {
 		tok := w.NextToken()
-		go func() { // once the writer sleeps, so the futex wake is what ends its wait
+		// The goroutine acks once the writer sleeps, so the futex wake is
+		// what ends its wait; the ring is unmapped after it is done.
+		acked := make(chan struct{})
+		go func() {
+			defer close(acked)
 			for deadline := time.Now().Add(10 * time.Second); atomic.LoadUint32(r.u32(offASleep)) == 0 && time.Now().Before(deadline); {
 				runtime.Gosched()
 			}
 			r.Ack(tok, ok)
 		}()
 		got, err := w.WaitAck(tok, 0, never)
+		<-acked
 		if err != nil || got != ok {
 			t.Fatalf("token %d: %v %v, want %v", tok, got, err, ok)
 		}
@@ -94,20 +99,24 @@ func TestAck(t *testing.T) {
 	}
 }
 
-// TestMapRefusesOtherLayout: a ring of another layout version is refused
-// with both versions named.
+// TestMapRefusesOtherLayout: a ring of another layout version (1 had no
+// rendezvous, 2 a head position the reader polled) is refused with both
+// versions named.
 func TestMapRefusesOtherLayout(t *testing.T) {
-	f, err := Create("test", MinCap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := unix.Pwrite(int(f.Fd()), []byte{1, 0, 0, 0}, offVersion); err != nil {
-		t.Fatal(err)
-	}
-	_, err = Map(int(f.Fd()))
-	if !errors.Is(err, ErrBadRing) || !strings.Contains(err.Error(), "version 1, this library speaks version 2") {
-		t.Fatalf("map of a version 1 ring: %v", err)
+	for _, v := range []byte{1, 2, layout + 1} {
+		f, err := Create("test", MinCap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := unix.Pwrite(int(f.Fd()), []byte{v, 0, 0, 0}, offVersion); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Map(int(f.Fd()))
+		want := fmt.Sprintf("version %d, this library speaks version %d", v, layout)
+		if !errors.Is(err, ErrBadRing) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("map of a version %d ring: %v", v, err)
+		}
 	}
 }
 

@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 // envEcho makes the test binary the echo side of BenchmarkPingpongProcesses:
 // it maps the rings passed as files 3 (to read) and 4 (to write) and sends
-// back every 8-byte message until it reads a zero.
+// back every 8-byte message until it reads a zero. With the value "spin",
+// it spins on Pending before each read (BenchmarkPingpongSpin).
 const envEcho = "ZORILLA_SHM_ECHO"
 
 func init() {
@@ -21,7 +23,7 @@ func init() {
 	if err == nil {
 		var out *Ring
 		if out, err = Map(4); err == nil {
-			err = echo(in, out)
+			err = echo(in, out, os.Getenv(envEcho) == "spin")
 		}
 	}
 	if err != nil {
@@ -31,9 +33,12 @@ func init() {
 	os.Exit(0)
 }
 
-func echo(in, out *Ring) error {
+func echo(in, out *Ring, spin bool) error {
 	var msg [8]byte
 	for {
+		if spin && !spinPending(in) {
+			return fmt.Errorf("no message within %v", floorGiveUp)
+		}
 		if err := readFull(in, msg[:]); err != nil {
 			return err
 		}
@@ -59,9 +64,34 @@ func readFull(r *Ring, p []byte) error {
 
 // BenchmarkPingpongProcesses: one-way time of an 8-byte ping-pong between
 // two processes over two rings, each side waiting as the library does (a
-// 50 µs poll, then a futex): the floor under the MPI library's co-located
-// latency, with no matching, no frames and no goroutines between.
-func BenchmarkPingpongProcesses(b *testing.B) {
+// 50 µs poll that yields as the machine's load asks, then a futex): the
+// floor under the MPI library's co-located latency, with no matching, no
+// frames and no goroutines between.
+func BenchmarkPingpongProcesses(b *testing.B) { pingpong(b, "1") }
+
+// BenchmarkPingpongSpin: the same, but each side spins on Pending before it
+// reads, never yielding: the rings' own cost (the cache lines a message
+// moves, the work of a write and a read) above BenchmarkPingpongFloor's,
+// without the poll's yields, which a loaded machine makes frequent.
+func BenchmarkPingpongSpin(b *testing.B) { pingpong(b, "spin") }
+
+// spinPending spins until the ring holds data, or floorGiveUp passed.
+func spinPending(r *Ring) bool {
+	var start time.Time
+	for i := 1; !r.Pending(); i++ {
+		if i&(1<<16-1) != 0 {
+			continue
+		}
+		if start.IsZero() {
+			start = time.Now()
+		} else if time.Since(start) > floorGiveUp {
+			return false
+		}
+	}
+	return true
+}
+
+func pingpong(b *testing.B, mode string) {
 	files := make([]*os.File, 2)
 	for i := range files {
 		f, err := Create("bench", MinCap)
@@ -82,7 +112,7 @@ func BenchmarkPingpongProcesses(b *testing.B) {
 	}
 	defer in.Unmap()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envEcho+"=1")
+	cmd.Env = append(os.Environ(), envEcho+"="+mode)
 	cmd.ExtraFiles = files // 3: what we write, 4: what it writes
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -94,6 +124,9 @@ func BenchmarkPingpongProcesses(b *testing.B) {
 		binary.LittleEndian.PutUint64(msg[:], uint64(i))
 		if err := out.Write(msg[:], never); err != nil {
 			b.Fatal(err)
+		}
+		if mode == "spin" && !spinPending(in) {
+			b.Fatalf("no echo within %v", floorGiveUp)
 		}
 		if err := readFull(in, msg[:]); err != nil {
 			b.Fatal(err)

@@ -4,13 +4,18 @@
 // The agent creates each ring as a sealed memfd (Create) and passes it to
 // its writer and its reader over their unix sockets; each maps it (Map).
 //
-// Neither side trusts the other: everything read from the shared header is
-// checked (a position that moves backwards or past the other's is an
+// Neither side trusts the other: everything read from shared memory is
+// checked (a tail that moves backwards or past the writer, a record's
+// control word with another position's tag or an impossible length, is an
 // error, never an out-of-bounds access), the memfd is sealed against
 // shrinking so a peer cannot make the mapping fault, and every wait is
 // bounded so a dead or silent peer is noticed by the caller's own checks.
 //
-// Waiting is a short poll, then a futex wait on the shared position word,
+// A message moves as few cache lines between the two processes as it can
+// (the layout below): the reader polls the control word of the next
+// record in the data itself, the writer reads the tail only when its room
+// runs short, and each side's sleep flag sits where the other side writes
+// only when it goes to sleep. Waiting is a short poll, then a futex wait,
 // which costs no CPU; the other side wakes it only when it said it sleeps.
 // The poll yields the processor as often as the machine's load asks
 // (Poller, pace.go).
@@ -32,48 +37,66 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// Layout of a ring file: a header page, then the data.
+// Layout of a ring file: a header page, then the data. Each line of the
+// header is written by one side only: 64 by the writer when it sleeps or
+// wakes the reader, 128 by the reader at the end of each record, 192 by
+// the reader when its state changes. So a message's writer reads only
+// 192 (a cache hit while the reader's state stays), its reader only the
+// data.
 //
 //	off  size
 //	  0  u32  magic "ZSHM"
-//	  4  u32  layout version (2)
+//	  4  u32  layout version (3)
 //	  8  u64  data capacity in bytes (a power of two)
-//	 64  u64  head: bytes written so far (writer only); its low word is the reader's futex
-//	 72  u32  the writer sleeps waiting for room
-//	 76  u32  the writer sleeps waiting for a rendezvous' completion (cma.go)
-//	 80  u64  the writer's identity word, read by the reader through the writer's memory (cma.go)
-//	128  u64  tail: bytes read so far (reader only); its low word is the writer's futex
-//	136  u32  the reader sleeps waiting for data
-//	140  u32  the reader is gone (finalized): the writer drops what it writes
-//	144  u64  completion: token<<1 | refused of the last rendezvous done (reader only); a futex
-//	4096 ...  data
+//	 64  u32  the writer sleeps waiting for room
+//	 68  u32  the writer sleeps waiting for a rendezvous' completion (cma.go)
+//	 72  u64  the writer's identity word, read by the reader through the writer's memory (cma.go)
+//	 80  u32  wake count: the read side's futex, which the writer moves when it wakes it
+//	128  u64  tail: bytes read so far (reader only, at a record's end); its low word is the writer's futex
+//	192  u32  the reader sleeps waiting for data
+//	196  u32  the reader is gone (finalized): the writer drops what it writes
+//	200  u64  completion: token<<1 | refused of the last rendezvous done (reader only); a futex
+//	4096 ...  data: records
 //
-// Version 2 added the words at 76, 80 and 144 (single-copy rendezvous):
-// a process of version 1 would not answer a rendezvous, so Map refuses a
-// ring of another version, with both numbers in the error.
+// The data is a sequence of records, each at a multiple of 64 bytes: a
+// control word (tag<<32 | n, tag the low 32 bits of the record's position
+// over 64, n its payload bytes), the payload, padding to the next line. The
+// reader polls the control word where the next record will be (zero: not
+// yet), so a small message moves one line of the ring and no header line:
+// the writer zeroes the next record's control word before it publishes
+// this one's, so what the reader finds there is never a stale record or a
+// payload of an earlier lap. The writer reads the tail only when the room
+// it last saw runs short.
+//
+// Version 3 replaced a head position with the control words, and moved
+// the flags off the position lines. Version 2 added the single-copy
+// rendezvous (cma.go). A process of another version would misread the
+// ring, so Map refuses it, with both numbers in the error.
 const (
 	HeaderSize = 4096
 	magic      = 0x4d48535a // "ZSHM" little-endian
-	layout     = 2
+	layout     = 3
 
 	offMagic   = 0
 	offVersion = 4
 	offCap     = 8
-	offHead    = 64
-	offWSleep  = 72
+	offWSleep  = 64
+	offASleep  = 68
+	offIdent   = 72
+	offWake    = 80
 	offTail    = 128
-	offRSleep  = 136
-	offRClosed = 140
-	offASleep  = 76
-	offIdent   = 80
-	offAck     = 144
+	offRSleep  = 192
+	offRClosed = 196
+	offAck     = 200
+
+	// line is the alignment of records: a control word and up to
+	// line-8 bytes of payload share one cache line.
+	line = 64
 
 	// MinCap and MaxCap bound a ring's data capacity.
 	MinCap = 4 << 10
@@ -125,17 +148,22 @@ type Ring struct {
 	mem  []byte
 	data []byte
 	mask uint64
-	pos  uint64 // the writer's head or the reader's tail: kept here, only published to the peer
-	seen uint64 // the writer's last view of the tail, which may only move up to pos
 
-	// The read side's sleepers: whether the writer must wake the head's
-	// futex is computed from them under wmu (wake below).
+	// The writer's state: where its next record goes, and the tail it
+	// last read (which may only move up to pos).
+	pos, seen uint64
+
+	// The reader's state (whoever holds the right to read): where the
+	// next byte of the record being read is, how many are left, and where
+	// the next record starts (the tail, once this one is read).
+	at, rem, next uint64
+
+	// The read side's sleepers: whether the writer must wake the read side
+	// is computed from them under wmu (setReadFlag).
 	wmu      sync.Mutex
-	sleepers int // goroutines in Read asleep on the head (they must be woken)
-	standby  int // goroutines in WaitData asleep on the head (woken only when nobody polls)
+	sleepers int // goroutines in Read asleep (they must be woken)
+	standby  int // goroutines in WaitData asleep (woken only when nobody polls)
 	watchers int // goroutines polling the ring (Watch)
-
-	read atomic.Uint64 // the reader's pos, for Pending and WaitData outside the right to read
 
 	token uint64 // the writer's last rendezvous token (cma.go)
 }
@@ -187,288 +215,3 @@ func (r *Ring) Cap() int { return len(r.data) }
 
 func (r *Ring) u64(off int) *uint64 { return (*uint64)(unsafe.Pointer(&r.mem[off])) }
 func (r *Ring) u32(off int) *uint32 { return (*uint32)(unsafe.Pointer(&r.mem[off])) }
-
-// Waiting: Poll spins this long for the peer before sleeping; a sleep lasts
-// at most Nap, after which the caller's check runs again.
-const (
-	Poll = 50 * time.Microsecond
-	Nap  = 100 * time.Millisecond
-)
-
-// wait blocks until ready reports true, check fails, or the peer's word at
-// word changes while we sleep (arm tells the peer we sleep, disarm that we
-// no longer do). ready is evaluated after arming, so a peer that moved
-// before reading the flag is seen: the sequentially consistent atomics
-// order the two sides. With spin false, wait sleeps at once.
-func (r *Ring) wait(word int, arm, disarm func(), spin bool, ready func() (bool, error), check func() error) error {
-	// The poll gives the processor away now and then (Poller): on a
-	// machine with more runnable threads than cores, the peer that will
-	// write may be the one waiting for it.
-	for p := StartPoll(Poll); spin; {
-		ok, err := ready()
-		if ok || err != nil {
-			return err
-		}
-		if !p.Next() {
-			break
-		}
-	}
-	for {
-		seen := atomic.LoadUint32(r.u32(word))
-		arm()
-		ok, err := ready()
-		if ok || err != nil {
-			disarm()
-			return err
-		}
-		futexWait(r.u32(word), seen, Nap)
-		disarm()
-		if ok, err := ready(); ok || err != nil {
-			return err
-		}
-		if err := check(); err != nil {
-			return err
-		}
-	}
-}
-
-// wake wakes the peer sleeping on word if its flag says it sleeps.
-func (r *Ring) wake(word, flag int) {
-	if atomic.LoadUint32(r.u32(flag)) != 0 {
-		futexWake(r.u32(word))
-	}
-}
-
-// The writer's flag: only one goroutine writes at a time.
-func (r *Ring) armWriter()    { atomic.StoreUint32(r.u32(offWSleep), 1) }
-func (r *Ring) disarmWriter() { atomic.StoreUint32(r.u32(offWSleep), 0) }
-
-// setReadFlag publishes whether the writer must wake the head's futex.
-// wmu is held.
-func (r *Ring) setReadFlag() {
-	var on uint32
-	if wakeReader(r.sleepers, r.standby, r.watchers) {
-		on = 1
-	}
-	atomic.StoreUint32(r.u32(offRSleep), on)
-}
-
-// wakeReader is whether the writer must wake the read side: a Read sleeps
-// (it holds the right to read, mid-frame), or the standby reader sleeps and
-// no goroutine polls the ring in its place.
-func wakeReader(sleepers, standby, watchers int) bool {
-	return sleepers > 0 || (standby > 0 && watchers == 0)
-}
-
-// count counts a read-side sleeper (or watcher) in or out.
-func (r *Ring) count(n *int, d int) {
-	r.wmu.Lock()
-	*n += d
-	r.setReadFlag()
-	r.wmu.Unlock()
-}
-
-// Watch tells the ring a goroutine of this process polls it (with
-// Pending) and will read what comes: the writer no longer wakes the
-// standby reader. Every Watch is followed by one Unwatch.
-func (r *Ring) Watch() { r.count(&r.watchers, 1) }
-
-// Unwatch ends a Watch. When the last watcher leaves with data unread, a
-// sleeping standby reader is woken to read it.
-func (r *Ring) Unwatch() {
-	r.wmu.Lock()
-	r.watchers--
-	r.setReadFlag()
-	wake := r.watchers == 0 && r.standby > 0 // (one that arms later checks for data itself)
-	r.wmu.Unlock()
-	if wake && r.Pending() {
-		futexWake(r.u32(offHead))
-	}
-}
-
-// Pending reports whether the writer has published data not yet read. It
-// is a hint (the head may be garbage): the read itself checks.
-func (r *Ring) Pending() bool {
-	return atomic.LoadUint64(r.u64(offHead)) != r.read.Load()
-}
-
-// WaitData waits, without reading, until the ring holds data, check fails,
-// or a watcher leaves: the standby reader's wait. It spins first only while
-// nobody polls the ring. It returns ErrCorrupt if the writer's published
-// position is impossible.
-func (r *Ring) WaitData(check func() error) error {
-	size := uint64(len(r.data))
-	ready := func() (bool, error) {
-		// pos first: a goroutine holding the right to read may move it on
-		// meanwhile, but never past the head read after it.
-		pos := r.read.Load()
-		head := atomic.LoadUint64(r.u64(offHead))
-		if head-pos > size {
-			return false, fmt.Errorf("%w: writer at %d, reader at %d", ErrCorrupt, head, pos)
-		}
-		return head != pos, nil
-	}
-	r.wmu.Lock()
-	spin := r.watchers == 0
-	r.wmu.Unlock()
-	return r.wait(offHead, func() { r.count(&r.standby, 1) }, func() { r.count(&r.standby, -1) }, spin, ready, check)
-}
-
-// Write copies all of p into the ring, waiting for room as long as check
-// returns nil. It returns ErrCorrupt if the reader's published position is
-// impossible. When the reader is gone (Close), the data is dropped.
-func (r *Ring) Write(p []byte, check func() error) error {
-	size := uint64(len(r.data))
-	for len(p) > 0 {
-		var free uint64
-		ready := func() (bool, error) {
-			if atomic.LoadUint32(r.u32(offRClosed)) != 0 {
-				return true, nil
-			}
-			tail := atomic.LoadUint64(r.u64(offTail))
-			used := r.pos - tail
-			if used > size || tail-r.seen > r.pos-r.seen { // tail ahead of head, more than a ring behind, or back
-				return false, fmt.Errorf("%w: reader at %d, writer at %d", ErrCorrupt, tail, r.pos)
-			}
-			r.seen = tail
-			free = size - used
-			return free > 0, nil
-		}
-		if err := r.wait(offTail, r.armWriter, r.disarmWriter, true, ready, check); err != nil {
-			return err
-		}
-		if atomic.LoadUint32(r.u32(offRClosed)) != 0 {
-			return nil
-		}
-		at := r.pos & r.mask
-		n := min(uint64(len(p)), free, size-at)
-		copy(r.data[at:at+n], p[:n])
-		r.pos += n
-		p = p[n:]
-		atomic.StoreUint64(r.u64(offHead), r.pos)
-		r.wake(offHead, offRSleep)
-	}
-	return nil
-}
-
-// WriteFrame writes hdr then data, publishing both at once when they fit
-// the room there is now: a small message costs the reader one wake-up and
-// one look at the head.
-func (r *Ring) WriteFrame(hdr, data []byte, check func() error) error {
-	size := uint64(len(r.data))
-	n := uint64(len(hdr) + len(data))
-	tail := atomic.LoadUint64(r.u64(offTail))
-	if used := r.pos - tail; used > size || tail-r.seen > r.pos-r.seen || size-used < n ||
-		atomic.LoadUint32(r.u32(offRClosed)) != 0 {
-		if err := r.Write(hdr, check); err != nil { // no room (or a bad tail): the general path
-			return err
-		}
-		return r.Write(data, check)
-	}
-	r.seen = tail
-	for _, p := range [][]byte{hdr, data} {
-		for len(p) > 0 {
-			at := r.pos & r.mask
-			k := copy(r.data[at:], p)
-			r.pos += uint64(k)
-			p = p[k:]
-		}
-	}
-	atomic.StoreUint64(r.u64(offHead), r.pos)
-	r.wakeSoon()
-	return nil
-}
-
-// wakeGrace is how long the writer of a whole frame waits for the read
-// side to start polling before it wakes it (wakeSoon): a receiver between
-// two receives of a ping-pong (its last poll over, its next one about to
-// start) is back within a microsecond, and waking it would cost a system
-// call here and a thread woken there, which on a small machine preempts
-// one of the two polling ranks.
-const wakeGrace = time.Microsecond
-
-// wakeSoon wakes the read side for a frame just published, unless its flag
-// clears within wakeGrace (a poll began: it reads the frame). Looking at
-// the flag later than right after the head moved is as safe as looking at
-// once: the reader arms the flag before it checks the head.
-func (r *Ring) wakeSoon() {
-	flag := r.u32(offRSleep)
-	var start time.Time
-	for i := 1; atomic.LoadUint32(flag) != 0; i++ {
-		if i%64 != 0 {
-			continue
-		}
-		if start.IsZero() {
-			start = time.Now()
-		} else if time.Since(start) > wakeGrace {
-			futexWake(r.u32(offHead))
-			return
-		}
-	}
-}
-
-// Read copies at least one byte from the ring into p (which must not be
-// empty), waiting for data as long as check returns nil.
-func (r *Ring) Read(p []byte, check func() error) (int, error) {
-	size := uint64(len(r.data))
-	// Data already there (a frame's header read, its rest follows): no
-	// wait to set up, no clock to read.
-	if avail := atomic.LoadUint64(r.u64(offHead)) - r.pos; avail-1 < size {
-		return r.take(p, avail), nil
-	}
-	var avail uint64
-	ready := func() (bool, error) {
-		head := atomic.LoadUint64(r.u64(offHead))
-		avail = head - r.pos
-		if avail > size {
-			return false, fmt.Errorf("%w: writer at %d, reader at %d", ErrCorrupt, head, r.pos)
-		}
-		return avail > 0, nil
-	}
-	if err := r.wait(offHead, func() { r.count(&r.sleepers, 1) }, func() { r.count(&r.sleepers, -1) }, true, ready, check); err != nil {
-		return 0, err
-	}
-	return r.take(p, avail), nil
-}
-
-// take copies into p what it can of the avail bytes (0 < avail <= the
-// capacity) that are there to read, and publishes the new tail.
-func (r *Ring) take(p []byte, avail uint64) int {
-	at := r.pos & r.mask
-	n := min(uint64(len(p)), avail, uint64(len(r.data))-at)
-	copy(p[:n], r.data[at:at+n])
-	r.pos += n
-	r.read.Store(r.pos)
-	atomic.StoreUint64(r.u64(offTail), r.pos)
-	r.wake(offTail, offWSleep)
-	return int(n)
-}
-
-// CloseRead tells the writer the reader is gone: it drops what it writes
-// from then on instead of waiting for room.
-func (r *Ring) CloseRead() {
-	atomic.StoreUint32(r.u32(offRClosed), 1)
-	futexWake(r.u32(offTail))
-	futexWake(r.u32(offAck))
-}
-
-// Futex operations on a shared (not process-private) word.
-const (
-	futexWaitOp = 0
-	futexWakeOp = 1
-)
-
-func futexWait(addr *uint32, val uint32, d time.Duration) {
-	ts := unix.NsecToTimespec(int64(d))
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
-}
-
-// futexWake wakes every sleeper on addr: the read side may have two (a
-// Read and the standby reader).
-func futexWake(addr *uint32) {
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
-}
-
-// WakeReader wakes a reader sleeping in Read, so it runs its check at once.
-func (r *Ring) WakeReader() { futexWake(r.u32(offHead)) }
