@@ -27,6 +27,12 @@ type Holder struct {
 	// Preempted is set on a job already swapped out or frozen: it is not
 	// a candidate again.
 	Preempted bool
+	// Leaving is set on a job whose swap-out was asked and not refused:
+	// its cores, J place and memory come back once its stop lands (at
+	// its next checkpoint). The plan counts them free already, so that a
+	// plan made meanwhile (another job's slice ending, the advert again)
+	// does not swap out a second job for the room this one frees.
+	Leaving bool
 	// SwapSlice is the job's swap slice here (Policy.SwapSlice of what it
 	// asked; 0: never swapped for an equal) and Ran how long it has run
 	// here since it last started or resumed (from its release from Init).
@@ -75,8 +81,14 @@ type Preemption struct {
 // give the advert): candidates are added in order until Decide offers
 // that many, then each chosen job not needed for it is dropped again, so
 // the plan is minimal for its order. It returns nil, and the refusal,
-// when no set of candidates makes room: then nothing is preempted.
+// when no set of candidates makes room: then nothing is preempted. u is
+// the host's usage; the holders Leaving are counted as gone.
 func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need job.Need, since job.Priority) ([]Preemption, Decision) {
+	for _, h := range holders {
+		if h.Leaving {
+			u = freed(u, h)
+		}
+	}
 	d := Decide(p, u, submitter, need)
 	if d.Accept || !d.Full {
 		return nil, d

@@ -203,7 +203,9 @@ func holderOf(p Policy, v heldJob, now time.Time) (Holder, bool) {
 		// release) and swapped out on those that have, and the
 		// swap's checkpoint would wait for ranks that are frozen. It
 		// becomes a candidate when it is released (preemptForWaiting).
-		Preempted: v.preempted || !v.started || v.swapAfterRelease}
+		Preempted: v.preempted || !v.started || v.swapAfterRelease,
+		// Asked to swap out and not refused (a freeze marks the lease).
+		Leaving: v.preempted && v.canSwap && !v.lease.Frozen}
 	if !v.released.IsZero() {
 		h.Ran = max(now.Sub(v.released), 0)
 	}
