@@ -50,6 +50,34 @@ func (h Holder) turnOver() bool {
 	return h.Checkpoint && h.SwapSlice > 0 && h.Ran >= h.SwapSlice
 }
 
+// maxReleaseLag bounds how long before its arrival here a release may
+// say the submitter sent it: a release is one message, delivered in
+// well under this, and a stamp further back would only be a wrong clock.
+const maxReleaseLag = 5 * time.Second
+
+// releaseTime is when a job's ranks here count as released, from which
+// its swap slice runs (Holder.Ran): its submitter's stamp (the same on
+// all its hosts, so they order the releases of two jobs alike and take
+// swap turns alike), but never later than now (a job cannot lengthen its
+// slice) nor more than maxReleaseLag before it; now without a stamp. Pure.
+func releaseTime(stampNs int64, now time.Time) time.Time {
+	if stampNs == 0 {
+		return now
+	}
+	at := time.Unix(0, stampNs)
+	if at.After(now) {
+		return now
+	}
+	return maxTime(at, now.Add(-maxReleaseLag))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // Action is what preemption does to a job. Neither kills it.
 type Action string
 
@@ -130,6 +158,14 @@ func candidates(holders []Holder, prio int, since job.Priority, turns bool) []Ho
 		a, b := out[i], out[j]
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
+		}
+		if ao, bo := a.Ran-a.SwapSlice, b.Ran-b.SwapSlice; a.Priority == prio && ao != bo {
+			// Equals whose turns are over: the one whose turn ended
+			// first. Every host of the two counts from the same releases
+			// (releaseTime), so they all pick the same one even when one
+			// host sees both turns over and another only the first: the
+			// latest in line would differ between them.
+			return ao > bo
 		}
 		return job.Precedes(b.Since, a.Since) // the latest gives way first
 	})

@@ -128,10 +128,12 @@ func (s *Service) afterSwapSlice(r *running) {
 	if slice <= 0 {
 		return
 	}
+	// Counted from the submitter's release, as Holder.Ran is.
+	left := slice - time.Since(time.Unix(0, r.releasedAt.Load()))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTimer(slice)
+		t := time.NewTimer(max(left, 0))
 		defer t.Stop()
 		select {
 		case <-r.ctx.Done():

@@ -447,7 +447,7 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		if r == nil {
 			return fmt.Errorf("job %s is not running here", req.Job)
 		}
-		r.release()
+		r.release(releaseTime(req.ReleasedAt, time.Now()))
 		return nil
 	case job.OpResume:
 		r := s.lookup(req.Job, req.Lease)
