@@ -2,6 +2,7 @@ package testnet
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -88,6 +89,9 @@ func rotateThreeJobs(t *testing.T, atOnce bool) {
 	sub := ln.Nodes[0].Submitter()
 	recs := awaitAllDone(t, ln, sub, ids, 3*time.Minute)
 	checkSwapTurns(t, ln, sub, recs, want)
+	if d := doubleSwaps(recs, time.Second); atOnce && len(d) > 0 {
+		t.Fatalf("one turn swapped out two jobs where one made room: %v", d)
+	}
 	// The third job took its turn while the first two still had work to do.
 	started := recs[third].Runs[0].Started
 	for i, rec := range recs {
@@ -96,6 +100,34 @@ func rotateThreeJobs(t *testing.T, atOnce bool) {
 				rec.ID, rec.Updated.Format("04:05.000"), len(rec.Runs), started.Format("04:05.000"))
 		}
 	}
+}
+
+// doubleSwaps lists the jobs swapped out for the same job within within
+// of each other: a turn that took out two jobs where one made room.
+func doubleSwaps(recs []job.Record, within time.Duration) []string {
+	type swap struct {
+		at      time.Time
+		job, to job.ID
+	}
+	var all []swap
+	for _, rec := range recs {
+		for _, s := range rec.Switches {
+			if _, rest, ok := strings.Cut(s.Why, "for job "); ok && s.To == job.PhaseSwapped {
+				to, _, _ := strings.Cut(rest, " ")
+				all = append(all, swap{s.At, rec.ID, job.ID(to)})
+			}
+		}
+	}
+	var out []string
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a.to == b.to && a.job != b.job && a.at.Sub(b.at).Abs() < within {
+				out = append(out, fmt.Sprintf("%s at %s and %s at %s for %s",
+					a.job, a.at.Format("04:05.000"), b.job, b.at.Format("04:05.000"), a.to))
+			}
+		}
+	}
+	return out
 }
 
 // awaitAllDone waits until every job in ids has ended (a Stopped job is
