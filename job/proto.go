@@ -85,6 +85,12 @@ type LeaseRequest struct {
 	// Reports of the killed start carry the old key, so the submitter never
 	// mistakes them for the next start's.
 	Retry bool `json:"retry,omitempty"`
+	// ReleasedAt, on a release, is when the submitter released the job
+	// (Unix ns, its clock), the same for every host: the hosts of two jobs
+	// then see their releases in the same order, and the swap turn rule
+	// (worker.PlanPreemption) picks the same job on all of them. 0 from
+	// older submitters: each host uses its own clock.
+	ReleasedAt int64 `json:"released_at,omitempty"`
 }
 
 // LeaseReply answers a LeaseRequest.

@@ -342,9 +342,10 @@ func (ss *session) hostsWhere(f func(*hostRun) bool) []peer.ID {
 // lost meanwhile would only make the release wait for its timeouts.
 func (ss *session) releaseAll() {
 	reqs := map[peer.ID]LeaseRequest{}
+	at := time.Now().UnixNano() // one instant for every host
 	for p, h := range ss.hosts {
 		if !h.done {
-			reqs[p] = LeaseRequest{Op: OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease}
+			reqs[p] = LeaseRequest{Op: OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease, ReleasedAt: at}
 		}
 	}
 	if failed := ss.giveBack(reqs); len(failed) > 0 {

@@ -2,6 +2,8 @@ package testnet
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +28,19 @@ func setsHeat(cells string, mem int64, slice time.Duration) job.Description {
 	return d
 }
 
-func TestSwapTurnsRotateThreeJobs(t *testing.T) {
+func TestSwapTurnsRotateThreeJobs(t *testing.T) { rotateThreeJobs(t, false) }
+
+// The same three jobs submitted at once, as issue 19's out-of-core row
+// "agents' swap" did: the memory they contest goes to the first two by
+// the yield rule, so they run together while the third waits, and the
+// third then swaps in on its turn. Before the fix the second and third
+// could each hold some of the hosts and wait for the rest, the first
+// running alone.
+func TestSwapTurnsThreeJobsSubmittedAtOnce(t *testing.T) { rotateThreeJobs(t, true) }
+
+// rotateThreeJobs submits the three jobs, all at once with atOnce, else
+// the third once the first two run.
+func rotateThreeJobs(t *testing.T, atOnce bool) {
 	if testing.Short() {
 		t.Skip("5 agents, real processes, checkpoints")
 	}
@@ -54,25 +68,66 @@ func TestSwapTurnsRotateThreeJobs(t *testing.T) {
 	}
 
 	const slice = 1500 * time.Millisecond
-	var ids []job.ID
+	var ws []*watcher
 	for i, c := range cells {
 		w := submitJob(t, ln.Nodes[0], setsHeat(c, 450<<20, slice), prog)
-		if i < 2 {
+		if i < 2 && !atOnce {
 			w.awaitState(t, job.Running) // co-scheduled: both fit
 		}
+		ws = append(ws, w)
+	}
+	third := 2
+	if atOnce {
+		// Two run together (whichever two: the third's turn may come
+		// before this sees them), the other waits.
+		third = slices.Index(ws, awaitTwoOfThree(t, ln, ws, 0)[2])
+	}
+	var ids []job.ID
+	for _, w := range ws {
 		ids = append(ids, w.id)
 	}
 	sub := ln.Nodes[0].Submitter()
 	recs := awaitAllDone(t, ln, sub, ids, 3*time.Minute)
 	checkSwapTurns(t, ln, sub, recs, want)
+	if d := doubleSwaps(recs, time.Second); atOnce && len(d) > 0 {
+		t.Fatalf("one turn swapped out two jobs where one made room: %v", d)
+	}
 	// The third job took its turn while the first two still had work to do.
-	third := recs[2].Runs[0].Started
-	for _, rec := range recs[:2] {
-		if !third.Before(rec.Updated) || len(rec.Runs) < 2 {
+	started := recs[third].Runs[0].Started
+	for i, rec := range recs {
+		if i != third && (!started.Before(rec.Updated) || len(rec.Runs) < 2) {
 			t.Fatalf("job %s ended %s after %d runs, the third started %s: want it swapped out for the third",
-				rec.ID, rec.Updated.Format("04:05.000"), len(rec.Runs), third.Format("04:05.000"))
+				rec.ID, rec.Updated.Format("04:05.000"), len(rec.Runs), started.Format("04:05.000"))
 		}
 	}
+}
+
+// doubleSwaps lists the jobs swapped out for the same job within within
+// of each other: a turn that took out two jobs where one made room.
+func doubleSwaps(recs []job.Record, within time.Duration) []string {
+	type swap struct {
+		at      time.Time
+		job, to job.ID
+	}
+	var all []swap
+	for _, rec := range recs {
+		for _, s := range rec.Switches {
+			if _, rest, ok := strings.Cut(s.Why, "for job "); ok && s.To == job.PhaseSwapped {
+				to, _, _ := strings.Cut(rest, " ")
+				all = append(all, swap{s.At, rec.ID, job.ID(to)})
+			}
+		}
+	}
+	var out []string
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			if a.to == b.to && a.job != b.job && a.at.Sub(b.at).Abs() < within {
+				out = append(out, fmt.Sprintf("%s at %s and %s at %s for %s",
+					a.job, a.at.Format("04:05.000"), b.job, b.at.Format("04:05.000"), a.to))
+			}
+		}
+	}
+	return out
 }
 
 // awaitAllDone waits until every job in ids has ended (a Stopped job is

@@ -108,6 +108,7 @@ func checkSwapTurns(t *testing.T, ln *launchNet, sub *job.Submitter, recs []job.
 			t.Fatalf("job %s: %d swaps, %d runs, %v swapped out: want each job swapped out at least once\n%s",
 				rec.ID, swaps, len(rec.Runs), tu.Swapped, describeRecord(sub, rec.ID))
 		}
+		t.Logf("job %s's switches:\n%s", rec.ID, describeSwitchList(rec.Switches))
 		t.Logf("job %s: %d runs, swapped out %d times, running %v, swapped out %v, end to end %v", rec.ID, len(rec.Runs), swaps,
 			tu.Running.Round(time.Millisecond), tu.Swapped.Round(time.Millisecond), rec.Updated.Sub(rec.Created).Round(time.Millisecond))
 	}

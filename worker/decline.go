@@ -68,21 +68,6 @@ func (s *Service) decline(a flood.Advert, j job.ID, d Decision) {
 	s.tell(a.Submitter, a.Addrs, job.DeclineMsg{Job: j, Code: d.Code, Detail: detail})
 }
 
-// askYield tells the submitter of each uncommitted lease held here by a
-// job that p precedes that an earlier job waits for its slots
-// (job.DeclineYield), once per lease and contender, within the decline
-// rate.
-func (s *Service) askYield(p job.Priority, honoured int) {
-	for _, l := range Contested(s.leases.List(), p, honoured, s.waiting.priority) {
-		if !s.declines.claim("yield/" + l.Key + "/" + string(p.Job)) {
-			continue
-		}
-		log.Debugw("asking a later job to yield", "holder", l.Job, "for", p.Job)
-		s.waiting.askedToYield(l.Job, l.Key)
-		s.tell(l.Submitter, s.waiting.addrs(l.Job), job.DeclineMsg{Job: l.Job, Code: job.DeclineYield})
-	}
-}
-
 // tell sends one DeclineMsg to a submitter. Best effort: one that cannot
 // be delivered is only logged.
 func (s *Service) tell(to peer.ID, addrs []ma.Multiaddr, msg job.DeclineMsg) {

@@ -61,10 +61,13 @@
 // (job.Precedes over WaitPriority: the advert's issue time, which is the
 // job's submission, clamped to WaitConfig.Skew before this worker first
 // saw it); a submitter that no longer needs them refuses and the job
-// leaves the line. When such an advert is declined while a later job
-// holds an uncommitted lease here (Contested), that job's submitter is
-// told to yield (job.DeclineYield); a job that gives the lease back as
-// asked stays in the line, any other cancel or a commit takes it out.
+// leaves the line. When such an advert is declined, or the line finds
+// its job still refused, while later jobs hold uncommitted leases here
+// whose room would let it in (Contested: the latest first, as few as
+// needed), their submitters are told to yield (job.DeclineYield), each
+// only once it has kept the offer (Lease.Held: an ask must not overtake
+// the offer it is about); a job that gives the lease back as asked stays
+// in the line, any other cancel or a commit takes it out.
 //
 // # Abuse limits
 //

@@ -48,6 +48,9 @@ type Lease struct {
 	// for a job of higher priority: its cores and its place among the J
 	// are free, its memory is not.
 	Frozen bool
+	// Held is set once the submitter kept the offer (MarkHeld): only
+	// then may it be asked to give the lease back (askYield).
+	Held bool
 }
 
 // LeaseConfig configures a lease table.

@@ -27,6 +27,12 @@ type Holder struct {
 	// Preempted is set on a job already swapped out or frozen: it is not
 	// a candidate again.
 	Preempted bool
+	// Leaving is set on a job whose swap-out was asked and not refused:
+	// its cores, J place and memory come back once its stop lands (at
+	// its next checkpoint). The plan counts them free already, so that a
+	// plan made meanwhile (another job's slice ending, the advert again)
+	// does not swap out a second job for the room this one frees.
+	Leaving bool
 	// SwapSlice is the job's swap slice here (Policy.SwapSlice of what it
 	// asked; 0: never swapped for an equal) and Ran how long it has run
 	// here since it last started or resumed (from its release from Init).
@@ -42,6 +48,34 @@ type Holder struct {
 // data: the job's slice and its release.
 func (h Holder) turnOver() bool {
 	return h.Checkpoint && h.SwapSlice > 0 && h.Ran >= h.SwapSlice
+}
+
+// maxReleaseLag bounds how long before its arrival here a release may
+// say the submitter sent it: a release is one message, delivered in
+// well under this, and a stamp further back would only be a wrong clock.
+const maxReleaseLag = 5 * time.Second
+
+// releaseTime is when a job's ranks here count as released, from which
+// its swap slice runs (Holder.Ran): its submitter's stamp (the same on
+// all its hosts, so they order the releases of two jobs alike and take
+// swap turns alike), but never later than now (a job cannot lengthen its
+// slice) nor more than maxReleaseLag before it; now without a stamp. Pure.
+func releaseTime(stampNs int64, now time.Time) time.Time {
+	if stampNs == 0 {
+		return now
+	}
+	at := time.Unix(0, stampNs)
+	if at.After(now) {
+		return now
+	}
+	return maxTime(at, now.Add(-maxReleaseLag))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Action is what preemption does to a job. Neither kills it.
@@ -75,8 +109,14 @@ type Preemption struct {
 // give the advert): candidates are added in order until Decide offers
 // that many, then each chosen job not needed for it is dropped again, so
 // the plan is minimal for its order. It returns nil, and the refusal,
-// when no set of candidates makes room: then nothing is preempted.
+// when no set of candidates makes room: then nothing is preempted. u is
+// the host's usage; the holders Leaving are counted as gone.
 func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need job.Need, since job.Priority) ([]Preemption, Decision) {
+	for _, h := range holders {
+		if h.Leaving {
+			u = freed(u, h)
+		}
+	}
 	d := Decide(p, u, submitter, need)
 	if d.Accept || !d.Full {
 		return nil, d
@@ -118,6 +158,14 @@ func candidates(holders []Holder, prio int, since job.Priority, turns bool) []Ho
 		a, b := out[i], out[j]
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
+		}
+		if ao, bo := a.Ran-a.SwapSlice, b.Ran-b.SwapSlice; a.Priority == prio && ao != bo {
+			// Equals whose turns are over: the one whose turn ended
+			// first. Every host of the two counts from the same releases
+			// (releaseTime), so they all pick the same one even when one
+			// host sees both turns over and another only the first: the
+			// latest in line would differ between them.
+			return ao > bo
 		}
 		return job.Precedes(b.Since, a.Since) // the latest gives way first
 	})

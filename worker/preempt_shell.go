@@ -128,10 +128,12 @@ func (s *Service) afterSwapSlice(r *running) {
 	if slice <= 0 {
 		return
 	}
+	// Counted from the submitter's release, as Holder.Ran is.
+	left := slice - time.Since(time.Unix(0, r.releasedAt.Load()))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		t := time.NewTimer(slice)
+		t := time.NewTimer(max(left, 0))
 		defer t.Stop()
 		select {
 		case <-r.ctx.Done():
@@ -203,7 +205,9 @@ func holderOf(p Policy, v heldJob, now time.Time) (Holder, bool) {
 		// release) and swapped out on those that have, and the
 		// swap's checkpoint would wait for ranks that are frozen. It
 		// becomes a candidate when it is released (preemptForWaiting).
-		Preempted: v.preempted || !v.started || v.swapAfterRelease}
+		Preempted: v.preempted || !v.started || v.swapAfterRelease,
+		// Asked to swap out and not refused (a freeze marks the lease).
+		Leaving: v.preempted && v.canSwap && !v.lease.Frozen}
 	if !v.released.IsZero() {
 		h.Ran = max(now.Sub(v.released), 0)
 	}

@@ -193,3 +193,75 @@ func TestPolicySwapSlice(t *testing.T) {
 		}
 	}
 }
+
+// TestSwapTurnsRotateThreeJobs' hosts (1G lent, J = 3, 3 cores, P = 1):
+// two jobs of 450M run, both past their 1.5 s slice, and a third of 450M
+// waits. The host plans again while its first swap-out is under way
+// (the other job's slice ends, the advert comes again): the room the
+// leaving job frees is counted, so the other one is not swapped out too,
+// which left one job running where two fit.
+func TestPlanPreemptionCountsLeaving(t *testing.T) {
+	const M = int64(1) << 20
+	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	p := Policy{MaxJobs: 3, MaxProcs: 1, Cores: 3, Memory: 1024 * M, OS: "linux", Arch: "amd64"}
+	h := func(id job.ID, min int, leaving bool) Holder {
+		return Holder{Job: id, Since: job.Priority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id}, Cores: 1,
+			Memory: MemHold{Declared: 450 * M}, Checkpoint: true, SwapSlice: 1500 * time.Millisecond, Ran: 2 * time.Second,
+			Preempted: leaving, Leaving: leaving}
+	}
+	ran := func(x Holder, d time.Duration) Holder { x.Ran = d; return x }
+	adv := func(per int64) job.Need {
+		return job.Need{Job: "jc", N: 4, R: 1, MemPerProc: per, SwapSlice: 1500 * time.Millisecond}
+	}
+	swap := func(id job.ID) []Preemption { return []Preemption{{Job: id, Action: ActionSwap}} }
+	tests := []struct {
+		name    string
+		holders []Holder
+		need    job.Need
+		want    []Preemption
+		accept  bool
+	}{
+		{"none leaving: the latest whose turn is over", []Holder{h("ja", 0, false), h("jb", 1, false)}, adv(450 * M), swap("jb"), true},
+		{"the first leaving: nobody else", []Holder{h("ja", 0, true), h("jb", 1, false)}, adv(450 * M), nil, true},
+		{"the latest leaving: nobody else", []Holder{h("ja", 0, false), h("jb", 1, true)}, adv(450 * M), nil, true},
+		{"the leaving one is not enough: the other too", []Holder{h("ja", 0, true), h("jb", 1, false)}, adv(900 * M), swap("jb"), true},
+		// The two were released 10 ms apart: a host that sees only the
+		// first turn over and one that sees both pick the same job.
+		{"both over: the one whose turn ended first", []Holder{ran(h("ja", 0, false), 1510*time.Millisecond),
+			ran(h("jb", 1, false), 1500*time.Millisecond)}, adv(450 * M), swap("ja"), true},
+		{"only the first over: the same one", []Holder{ran(h("ja", 0, false), 1505*time.Millisecond),
+			ran(h("jb", 1, false), 1495*time.Millisecond)}, adv(450 * M), swap("ja"), true},
+		{"the later in line ended first: it goes", []Holder{ran(h("ja", 0, false), 1500*time.Millisecond),
+			ran(h("jb", 1, false), 1600*time.Millisecond)}, adv(450 * M), swap("jb"), true},
+	}
+	for _, tt := range tests {
+		u := Usage{Jobs: len(tt.holders), Cores: len(tt.holders), Memory: int64(len(tt.holders)) * 450 * M}
+		got, d := PlanPreemption(p, u, tt.holders, "alice", tt.need, job.Priority{Since: t0.Add(time.Hour), Job: "jc"})
+		if !reflect.DeepEqual(got, tt.want) || d.Accept != tt.accept {
+			t.Errorf("%s: plan %v (accept %v: %s), want %v (accept %v)", tt.name, got, d.Accept, d.Reason, tt.want, tt.accept)
+		}
+	}
+}
+
+// A release's stamp is its submitter's, within bounds.
+func TestReleaseTime(t *testing.T) {
+	now := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name  string
+		stamp time.Time
+		want  time.Time
+	}{
+		{"no stamp (an older submitter): now", time.Time{}, now},
+		{"sent 20 ms ago: the stamp", now.Add(-20 * time.Millisecond), now.Add(-20 * time.Millisecond)},
+		{"from the future (a clock ahead): now, no longer slice", now.Add(time.Minute), now},
+		{"far back (a clock behind): at most 5 s back", now.Add(-time.Hour), now.Add(-maxReleaseLag)},
+	} {
+		var ns int64
+		if !tt.stamp.IsZero() {
+			ns = tt.stamp.UnixNano()
+		}
+		if got := releaseTime(ns, now); !got.Equal(tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -144,10 +144,12 @@ func (r *running) kill(why string) {
 	r.cancel()
 }
 
-func (r *running) release() {
+// release lets the job's ranks here go; at is when its submitter
+// released it (releaseTime), from which its swap slice is counted.
+func (r *running) release(at time.Time) {
 	if f := r.pmiFence(); f != nil {
 		r.released.Do(func() {
-			r.releasedAt.Store(time.Now().UnixNano())
+			r.releasedAt.Store(at.UnixNano())
 			r.running.Store(true)
 			f.Release()
 			r.svc.kickGang()
@@ -156,7 +158,7 @@ func (r *running) release() {
 	}
 	if m := r.mpiJob(); m != nil {
 		r.released.Do(func() {
-			r.releasedAt.Store(time.Now().UnixNano())
+			r.releasedAt.Store(at.UnixNano())
 			r.running.Store(true)
 			m.Release()
 			r.svc.kickGang()

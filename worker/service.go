@@ -328,7 +328,7 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 		if d.Full && listed && !s.yields(need.Job) {
 			// A job swapped out here for one still waiting asks nothing
 			// of it: not to yield its offers, nor to be swapped out.
-			s.askYield(prio, honoured)
+			s.askYield(Contender{Submitter: a.Submitter, Need: need, Since: prio, Honoured: honoured})
 			s.preempt(a.Submitter, need, prio)
 		}
 		return
@@ -370,6 +370,10 @@ func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need job.Need, 
 		return false
 	}
 	log.Debugw("offer kept", "job", need.Job, "host", s.h.ID(), "flood", a.Job)
+	// Asks to yield this lease held back while its offer was on the way
+	// go now: they can no longer overtake it.
+	s.leases.MarkHeld(l.Key)
+	s.askForLine()
 	return true
 }
 
@@ -443,7 +447,7 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		if r == nil {
 			return fmt.Errorf("job %s is not running here", req.Job)
 		}
-		r.release()
+		r.release(releaseTime(req.ReleasedAt, time.Now()))
 		return nil
 	case job.OpResume:
 		r := s.lookup(req.Job, req.Lease)

@@ -299,29 +299,6 @@ func (w *waitLine) sweep(now time.Time) {
 	}
 }
 
-// Contested returns the uncommitted leases of jobs that the job of
-// priority p precedes: the holders to ask to yield when p's advert is
-// refused for lack of free slots. A job of higher honoured priority
-// precedes every lower one (issue 19); among equal ones, job.Precedes.
-// prio gives a holder's place in the line; a holder of equal priority
-// without one is left alone. Pure.
-func Contested(leases []Lease, p job.Priority, honoured int, prio func(job.ID) (job.Priority, bool)) []Lease {
-	var out []Lease
-	for _, l := range leases {
-		if l.Committed || l.Job == p.Job || l.Priority > honoured {
-			continue
-		}
-		if l.Priority < honoured {
-			out = append(out, l)
-			continue
-		}
-		if hp, ok := prio(l.Job); ok && job.Precedes(p, hp) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // serveWaiting is the line's one goroutine: each time slots free (or a
 // lease or an advert expires), it offers the free slots to the waiting
 // jobs, earliest first.
@@ -386,6 +363,9 @@ func (s *Service) offerWaiting() {
 				s.waiting.drop(e.need.Job) // the policy changed: it never will
 			} else {
 				blocked = max(blocked, e.honoured)
+				// A later job may have taken the room meanwhile (its advert
+				// came as it freed): it gives it back if it cannot start.
+				s.askYield(Contender{Submitter: e.advert.Submitter, Need: e.need, Since: e.prio, Honoured: e.honoured})
 			}
 			continue
 		}

@@ -35,42 +35,6 @@ func TestWaitPriority(t *testing.T) {
 	}
 }
 
-func TestContested(t *testing.T) {
-	prios := map[job.ID]job.Priority{
-		"early": {Since: t0, Job: "early"},
-		"mid":   {Since: t0.Add(time.Second), Job: "mid"},
-		"late":  {Since: t0.Add(2 * time.Second), Job: "late"},
-	}
-	prio := func(j job.ID) (job.Priority, bool) { p, ok := prios[j]; return p, ok }
-	leases := []Lease{
-		{Key: "k-early", Job: "early"},
-		{Key: "k-late", Job: "late"},
-		{Key: "k-late-run", Job: "late2", Committed: true},
-		{Key: "k-unknown", Job: "stranger"},
-	}
-	prios["late2"] = job.Priority{Since: t0.Add(3 * time.Second), Job: "late2"}
-	cases := []struct {
-		name string
-		p    job.Priority
-		want []string
-	}{
-		{"the earliest contests every later uncommitted lease", prios["early"], []string{"k-late"}},
-		{"a middle job contests only later ones", prios["mid"], []string{"k-late"}},
-		{"the latest contests nobody", prios["late"], nil},
-		{"a job never contests its own lease", job.Priority{Since: t0.Add(-time.Hour), Job: "late"}, []string{"k-early"}},
-		{"committed leases (running jobs) are never contested", job.Priority{Since: t0.Add(-time.Hour), Job: "x"}, []string{"k-early", "k-late"}},
-	}
-	for _, c := range cases {
-		var got []string
-		for _, l := range Contested(leases, c.p, 0, prio) {
-			got = append(got, l.Key)
-		}
-		if !slices.Equal(got, c.want) {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 func advertOf(j job.ID, issued time.Time) (flood.Advert, job.Need) {
 	return flood.Advert{Job: string(j), Issued: issued, Expires: issued.Add(5 * time.Minute)}, job.Need{Job: j, N: 1, R: 1}
 }
@@ -216,27 +180,5 @@ func TestWaitLineServesHigherPriorityFirst(t *testing.T) {
 	}
 	if top, _ := w.highestWaiting("early", l, t0); top != 0 {
 		t.Fatalf("a job holding a lease still counts as waiting: top %d", top)
-	}
-}
-
-// A job of higher honoured priority asks every lower one holding an
-// uncommitted lease to yield, whatever their places in the line, and is
-// never asked by a lower one.
-func TestContestedByPriority(t *testing.T) {
-	early := job.Priority{Since: t0, Job: "early"}
-	late := job.Priority{Since: t0.Add(time.Minute), Job: "late"}
-	prio := func(j job.ID) (job.Priority, bool) {
-		return map[job.ID]job.Priority{"early": early, "late": late}[j], true
-	}
-	lowEarly := Lease{Key: "k1", Job: "early", Priority: 0}
-	highLate := Lease{Key: "k2", Job: "late", Priority: 5}
-	if got := Contested([]Lease{lowEarly}, late, 5, prio); len(got) != 1 || got[0].Key != "k1" {
-		t.Fatalf("a later job of priority 5 does not contest an earlier one of 0: %v", got)
-	}
-	if got := Contested([]Lease{highLate}, early, 0, prio); len(got) != 0 {
-		t.Fatalf("an earlier job of priority 0 contests a later one of 5: %v", got)
-	}
-	if got := Contested([]Lease{{Key: "k3", Job: "late"}}, early, 0, prio); len(got) != 1 {
-		t.Fatalf("equal priorities: the line's order no longer holds: %v", got)
 	}
 }
