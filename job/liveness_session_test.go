@@ -49,7 +49,9 @@ func TestStalledSessionCountsNoHostLost(t *testing.T) {
 
 // A host that falls silent (its stream stays open, nothing more comes) is
 // counted lost no sooner than LostAfter after its last byte, and within
-// LostAfter and one check of it (here with room for a loaded machine).
+// LostAfter and one check of it; here with room for a loaded machine,
+// whose late checks count at most two checks each (1 in 100 runs took
+// 2.3 s under -cpu 1 beside two end-to-end tests).
 func TestSilentHostCountedLost(t *testing.T) {
 	const lostAfter, beat = time.Second, 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -61,56 +63,36 @@ func TestSilentHostCountedLost(t *testing.T) {
 	if rec.State != Failed || !strings.Contains(rec.Reason, "lost while running (agent silent)") {
 		t.Fatalf("job ended %s: %q; want failed, the host silent", rec.State, rec.Reason)
 	}
-	if took < lostAfter || took > 2*lostAfter {
-		t.Fatalf("counted lost %v after its last byte, want between %v and %v", took, lostAfter, 2*lostAfter)
+	if took < lostAfter || took > 3*lostAfter {
+		t.Fatalf("counted lost %v after its last byte, want between %v and %v", took, lostAfter, 3*lostAfter)
 	}
 }
 
-// A host whose report stream breaks and is not opened again is counted
-// lost within half of LostAfter and one check (sooner than a silent one);
-// one that opens it again at once, as a worker does after a break, is not
-// lost.
+// A host whose report stream breaks is counted lost at once, before the
+// reports that come after it from other hosts (their ranks' failures,
+// which its loss caused, must not read as the program's own).
 func TestCutOffHost(t *testing.T) {
 	const lostAfter, beat = time.Second, 100 * time.Millisecond
-	for _, reopen := range []bool{false, true} {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		ln := startLivenessNet(t, ctx, 2, lostAfter, beat)
-		r := ln.reports[1]
-		if reopen {
-			if err := r.reopen(ctx, ln.workers[1], ln.subID, ln.commits[1]); err != nil {
-				t.Fatal(err)
-			}
-			select { // the old stream's end must not count: give it time to
-			case <-time.After(lostAfter):
-			case rec := <-ln.ended:
-				t.Fatalf("reopened: the job ended %s: %s", rec.State, rec.Reason)
-			}
-			ln.finish(t)
-			if rec := ln.end(t, ctx); rec.State != Done {
-				t.Fatalf("reopened: job ended %s: %s", rec.State, rec.Reason)
-			}
-			continue
-		}
-		r.silence()
-		cut := time.Now()
-		_ = r.s.Reset()
-		rec := ln.end(t, ctx)
-		took := time.Since(cut)
-		if rec.State != Failed || !strings.Contains(rec.Reason, "lost while running (agent unreachable)") {
-			t.Fatalf("job ended %s: %q; want failed, the host unreachable", rec.State, rec.Reason)
-		}
-		// Half of LostAfter and one check, with room for a loaded machine.
-		if took > lostAfter+lostAfter/2 {
-			t.Fatalf("counted lost %v after its stream broke, want within %v", took, lostAfter+lostAfter/2)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ln := startLivenessNet(t, ctx, 2, lostAfter, beat)
+	ln.reports[1].silence()
+	cut := time.Now()
+	_ = ln.reports[1].s.Reset()
+	rec := ln.end(t, ctx)
+	took := time.Since(cut)
+	if rec.State != Failed || !strings.Contains(rec.Reason, "lost while running (agent unreachable)") {
+		t.Fatalf("job ended %s: %q; want failed, the host unreachable", rec.State, rec.Reason)
+	}
+	if took > lostAfter/2 { // at once; room for a loaded machine
+		t.Fatalf("counted lost %v after its stream broke, want at once", took)
 	}
 }
 
 // A worker that sends beyond its window (more reports than it may keep
 // unacknowledged) while the session is busy has its stream reset: the
 // submitter holds no more than the window for it, and the host, which
-// broke the protocol, is cut off and counted lost.
+// broke the protocol, is counted lost.
 func TestReportsBeyondWindowResetTheStream(t *testing.T) {
 	const lostAfter, beat = time.Second, 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -136,7 +118,8 @@ func TestReportsBeyondWindowResetTheStream(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = f.Close() })
 	go func() { _, _ = io.Copy(io.Discard, f) }()
-	if rec := ln.end(t, ctx); rec.State != Failed || !strings.Contains(rec.Reason, "(agent unreachable)") {
-		t.Fatalf("job ended %s: %q; want failed, the flooding host cut off", rec.State, rec.Reason)
+	// Its end waits behind what it sent, so it may fall silent first.
+	if rec := ln.end(t, ctx); rec.State != Failed || !strings.Contains(rec.Reason, "lost while running") {
+		t.Fatalf("job ended %s: %q; want failed, the flooding host lost", rec.State, rec.Reason)
 	}
 }

@@ -9,10 +9,12 @@ import (
 
 // reportIn is a report from one host's stream, on its way to the session.
 type reportIn struct {
-	from  peer.ID
-	lease string
-	ev    Report
-	taken chan struct{} // for RepDone and RepLeaving: closed once the session has taken it
+	from   peer.ID
+	lease  string
+	stream uint64 // the number of the stream it came on
+	ev     Report
+	end    error         // non-nil: the stream ended before RepDone
+	taken  chan struct{} // for RepDone and RepLeaving: closed once the session has taken it
 }
 
 // release tells the stream that the session is done with this report
@@ -31,8 +33,8 @@ func (in reportIn) release() {
 type reportState struct {
 	seq     uint64
 	refused string
-	heard   heard
-	stream  uint64 // the current stream's number: a new one replaces the old
+	heard   time.Time // bytes of the host last arrived, or a stream of it opened
+	stream  uint64    // the current stream's number: a new one replaces the old
 }
 
 // reportStates is the session's table of reportState by lease, shared
@@ -50,7 +52,7 @@ func (t *reportStates) reset(leases []string, seqs map[string]uint64) {
 	now := time.Now()
 	t.m = make(map[string]*reportState, len(leases))
 	for _, l := range leases {
-		t.m[l] = &reportState{seq: seqs[l], heard: heard{at: now}}
+		t.m[l] = &reportState{seq: seqs[l], heard: now}
 	}
 }
 
@@ -99,7 +101,7 @@ func (t *reportStates) open(lease string) (uint64, ReportAck) {
 		return 0, ack
 	}
 	st.stream++
-	st.heard = heard{at: time.Now()}
+	st.heard = time.Now()
 	return st.stream, ack
 }
 
@@ -108,17 +110,7 @@ func (t *reportStates) stamp(lease string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if st := t.m[lease]; st != nil {
-		st.heard.at = time.Now()
-	}
-}
-
-// ended records the end of stream n of lease; the end of a stream that a
-// newer one replaced says nothing.
-func (t *reportStates) ended(lease string, n uint64) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if st := t.m[lease]; st != nil && st.stream == n {
-		st.heard.ended = time.Now()
+		st.heard = time.Now()
 	}
 }
 
@@ -130,11 +122,11 @@ func (t *reportStates) current(lease string, n uint64) bool {
 	return st != nil && st.stream == n
 }
 
-// heardOf is what the readers know of each of leases.
-func (t *reportStates) heardOf(leases []string) map[string]heard {
+// heardOf is when bytes of each of leases' hosts last arrived.
+func (t *reportStates) heardOf(leases []string) map[string]time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]heard, len(leases))
+	out := make(map[string]time.Time, len(leases))
 	for _, l := range leases {
 		if st := t.m[l]; st != nil {
 			out[l] = st.heard

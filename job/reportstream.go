@@ -48,7 +48,7 @@ func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stre
 	}
 	n, ack := ss.reports.open(hello.Lease)
 	rs := &reportStream{ss: ss, from: from, lease: hello.Lease, n: n, st: st,
-		timeout: s.cfg.LostAfter, queue: make(chan Report, MaxUnackedReports)}
+		timeout: s.cfg.LostAfter, queue: make(chan queued, MaxUnackedReports+1)}
 	if err := rs.write(func() ReportAck { return ack }); err != nil || ack.Refused != "" {
 		_ = st.Close()
 		return
@@ -60,11 +60,14 @@ func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stre
 		rs.pump(ctx, ack.Seq)
 	}()
 	err := rs.read(br)
-	ss.reports.ended(hello.Lease, n)
-	if err != nil {
-		log.Debugw("report stream ended", "job", ss.id, "host", from, "err", err)
-	}
+	log.Debugw("report stream ended", "job", ss.id, "host", from, "err", err)
 	<-pumped
+}
+
+// queued is a report read, or the stream's end (end non-nil).
+type queued struct {
+	ev  Report
+	end error
 }
 
 // reportStream is one open report stream: its reader (handleReports'
@@ -76,17 +79,20 @@ type reportStream struct {
 	n       uint64 // its number among lease's streams
 	st      rpc.Stream
 	timeout time.Duration
-	queue   chan Report  // read, not yet handed to the session
+	queue   chan queued  // read, not yet handed to the session; room for the end
 	bytes   atomic.Int64 // the data in queue
 	wmu     sync.Mutex   // one acknowledgement written at a time
 }
 
 // read reads reports until the stream ends: heartbeats are answered at
-// once, the rest queued for the pump. A read waits twice LostAfter at
-// most: the watcher judges silence (LostAfter), this only ends a stream
-// whose host vanished.
-func (rs *reportStream) read(br *bufio.Reader) error {
-	defer close(rs.queue)
+// once, the rest queued for the pump, then the end. A read waits twice
+// LostAfter at most: the watcher judges silence (LostAfter), this only
+// ends a stream whose host vanished.
+func (rs *reportStream) read(br *bufio.Reader) (err error) {
+	defer func() {
+		rs.queue <- queued{end: err} // the slot kept for it: never blocks
+		close(rs.queue)
+	}()
 	for {
 		_ = rs.st.SetReadDeadline(time.Now().Add(2 * rs.timeout))
 		var ev Report
@@ -114,29 +120,28 @@ func (rs *reportStream) enqueue(ev Report) error {
 	if rs.bytes.Add(int64(len(ev.Data))) >= MaxUnackedBytes+MaxReportSize {
 		return fmt.Errorf("%w: more than %d bytes not acknowledged", errWindow, MaxUnackedBytes)
 	}
-	select {
-	case rs.queue <- ev:
-		return nil
-	default:
+	if len(rs.queue) >= MaxUnackedReports { // one slot stays free for the end
 		return fmt.Errorf("%w: more than %d reports not acknowledged", errWindow, MaxUnackedReports)
 	}
+	rs.queue <- queued{ev: ev}
+	return nil
 }
 
 // pump hands the queued reports to the session, in order, and
-// acknowledges what it took, until the queue ends, RepDone is taken, the
-// job refuses the host, or the session or agent ends. A stream replaced
-// by a newer one delivers no more: the worker sends its reports again
-// there.
+// acknowledges what it took, until the stream's end (which it hands on
+// too), RepDone is taken, the job refuses the host, or the session or
+// agent ends. A stream replaced by a newer one delivers no more: the
+// worker sends its reports again there.
 func (rs *reportStream) pump(ctx context.Context, acked uint64) {
 	unacked := 0
 	for {
-		var ev Report
+		var q queued
 		select {
 		case e, ok := <-rs.queue:
 			if !ok {
 				return
 			}
-			ev = e
+			q = e
 		case <-rs.ss.ctx.Done():
 			_ = rs.st.Reset() // ends the reader
 			return
@@ -144,11 +149,16 @@ func (rs *reportStream) pump(ctx context.Context, acked uint64) {
 			_ = rs.st.Reset()
 			return
 		}
+		ev := q.ev
 		rs.bytes.Add(-int64(len(ev.Data)))
 		if !rs.ss.reports.current(rs.lease, rs.n) {
 			continue
 		}
-		in := reportIn{from: rs.from, lease: rs.lease, ev: ev}
+		in := reportIn{from: rs.from, lease: rs.lease, stream: rs.n, ev: ev, end: q.end}
+		if q.end != nil {
+			rs.deliver(ctx, in)
+			return
+		}
 		urgent := ev.Kind == RepDone || ev.Kind == RepLeaving // the worker waits for these
 		if urgent {
 			in.taken = make(chan struct{})

@@ -113,6 +113,12 @@ func (ss *session) onReport(w *watchState, in reportIn) error {
 	if h == nil || h.plan.Offer.Lease != in.lease || h.done {
 		return nil // a report from an earlier attempt, or after the host's end
 	}
+	if in.end != nil {
+		if !ss.reports.current(in.lease, in.stream) {
+			return nil // the worker opened a new stream meanwhile
+		}
+		return ss.onLost(w, in.from, in.end.Error())
+	}
 	e := in.ev
 	if e.Seq != 0 {
 		if e.Seq <= h.seq {
@@ -187,8 +193,8 @@ func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalReco
 	return nil
 }
 
-// checkSilent counts the hosts lost that are silent, or cut off, for too
-// long (liveness.go), as their streams' readers saw them.
+// checkSilent counts the hosts lost that are silent for too long
+// (liveness.go), as their streams' readers saw them.
 func (ss *session) checkSilent(w *watchState, quiet *silences) error {
 	leases := map[string]peer.ID{}
 	for p, h := range ss.hosts {
@@ -196,14 +202,10 @@ func (ss *session) checkSilent(w *watchState, quiet *silences) error {
 			leases[h.plan.Offer.Lease] = p
 		}
 	}
-	heardOf := ss.reports.heardOf(slices.Collect(maps.Keys(leases)))
+	heard := ss.reports.heardOf(slices.Collect(maps.Keys(leases)))
 	after := ss.s.cfg.LostAfter
-	for _, l := range quiet.check(time.Now(), heardOf, after, after/4+after/8) {
-		why := "silent"
-		if !heardOf[l].ended.IsZero() {
-			why = "its report stream ended"
-		}
-		if err := ss.onLost(w, leases[l], why); err != nil {
+	for _, l := range quiet.check(time.Now(), heard, after, after/2) {
+		if err := ss.onLost(w, leases[l], "silent"); err != nil {
 			return err
 		}
 	}
