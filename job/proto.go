@@ -32,6 +32,17 @@ const (
 	FileChunkSize = 64 << 10
 )
 
+// Bounds of a report stream's window: a worker keeps at most
+// MaxUnackedReports reports that the submitter has not acknowledged, and
+// takes no new one once their data reaches MaxUnackedBytes; then the
+// processes' output waits in their pipes. A submitter reads a stream
+// whole, whatever its session is doing, and holds what it has not taken
+// yet: a worker that sends beyond its window has its stream reset.
+const (
+	MaxUnackedReports = 1024
+	MaxUnackedBytes   = 4 << 20
+)
+
 // OfferMsg is a worker's answer to an advert: how many processes of the job it
 // takes, held for the submitter by a lease until Expires.
 type OfferMsg struct {

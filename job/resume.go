@@ -3,7 +3,6 @@ package job
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -55,7 +54,7 @@ func (ss *session) reattach(plan Plan) error {
 	asks := map[peer.ID]LeaseRequest{}
 	for _, hp := range plan.Hosts {
 		lease := hp.Offer.Lease
-		h := &hostRun{plan: hp, started: true, ready: st.ready[lease], lastSeen: time.Now(), seq: st.seq[lease], done: st.done[lease]}
+		h := &hostRun{plan: hp, started: true, ready: st.ready[lease], seq: st.seq[lease], done: st.done[lease]}
 		allLost := true
 		for _, p := range hp.Procs {
 			allLost = allLost && lost[p]

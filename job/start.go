@@ -44,7 +44,7 @@ func (ss *session) startAndRun(plan Plan) error {
 	ss.hosts = map[peer.ID]*hostRun{}
 	leases := make([]string, 0, len(plan.Hosts))
 	for _, hp := range plan.Hosts {
-		ss.hosts[hp.Offer.Peer] = &hostRun{plan: hp, lastSeen: time.Now()}
+		ss.hosts[hp.Offer.Peer] = &hostRun{plan: hp}
 		leases = append(leases, hp.Offer.Lease)
 	}
 	ss.reports.reset(leases, nil)

@@ -2,6 +2,8 @@ package job
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,13 +12,12 @@ import (
 
 // hostRun is the session's view of one host during a start attempt.
 type hostRun struct {
-	plan     HostPlan
-	started  bool   // phase one done here: every local copy is running
-	ready    bool   // phase two: every local copy is in mpi.Init
-	done     bool   // the host reported its end, was killed, or was lost
-	seq      uint64 // the last numbered report taken
-	lastSeen time.Time
-	frozen   bool // its processes are stopped in place (RepFrozen)
+	plan    HostPlan
+	started bool   // phase one done here: every local copy is running
+	ready   bool   // phase two: every local copy is in mpi.Init
+	done    bool   // the host reported its end, was killed, or was lost
+	seq     uint64 // the last numbered report taken
+	frozen  bool   // its processes are stopped in place (RepFrozen)
 }
 
 // watch follows the job from the commits to its end: phase one (every host
@@ -34,6 +35,7 @@ func (ss *session) watch(w *watchState) error {
 	}
 	beat := time.NewTicker(ss.s.cfg.LostAfter / 4)
 	defer beat.Stop()
+	quiet := newSilences(time.Now())
 	for {
 		var err error
 		select {
@@ -50,13 +52,7 @@ func (ss *session) watch(w *watchState) error {
 			err = failure{kind: StartTimeout, hosts: slow,
 				why: fmt.Sprintf("not every rank reached mpi.Init in %v", ss.s.cfg.InitTimeout)}
 		case <-beat.C:
-			for _, p := range ss.hostsWhere(func(h *hostRun) bool {
-				return !h.done && time.Since(h.lastSeen) > ss.s.cfg.LostAfter
-			}) {
-				if err = ss.onLost(w, p, "silent"); err != nil {
-					break
-				}
-			}
+			err = ss.checkSilent(w, quiet)
 		case o := <-ss.offers:
 			o.reply <- OfferReply{Reason: "job already placed"} // the worker frees its slots at once
 		case why := <-ss.cancel:
@@ -117,8 +113,10 @@ func (ss *session) onReport(w *watchState, in reportIn) error {
 	if h == nil || h.plan.Offer.Lease != in.lease || h.done {
 		return nil // a report from an earlier attempt, or after the host's end
 	}
-	h.lastSeen = time.Now()
 	if in.end != nil {
+		if !ss.reports.current(in.lease, in.stream) {
+			return nil // the worker opened a new stream meanwhile
+		}
 		return ss.onLost(w, in.from, in.end.Error())
 	}
 	e := in.ev
@@ -191,6 +189,25 @@ func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalReco
 		ss.onFreeze(h, e.Kind == RepFrozen, e.Reason)
 	case RepSliced:
 		ss.onSliced(e.Frozen)
+	}
+	return nil
+}
+
+// checkSilent counts the hosts lost that are silent for too long
+// (liveness.go), as their streams' readers saw them.
+func (ss *session) checkSilent(w *watchState, quiet *silences) error {
+	leases := map[string]peer.ID{}
+	for p, h := range ss.hosts {
+		if !h.done {
+			leases[h.plan.Offer.Lease] = p
+		}
+	}
+	heard := ss.reports.heardOf(slices.Collect(maps.Keys(leases)))
+	after := ss.s.cfg.LostAfter
+	for _, l := range quiet.check(time.Now(), heard, after, after/2) {
+		if err := ss.onLost(w, leases[l], "silent"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -19,12 +19,13 @@ import (
 // buffered without limit.
 const reportQueue = 256
 
-// Bounds on the reports kept until the submitter acknowledges them; when
-// they are reached no new report is taken until acknowledgements come, so
-// the processes' output waits in their pipes.
+// Bounds on the reports kept until the submitter acknowledges them (the
+// stream's window, which the submitter checks); when they are reached no
+// new report is taken until acknowledgements come, so the processes'
+// output waits in their pipes.
 const (
-	maxUnacked      = 1024
-	maxUnackedBytes = 4 << 20
+	maxUnacked      = job.MaxUnackedReports
+	maxUnackedBytes = job.MaxUnackedBytes
 )
 
 // errRefused marks a submitter's refusal of the job's reports: it counted
