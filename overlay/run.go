@@ -166,12 +166,18 @@ func (o *Overlay) startWalk(now time.Time) {
 }
 
 // discoverLocal adds the peers of the DHT routing table and the connected
-// peers that speak the overlay protocol.
+// peers that speak the overlay protocol. Peers the table knows already,
+// most of them once it has converged, are not looked up in the
+// peerstore: that lookup, for every connected peer at every exchange,
+// was a seventh of the CPU of 350 idle agents.
 func (o *Overlay) discoverLocal(now time.Time) {
 	for _, p := range o.dht.RoutingTable().ListPeers() {
 		o.dirty = o.tab.add(p, now) || o.dirty
 	}
 	for _, p := range o.h.Network().Peers() {
+		if o.tab.knows(p) {
+			continue
+		}
 		if ok, _ := o.h.Peerstore().SupportsProtocols(p, o.proto); len(ok) > 0 {
 			o.dirty = o.tab.add(p, now) || o.dirty
 		}
@@ -276,8 +282,7 @@ func (o *Overlay) onEvent(ev any) {
 		for _, p := range ev.Protocols {
 			if p == o.proto {
 				o.do(func(now time.Time) {
-					o.tab.revive(ev.Peer, now)
-					o.dirty = true
+					o.dirty = o.tab.revive(ev.Peer, now) || o.dirty
 				})
 				return
 			}

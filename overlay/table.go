@@ -38,6 +38,11 @@ type table struct {
 	cfg   Config
 	self  peer.ID
 	peers map[peer.ID]*entry
+	// nextExpire is when expire has something to do at the earliest (a
+	// dead mark or an inbound lease ends); zero: nothing pending. expire
+	// runs every tick, and a scan of a full table every time was 4% of
+	// the CPU of 350 idle agents.
+	nextExpire time.Time
 }
 
 func newTable(cfg Config, self peer.ID) *table {
@@ -59,6 +64,12 @@ func (t *table) add(p peer.ID, now time.Time) bool {
 	}
 	t.peers[p] = &entry{}
 	return true
+}
+
+// knows reports whether p is in the table, alive or dead.
+func (t *table) knows(p peer.ID) bool {
+	_, ok := t.peers[p]
+	return ok
 }
 
 // evict forgets one peer to make room: a dead one first, else the measured
@@ -127,16 +138,25 @@ func (t *table) kill(p peer.ID, now time.Time) {
 		e = t.peers[p]
 	}
 	*e = entry{deadUntil: now.Add(t.cfg.DeadFor), lastProbe: now}
+	t.expireAt(e.deadUntil)
+}
+
+// expireAt notes that expire has something to do at at.
+func (t *table) expireAt(at time.Time) {
+	if t.nextExpire.IsZero() || at.Before(t.nextExpire) {
+		t.nextExpire = at
+	}
 }
 
 // revive clears a dead mark when p shows it is alive (it connected to us or
-// spoke our protocol); p is then measured again from scratch.
-func (t *table) revive(p peer.ID, now time.Time) {
+// spoke our protocol); p is then measured again from scratch. It reports
+// whether the table changed: p was dead or unknown.
+func (t *table) revive(p peer.ID, now time.Time) bool {
 	if e, ok := t.peers[p]; ok && e.dead(now) {
 		*e = entry{}
-		return
+		return true
 	}
-	t.add(p, now)
+	return t.add(p, now)
 }
 
 // disconnected notes that the connection to p dropped. A neighbour's
@@ -154,18 +174,21 @@ func (t *table) disconnected(p peer.ID, now time.Time) {
 
 // leaseInbound records that p has chosen us as a neighbour, until now +
 // InboundLease, unless MaxInbound peers already have. It reports whether p
-// holds a lease.
-func (t *table) leaseInbound(p peer.ID, now time.Time) bool {
-	t.revive(p, now)
+// holds a lease, and whether what the table shows changed: a renewal, the
+// common case, changes nothing a reader sees.
+func (t *table) leaseInbound(p peer.ID, now time.Time) (held, changed bool) {
+	changed = t.revive(p, now)
 	e, ok := t.peers[p]
 	if !ok {
-		return false
+		return false, changed
 	}
-	if !e.inbound(now) && t.countInbound(now) >= t.cfg.MaxInbound {
-		return false
+	was := e.inbound(now)
+	if !was && t.countInbound(now) >= t.cfg.MaxInbound {
+		return false, changed
 	}
 	e.inboundUntil = now.Add(t.cfg.InboundLease)
-	return true
+	t.expireAt(e.inboundUntil)
+	return true, changed || !was
 }
 
 func (t *table) countInbound(now time.Time) int {
@@ -180,17 +203,29 @@ func (t *table) countInbound(now time.Time) int {
 
 // expire forgets peers whose dead mark has ended (discovery finds them
 // again if they are still around) and ends inbound leases that ran out. It
-// reports whether anything changed.
+// reports whether anything changed. It scans the table only once the
+// earliest mark or lease has ended.
 func (t *table) expire(now time.Time) bool {
+	if t.nextExpire.IsZero() || now.Before(t.nextExpire) {
+		return false
+	}
 	changed := false
+	t.nextExpire = time.Time{}
 	for id, e := range t.peers {
 		switch {
 		case !e.deadUntil.IsZero() && !e.dead(now) && !e.probing:
 			delete(t.peers, id)
 			changed = true
+			continue
+		case !e.deadUntil.IsZero():
+			t.expireAt(e.deadUntil) // still dead, or dead and being probed: looked at again then
+		}
+		switch {
 		case !e.inboundUntil.IsZero() && !now.Before(e.inboundUntil):
 			e.inboundUntil = time.Time{}
 			changed = true
+		case !e.inboundUntil.IsZero():
+			t.expireAt(e.inboundUntil)
 		}
 	}
 	return changed

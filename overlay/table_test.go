@@ -160,15 +160,15 @@ func TestTableDueOrder(t *testing.T) {
 func TestTableInboundLease(t *testing.T) {
 	tab := testTable(func(c *Config) { c.MaxInbound = 2 })
 	for _, p := range []peer.ID{"a", "b"} {
-		if !tab.leaseInbound(p, t0) {
-			t.Fatalf("lease for %s refused", p)
+		if held, changed := tab.leaseInbound(p, t0); !held || !changed {
+			t.Fatalf("lease for %s: held %v, changed %v", p, held, changed)
 		}
 	}
-	if tab.leaseInbound("c", t0) {
-		t.Fatal("lease beyond MaxInbound granted")
+	if held, changed := tab.leaseInbound("c", t0); held || !changed { // c is new: known, not inbound
+		t.Fatalf("lease beyond MaxInbound: held %v, changed %v", held, changed)
 	}
-	if !tab.leaseInbound("a", t0.Add(time.Minute)) {
-		t.Fatal("a renewal was refused")
+	if held, changed := tab.leaseInbound("a", t0.Add(time.Minute)); !held || changed {
+		t.Fatalf("a renewal: held %v, changed %v; want held, nothing shown changed", held, changed)
 	}
 	later := t0.Add(2*time.Minute + time.Second) // b's lease ended, a's did not
 	infos := tab.infos(later)
@@ -257,5 +257,47 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: got %v, want ErrInvalidConfig", name, err)
 		}
+	}
+}
+
+// expire does its work when the earliest dead mark or inbound lease ends,
+// not before, and nothing at all while none is pending.
+func TestTableExpireWhenDue(t *testing.T) {
+	tab := testTable(func(c *Config) { c.DeadFor = time.Minute; c.InboundLease = 2 * time.Minute })
+	if tab.expire(t0) || !tab.nextExpire.IsZero() {
+		t.Fatalf("an empty table has work pending at %v", tab.nextExpire)
+	}
+	tab.kill("dead", t0)                           // ends at 1m
+	tab.leaseInbound("in", t0)                     // ends at 2m
+	tab.leaseInbound("in", t0.Add(30*time.Second)) // renewed: 2m30s
+	for _, step := range []struct {
+		at      time.Duration
+		changed bool
+		next    time.Duration // nextExpire after the call, from t0; -1: none
+		known   []peer.ID
+	}{
+		{59 * time.Second, false, time.Minute, []peer.ID{"dead", "in"}},
+		{time.Minute, true, 150 * time.Second, []peer.ID{"in"}}, // the dead mark ends; the scan finds the renewed lease's end
+		{2 * time.Minute, false, 150 * time.Second, []peer.ID{"in"}},
+		{150 * time.Second, true, -1, []peer.ID{"in"}}, // the lease ends; the peer stays known
+		{time.Hour, false, -1, []peer.ID{"in"}},
+	} {
+		changed := tab.expire(t0.Add(step.at))
+		var known []peer.ID
+		for p := range tab.peers {
+			known = append(known, p)
+		}
+		slices.Sort(known)
+		next := time.Duration(-1)
+		if !tab.nextExpire.IsZero() {
+			next = tab.nextExpire.Sub(t0)
+		}
+		if changed != step.changed || next != step.next || !slices.Equal(known, step.known) {
+			t.Fatalf("at %v: changed %v, next %v, known %v; want %v, %v, %v",
+				step.at, changed, next, known, step.changed, step.next, step.known)
+		}
+	}
+	if tab.peers["in"].inbound(t0.Add(150 * time.Second)) {
+		t.Fatal("the lease did not end")
 	}
 }
