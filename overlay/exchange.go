@@ -112,13 +112,13 @@ func encodeRecord(ai peer.AddrInfo) peerRecord {
 
 // startExchange asks the next neighbour in turn (any live peer while there
 // is no neighbour) for its peers, and renews our lease with it. It also
-// picks up peers from the routing table and the connections.
+// picks up peers from the routing table.
 func (o *Overlay) startExchange(now time.Time) {
 	if o.exchanging || now.Before(o.nextSwap) {
 		return
 	}
 	o.nextSwap = now.Add(o.cfg.ExchangeInterval)
-	o.discoverLocal(now)
+	o.discoverRouted(now)
 	target, isNeighbour := o.exchangeTarget(now)
 	if target == "" {
 		return

@@ -43,7 +43,15 @@ type table struct {
 	// runs every tick, and a scan of a full table every time was 4% of
 	// the CPU of 350 idle agents.
 	nextExpire time.Time
+	// nextDue is when due has a peer to give at the earliest, as of its
+	// last scan; zero: scan at the next call. Every change to an entry
+	// clears it (touch). due runs every tick too.
+	nextDue time.Time
 }
+
+// touch notes that an entry changed: the probes due must be looked at
+// again.
+func (t *table) touch() { t.nextDue = time.Time{} }
 
 func newTable(cfg Config, self peer.ID) *table {
 	return &table{cfg: cfg, self: self, peers: map[peer.ID]*entry{}}
@@ -63,6 +71,7 @@ func (t *table) add(p peer.ID, now time.Time) bool {
 		return false
 	}
 	t.peers[p] = &entry{}
+	t.touch()
 	return true
 }
 
@@ -103,6 +112,7 @@ func (t *table) observe(p peer.ID, rtt time.Duration, failed bool, now time.Time
 	if !ok || e.dead(now) {
 		return false
 	}
+	t.touch()
 	e.probing = false
 	e.lastProbe = now
 	if failed {
@@ -139,6 +149,7 @@ func (t *table) kill(p peer.ID, now time.Time) {
 	}
 	*e = entry{deadUntil: now.Add(t.cfg.DeadFor), lastProbe: now}
 	t.expireAt(e.deadUntil)
+	t.touch()
 }
 
 // expireAt notes that expire has something to do at at.
@@ -154,6 +165,7 @@ func (t *table) expireAt(at time.Time) {
 func (t *table) revive(p peer.ID, now time.Time) bool {
 	if e, ok := t.peers[p]; ok && e.dead(now) {
 		*e = entry{}
+		t.touch()
 		return true
 	}
 	return t.add(p, now)
@@ -170,6 +182,7 @@ func (t *table) disconnected(p peer.ID, now time.Time) {
 	}
 	e.lastProbe = time.Time{}
 	e.failures = max(e.failures, 1)
+	t.touch()
 }
 
 // leaseInbound records that p has chosen us as a neighbour, until now +
@@ -188,6 +201,9 @@ func (t *table) leaseInbound(p peer.ID, now time.Time) (held, changed bool) {
 	}
 	e.inboundUntil = now.Add(t.cfg.InboundLease)
 	t.expireAt(e.inboundUntil)
+	if !was {
+		t.touch() // a neighbour now: refreshed more often
+	}
 	return true, changed || !was
 }
 
@@ -227,6 +243,9 @@ func (t *table) expire(now time.Time) bool {
 		case !e.inboundUntil.IsZero():
 			t.expireAt(e.inboundUntil)
 		}
+	}
+	if changed {
+		t.touch()
 	}
 	return changed
 }

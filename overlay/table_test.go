@@ -301,3 +301,46 @@ func TestTableExpireWhenDue(t *testing.T) {
 		t.Fatal("the lease did not end")
 	}
 }
+
+// due looks at the table again once the earliest probe it saw is due, or
+// at once after any change, and never misses a peer that became due.
+func TestTableDueWhenDue(t *testing.T) {
+	tab := testTable(nil) // Refresh 5m, NeighbourRefresh 15s
+	tab.add("a", t0)
+	if got := tab.due(t0, 0); got != nil || !tab.nextDue.IsZero() {
+		t.Fatalf("no room: %v, next %v", got, tab.nextDue)
+	}
+	if got := tab.due(t0, 4); !slices.Equal(got, []peer.ID{"a"}) {
+		t.Fatalf("new peer not due: %v", got)
+	}
+	tab.observe("a", ms, false, t0.Add(time.Second))
+	if got := tab.due(t0.Add(2*time.Second), 4); len(got) != 0 || !tab.nextDue.Equal(t0.Add(time.Second+5*time.Minute)) {
+		t.Fatalf("due %v, next %v; want none until the refresh", got, tab.nextDue)
+	}
+	tab.add("b", t0.Add(3*time.Second)) // a change: b is due now, not at a's refresh
+	if got := tab.due(t0.Add(3*time.Second), 4); !slices.Equal(got, []peer.ID{"b"}) {
+		t.Fatalf("a peer added between scans not due: %v", got)
+	}
+	tab.observe("b", ms, false, t0.Add(4*time.Second))
+	tab.leaseInbound("b", t0.Add(5*time.Second)) // a neighbour now: refreshed after 15s
+	if got := tab.due(t0.Add(19*time.Second), 4); !slices.Equal(got, []peer.ID{"b"}) {
+		t.Fatalf("new neighbour not refreshed: %v", got)
+	}
+	tab.observe("b", ms, false, t0.Add(19*time.Second))
+	for _, at := range []time.Duration{33 * time.Second, 34 * time.Second} {
+		got := tab.due(t0.Add(at), 1)
+		if want := at >= 34*time.Second; (len(got) == 1) != want {
+			t.Fatalf("at %v: due %v, want b due %v", at, got, want)
+		}
+	}
+	for range 3 { // more due than room: the rest come at the next calls
+		tab.add(peer.ID(fmt.Sprint("n", len(tab.peers))), t0.Add(time.Hour))
+	}
+	seen := 0
+	for i := range 5 {
+		seen += len(tab.due(t0.Add(time.Hour+time.Duration(i)*time.Second), 1))
+	}
+	if seen != 4 { // three new peers and a, whose refresh is due
+		t.Fatalf("%d peers probed one a call, want 4", seen)
+	}
+}
