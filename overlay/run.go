@@ -60,6 +60,7 @@ func (o *Overlay) onTick(now time.Time) {
 func (o *Overlay) publish(now time.Time) {
 	o.dirty, o.urgent, o.published = false, false, now
 	o.tab.reselect(now, o.rng)
+	o.tab.markShown()
 	s := &snapshot{
 		outbound: o.tab.outbound(),
 		peers:    o.tab.infos(now),
@@ -106,8 +107,8 @@ func (o *Overlay) startProbes(now time.Time) {
 			}
 			o.do(func(now time.Time) {
 				o.inflight--
-				o.tab.observe(p, rtt, err != nil, now)
-				o.dirty = true
+				_, visible := o.tab.observe(p, rtt, err != nil, now)
+				o.dirty = o.dirty || visible
 			})
 		})
 	}

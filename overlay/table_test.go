@@ -41,13 +41,13 @@ func TestTableDeath(t *testing.T) {
 	}
 	tab.observe("old", 5*ms, false, t0)
 
-	if died := tab.observe("new", 0, true, t0); !died {
+	if died, _ := tab.observe("new", 0, true, t0); !died {
 		t.Fatal("a never-measured peer that fails is not dead")
 	}
-	if died := tab.observe("old", 0, true, t0); died {
+	if died, _ := tab.observe("old", 0, true, t0); died {
 		t.Fatal("a measured peer died on its first failure")
 	}
-	if died := tab.observe("old", 0, true, t0); !died {
+	if died, _ := tab.observe("old", 0, true, t0); !died {
 		t.Fatal("a measured peer survived MaxFailures failures")
 	}
 	e := tab.peers["old"]
@@ -197,7 +197,7 @@ func TestTableDisconnected(t *testing.T) {
 	if got := tab.due(t0.Add(time.Second), 10); !slices.Equal(got, []peer.ID{"nb"}) {
 		t.Fatalf("due after disconnections %v, want just the neighbour", got)
 	}
-	if died := tab.observe("nb", 0, true, t0.Add(time.Second)); !died {
+	if died, _ := tab.observe("nb", 0, true, t0.Add(time.Second)); !died {
 		t.Fatal("a disconnected neighbour that fails one probe is not dead")
 	}
 	tab.reselect(t0.Add(time.Second), rand.New(rand.NewPCG(1, 1)))
@@ -342,5 +342,54 @@ func TestTableDueWhenDue(t *testing.T) {
 	}
 	if seen != 4 { // three new peers and a, whose refresh is due
 		t.Fatalf("%d peers probed one a call, want 4", seen)
+	}
+}
+
+func TestMoved(t *testing.T) {
+	for _, tc := range []struct {
+		shown, now time.Duration
+		want       bool
+	}{
+		{0, 10 * ms, true}, // never shown
+		{10 * ms, 10*ms + 600*time.Microsecond, false}, // within 5% + 200us (700us)
+		{10 * ms, 10*ms + 800*time.Microsecond, true},
+		{10 * ms, 9*ms + 400*time.Microsecond, false},
+		{10 * ms, 9 * ms, true},
+		{ms, ms + 200*time.Microsecond, false}, // 1.0 and 1.2 ms: one site
+		{ms, ms + 300*time.Microsecond, true},
+	} {
+		if got := moved(tc.shown, tc.now); got != tc.want {
+			t.Errorf("moved(%v, %v) = %v, want %v", tc.shown, tc.now, got, tc.want)
+		}
+	}
+}
+
+// A probe's result is visible to readers when it changes what a snapshot
+// shows beyond noise, against the last snapshot, not the last probe: a
+// slow drift is shown once it adds up.
+func TestObserveVisible(t *testing.T) {
+	tab := testTable(func(c *Config) { c.Alpha = 1 }) // no smoothing: the sample is the RTT
+	tab.add("a", t0)
+	for i, step := range []struct {
+		rtt     time.Duration
+		failed  bool
+		publish bool // a snapshot is taken after the step
+		visible bool
+	}{
+		{10 * ms, false, true, true}, // first measurement
+		{10*ms + 300*time.Microsecond, false, false, false},
+		{10*ms + 600*time.Microsecond, false, false, false},
+		{10*ms + 800*time.Microsecond, false, true, true}, // 800us from the 10ms shown
+		{10*ms + 900*time.Microsecond, false, false, false},
+		{0, true, false, false}, // one failure: not dead yet
+		{0, true, false, true},  // dead
+	} {
+		_, visible := tab.observe("a", step.rtt, step.failed, t0.Add(time.Duration(i)*time.Second))
+		if visible != step.visible {
+			t.Fatalf("step %d (%v, failed %v): visible %v, want %v", i, step.rtt, step.failed, visible, step.visible)
+		}
+		if step.publish {
+			tab.markShown()
+		}
 	}
 }
