@@ -8,9 +8,12 @@
 //
 //	go run ./testnet/cmd/grid5000 -out /tmp/g5k
 //	go run ./testnet/cmd/grid5000 -scale 10 -n 10,20,25,40   # 37 hosts, a quick look
-//	go run ./testnet/cmd/grid5000 -scale 3 -cpuprofile /tmp/cpu.out -trace /tmp/trace.out
+//	go run ./testnet/cmd/grid5000 -scale 3 -cpuprofile /tmp/cpu.out -trace /tmp/trace.out -memprofile /tmp/mem.out
 //
-// The profile and the trace cover the jobs only, not the overlay's start.
+// The profiles and the trace cover the jobs only, not the overlay's start:
+// -memprofile writes the heap as the jobs begin to FILE.start and as they
+// end to FILE (go tool pprof -sample_index=alloc_space -base FILE.start
+// BINARY FILE shows what the jobs allocated).
 package main
 
 import (
@@ -54,21 +57,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // options are the command's flags: the experiment's config, the output
-// folder, and where to write a CPU profile and an execution trace of the
-// jobs (empty: none).
+// folder, and where to write a CPU profile, heap profiles and an
+// execution trace of the jobs (empty: none).
 type options struct {
-	cfg               testnet.Grid5000Config
-	out               string
-	cpuprofile, trace string
+	cfg  testnet.Grid5000Config
+	out  string
+	prof profiles
 }
 
 // flags are the values of the command line, before they are checked.
 type flags struct {
-	scale                                  int
-	seed                                   uint64
-	ns, strategies, out, cpuprofile, trace string
-	first, grace, converge                 time.Duration
-	radius                                 int
+	scale                  int
+	seed                   uint64
+	ns, strategies, out    string
+	prof                   profiles
+	first, grace, converge time.Duration
+	radius                 int
 }
 
 // parse reads the flags into the experiment's options.
@@ -85,8 +89,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&f.grace, "grace", 0, "offer grace once the job is feasible (default 1s at -scale 1 to 3, 300ms from 4)")
 	fs.IntVar(&f.radius, "max-radius", 0, "largest flood radius (default 6)")
 	fs.DurationVar(&f.converge, "converge", 0, "bound on the wait for the overlay to converge (default 10m; a loaded machine needs more)")
-	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the jobs (not of the start) to this file")
-	fs.StringVar(&f.trace, "trace", "", "write an execution trace of the jobs (not of the start) to this file")
+	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of the jobs (not of the start) to this file")
+	fs.StringVar(&f.prof.mem, "memprofile", "", "write the heap profile as the jobs begin to this file + .start, and as they end to this file")
+	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of the jobs (not of the start) to this file")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -94,7 +99,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg, err := f.config()
-	return options{cfg: cfg, out: f.out, cpuprofile: f.cpuprofile, trace: f.trace}, err
+	return options{cfg: cfg, out: f.out, prof: f.prof}, err
 }
 
 // config checks the flags and turns them into the experiment's config.
@@ -178,7 +183,7 @@ func experiment(ctx context.Context, o options, stdout, stderr io.Writer) error 
 	defer g.Close()
 	fmt.Fprintf(stderr, "converged in %v; submitting from agent %d (nancy), flood diameter %d\n",
 		time.Since(t0).Round(time.Second), g.Submitter, g.Diameter)
-	stopProfiles, err := startProfiles(o.cpuprofile, o.trace)
+	stopProfiles, err := o.prof.start()
 	if err != nil {
 		return err
 	}
