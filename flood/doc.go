@@ -48,6 +48,9 @@
 // loop steered by the collector of offers (Steer): it floods the next
 // radius as soon as the collector says the last one has been answered, and
 // on enough floods only the extra radii the collector finds worth it.
+// Direct sends an advert to a few named peers as a flood's last hop (TTL
+// 1): a submitter reaches the last peers its overlay knows that way,
+// rather than with a radius every agent already reached forwards again.
 //
 // # Wire
 //
