@@ -93,21 +93,37 @@ type limits struct {
 // decodeMessage decodes and checks one message received at now. It trusts
 // nothing: the error wraps one of the Err* sentinels above.
 func decodeMessage(b []byte, lim limits, now time.Time) (Advert, error) {
-	var m message
-	if err := wire.DecodeJSON(b, &m); err != nil {
-		return Advert{}, fmt.Errorf("%w: %w", ErrGarbage, err)
-	}
-	if m.TTL < 1 {
-		return Advert{}, fmt.Errorf("%w: ttl %d", ErrGarbage, m.TTL)
-	}
-	if m.TTL > lim.maxTTL {
-		return Advert{}, fmt.Errorf("%w: %d > %d", ErrTTLOverCap, m.TTL, lim.maxTTL)
+	m, err := decodeFrame(b, lim)
+	if err != nil {
+		return Advert{}, err
 	}
 	a, err := openEnvelope(m.Envelope)
 	if err != nil {
 		return Advert{}, err
 	}
-	a.TTL = m.TTL
+	return withTTL(a, m.TTL, lim, now)
+}
+
+// decodeFrame decodes a message's outer layer, a TTL and the envelope,
+// and checks the TTL; the envelope is not opened.
+func decodeFrame(b []byte, lim limits) (message, error) {
+	var m message
+	if err := wire.DecodeJSON(b, &m); err != nil {
+		return message{}, fmt.Errorf("%w: %w", ErrGarbage, err)
+	}
+	if m.TTL < 1 {
+		return message{}, fmt.Errorf("%w: ttl %d", ErrGarbage, m.TTL)
+	}
+	if m.TTL > lim.maxTTL {
+		return message{}, fmt.Errorf("%w: %d > %d", ErrTTLOverCap, m.TTL, lim.maxTTL)
+	}
+	return m, nil
+}
+
+// withTTL is a verified advert as received at now with the message's TTL,
+// or an error if its times are wrong.
+func withTTL(a Advert, ttl int, lim limits, now time.Time) (Advert, error) {
+	a.TTL = ttl
 	if err := checkTimes(a, lim.maxLifetime, now); err != nil {
 		return Advert{}, err
 	}

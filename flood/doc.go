@@ -27,9 +27,13 @@
 // # Bounds
 //
 // Every inbound stream is rate-limited per sending peer (token bucket),
-// read with a size cap and a deadline, and checked: signature, TTL cap,
-// expiry, field sizes. Bad input is dropped, counted in Stats by
-// DropReason, and the stream reset; the Flooder keeps serving.
+// read with a size cap and a deadline, and checked: TTL cap, then, in the
+// run loop, signature, expiry, field sizes. Bad input is dropped, counted
+// in Stats by DropReason, and the stream reset (a bad signature is found
+// after the stream is closed); the Flooder keeps serving. The run loop
+// remembers the last 64 envelopes it verified: the other copies of one
+// radius of a flood, one from each neighbour that forwards it, carry the
+// same bytes and are not verified again.
 //
 // # Use
 //
@@ -44,6 +48,9 @@
 // loop steered by the collector of offers (Steer): it floods the next
 // radius as soon as the collector says the last one has been answered, and
 // on enough floods only the extra radii the collector finds worth it.
+// Direct sends an advert to a few named peers as a flood's last hop (TTL
+// 1): a submitter reaches the last peers its overlay knows that way,
+// rather than with a radius every agent already reached forwards again.
 //
 // # Wire
 //

@@ -72,12 +72,15 @@ type Flooder struct {
 	closed bool
 }
 
-// event is one advert for the run loop: received from a peer, or
-// originated by this one (from is then the local peer and ttl radius+1).
+// event is one advert for the run loop: received from a peer, its
+// envelope not opened yet (received, env), or originated by this one (a;
+// from is then the local peer and ttl radius+1).
 type event struct {
-	a    Advert
-	from peer.ID
-	ttl  int
+	a        Advert
+	received bool
+	env      []byte
+	from     peer.ID
+	ttl      int
 }
 
 type sendJob struct {
@@ -180,19 +183,46 @@ func (f *Flooder) track() bool {
 	return true
 }
 
-// run owns the seen-cache: it decides, for each advert, whether to deliver
-// and whether to forward.
+// run owns the seen-cache and the verified envelopes: it opens each
+// advert received, and decides whether to deliver and whether to forward.
+// Opening here, not in the stream's goroutine, is what lets the copies of
+// an envelope that arrive together be verified once.
 func (f *Flooder) run() {
 	defer f.wg.Done()
 	seen := newSeenCache(f.cfg.SeenSize, f.cfg.SeenTTL)
+	verified := newVerifiedCache(verifiedSize)
 	for {
 		select {
 		case <-f.ctx.Done():
 			return
 		case ev := <-f.events:
+			if ev.received && !f.open(verified, &ev) {
+				continue
+			}
 			f.process(seen, ev)
 		}
 	}
+}
+
+// open verifies the envelope of a received event (once per envelope) and
+// fills its advert; a bad one is counted and dropped.
+func (f *Flooder) open(verified *verifiedCache, ev *event) bool {
+	a, err := verified.open(ev.env)
+	if err == nil {
+		a, err = withTTL(a, ev.ttl, f.limits(), f.cfg.Clock.Now())
+	}
+	if err != nil {
+		f.stats.drop(reasonOf(err))
+		log.Debugf("advert from %s dropped: %v", ev.from.ShortString(), err)
+		return false
+	}
+	f.stats.received.Add(1)
+	ev.a = a
+	return true
+}
+
+func (f *Flooder) limits() limits {
+	return limits{maxTTL: f.cfg.MaxTTL, maxLifetime: f.cfg.MaxLifetime}
 }
 
 func (f *Flooder) process(seen *seenCache, ev event) {
@@ -291,9 +321,9 @@ func (f *Flooder) send(j sendJob) error {
 	return s.Close()
 }
 
-// handleStream serves one inbound stream: rate limit, read, verify, then
-// hand the advert to the run loop. Bad input is dropped, counted, and the
-// stream reset.
+// handleStream serves one inbound stream: rate limit, read, then hand the
+// message to the run loop, which verifies it. A bad frame is dropped,
+// counted, and the stream reset.
 func (f *Flooder) handleStream(s network.Stream) {
 	if !f.track() {
 		_ = s.Reset()
@@ -303,7 +333,7 @@ func (f *Flooder) handleStream(s network.Stream) {
 	stop := context.AfterFunc(f.ctx, func() { _ = s.Reset() })
 	defer stop()
 	from := s.Conn().RemotePeer()
-	a, err := f.receive(s, from)
+	m, err := f.receive(s, from)
 	if err != nil {
 		f.stats.drop(reasonOf(err))
 		log.Debugf("advert from %s dropped: %v", from.ShortString(), err)
@@ -311,24 +341,23 @@ func (f *Flooder) handleStream(s network.Stream) {
 		return
 	}
 	_ = s.Close()
-	f.stats.received.Add(1)
 	select {
-	case f.events <- event{a: a, from: from, ttl: a.TTL}:
+	case f.events <- event{received: true, env: m.Envelope, from: from, ttl: m.TTL}:
 	case <-f.ctx.Done():
 	}
 }
 
-func (f *Flooder) receive(s network.Stream, from peer.ID) (Advert, error) {
+func (f *Flooder) receive(s network.Stream, from peer.ID) (message, error) {
 	if !f.lim.Allow(from, f.cfg.Clock.Now()) {
-		return Advert{}, errRateLimited
+		return message{}, errRateLimited
 	}
 	_ = s.SetDeadline(time.Now().Add(f.cfg.StreamTimeout))
 	b, err := wire.ReadFrame(bufio.NewReaderSize(s, 1024), f.cfg.MaxAdvertSize)
 	switch {
 	case errors.Is(err, wire.ErrTooLarge):
-		return Advert{}, fmt.Errorf("%w: %w", ErrOversized, err)
+		return message{}, fmt.Errorf("%w: %w", ErrOversized, err)
 	case err != nil:
-		return Advert{}, fmt.Errorf("%w: %w", ErrGarbage, err)
+		return message{}, fmt.Errorf("%w: %w", ErrGarbage, err)
 	}
-	return decodeMessage(b, limits{maxTTL: f.cfg.MaxTTL, maxLifetime: f.cfg.MaxLifetime}, f.cfg.Clock.Now())
+	return decodeFrame(b, f.limits())
 }

@@ -47,6 +47,7 @@ func reasonOf(err error) DropReason {
 type Stats struct {
 	Received   uint64 // valid adverts read from other peers
 	Originated uint64 // adverts this peer signed and flooded (Flood calls)
+	Direct     uint64 // adverts this peer sent to a peer directly (Direct), counted in Sent too once written
 	Forwarded  uint64 // times this peer passed a received advert on to its neighbours
 	Sent       uint64 // advert messages written to a neighbour, originated or forwarded
 	SendErrors uint64 // advert messages that could not be written
@@ -66,8 +67,8 @@ func (s Stats) TotalDropped() uint64 {
 
 // counters are updated from several goroutines, hence atomics.
 type counters struct {
-	received, originated, forwarded, sent, sendErrors, delivered, stale atomic.Uint64
-	dropped                                                             [len(dropReasons)]atomic.Uint64
+	received, originated, direct, forwarded, sent, sendErrors, delivered, stale atomic.Uint64
+	dropped                                                                     [len(dropReasons)]atomic.Uint64
 }
 
 func (c *counters) drop(r DropReason) {
@@ -81,7 +82,7 @@ func (c *counters) drop(r DropReason) {
 
 func (c *counters) snapshot() Stats {
 	s := Stats{
-		Received: c.received.Load(), Originated: c.originated.Load(), Forwarded: c.forwarded.Load(),
+		Received: c.received.Load(), Originated: c.originated.Load(), Direct: c.direct.Load(), Forwarded: c.forwarded.Load(),
 		Sent: c.sent.Load(), SendErrors: c.sendErrors.Load(), Delivered: c.delivered.Load(),
 		Stale: c.stale.Load(), Dropped: map[DropReason]uint64{},
 	}

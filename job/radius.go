@@ -45,6 +45,7 @@ const (
 	stepPlace                // the offers are in: place the job
 	stepSchedule             // nothing to gain by hurrying: leave it to the schedule's waits
 	stepExtra                // enough: flood the extra radius, then place
+	stepDirect               // send the advert to the few known peers that have not answered, instead of a wider radius
 )
 
 // answered is what the loop knows when a radius's answers have stopped.
@@ -58,6 +59,7 @@ type answered struct {
 	more      bool // the flood has a radius left beyond this one
 	allKnown  bool // every peer the agent knows has answered this flood
 	stable    bool // the agent knows the same peers as when the flood began
+	direct    bool // the known peers that have not answered (that matter, once enough) can have the advert directly (canDirect)
 	fresh     int  // answers the radius brought
 	quiet     int  // radii flooded since the last one that brought answers
 	since     time.Duration
@@ -97,11 +99,21 @@ type answered struct {
 //
 // An offer still being measured has come: the job is not placed without
 // it (looked at again after the answer gap), whatever else holds.
+//
+// Where it would flood a wider radius to reach the known peers that have
+// not answered (the next radius, the extra one, or the offer grace for a
+// closer host still silent), it sends them the advert directly when it
+// can (direct), unless the radius's answers are still coming: they are
+// its own agents, and one of them may be the silent peer.
 func nextStep(a answered) step {
-	if s := decide(a); s != stepPlace || !a.measuring {
-		return s
+	s := decide(a)
+	switch {
+	case s == stepPlace && a.measuring:
+		return stepLater
+	case a.direct && !a.trickling && (s == stepNext || s == stepExtra || (s == stepSchedule && a.enough && a.worth)):
+		return stepDirect
 	}
-	return stepLater
+	return s
 }
 
 func decide(a answered) step {

@@ -39,6 +39,9 @@ type reservation struct {
 	enough    bool             // Enough held: the loop is stopped, the offers are collected
 	steering  bool             // the loop is held (flood.Steer.Hold): the job is feasible and its radii move on only when answered
 	ended     bool             // the flood loop has returned: no radius is left
+	targets   []peer.ID        // known peers that have not answered, as of the last look (directTargets)
+	sent      map[peer.ID]bool // peers sent the advert directly
+	directBy  time.Time        // until when the answers to the direct advert are waited for
 }
 
 // wait is how long without an answer counts as the radius answered: the
@@ -137,7 +140,7 @@ func (ss *session) reserve() (Plan, error) {
 	defer ss.reserving.Store(false)
 	st := flood.Steer{Enough: enough, Answered: next, Flooded: floodedR, Hold: hold}
 	go func() { flooded <- ss.s.flood.Steered(ctx, adv, st, ss.s.cfg.Schedule) }()
-	rs := &reservation{heard: map[peer.ID]bool{}, gap: ss.s.cfg.AnswerGap, extra: ss.s.cfg.Schedule.Extra,
+	rs := &reservation{heard: map[peer.ID]bool{}, sent: map[peer.ID]bool{}, gap: ss.s.cfg.AnswerGap, extra: ss.s.cfg.Schedule.Extra,
 		floodedAt: time.Now(), grace: ss.s.cfg.OfferGrace}
 	knower, _ := ss.s.ping.(Knower)
 	if knower != nil {
@@ -202,7 +205,9 @@ func (ss *session) reserve() (Plan, error) {
 		if knower != nil && !rs.allIn && len(rs.heard) >= rs.live {
 			rs.look(knower) // perhaps the last one: settle after the answer gap only
 		}
-		if rs.held && !rs.allIn {
+		if d, waiting := rs.directWait(time.Now()); waiting {
+			settle.Reset(d) // a direct advert's target has not answered yet
+		} else if rs.held && !rs.allIn {
 			settle.Reset(rs.gap) // waiting for the answers to stop: not at every one
 		} else {
 			settle.Reset(rs.settleIn(time.Now()))
@@ -218,6 +223,10 @@ func (ss *session) reserve() (Plan, error) {
 		case <-settle.C:
 			if ss.pending.Load() > 0 && (rs.enough || time.Now().Before(rs.decideBy())) {
 				settle.Reset(rs.settleIn(time.Now()))
+				continue
+			}
+			if d, waiting := rs.directWait(time.Now()); waiting {
+				settle.Reset(d)
 				continue
 			}
 			switch ss.answeredStep(rs, time.Since(began), ss.pending.Load() > 0) {
@@ -236,6 +245,9 @@ func (ss *session) reserve() (Plan, error) {
 			case stepLater:
 				rs.held = true
 				settle.Reset(rs.laterIn(time.Now()))
+			case stepDirect:
+				ss.direct(ctx, adv, rs)
+				settle.Reset(max(0, time.Until(rs.directBy)))
 			case stepExtra:
 				rs.extra--
 				if err := ss.s.flood.Flood(ctx, adv, rs.radius+1); err != nil {
@@ -343,13 +355,17 @@ func (ss *session) answeredStep(rs *reservation, at time.Duration, measuring boo
 		rs.lastFresh, a.quiet = rs.radius, 0
 		rs.took = rs.last.Sub(rs.floodedAt)
 	}
+	var far time.Duration
 	if a.enough {
 		plan, err := Place(d.Strategy, ss.rlist, d.Nodes, d.Replicas)
-		a.worth = err == nil && ExtraWorthFor(d.Prefer, farthest(plan), rs.known, func(p peer.ID) bool { return rs.heard[p] })
+		far = farthest(plan)
+		a.worth = err == nil && ExtraWorthFor(d.Prefer, far, rs.known, func(p peer.ID) bool { return rs.heard[p] })
 	}
+	rs.targets = directTargets(d.Prefer, a.enough, far, rs.known, func(p peer.ID) bool { return rs.heard[p] })
+	a.direct = canDirect(rs.targets, rs.sent, ss.s.directLimit(), a.stable)
 	s := nextStep(a)
 	log.Debugw("radius answered", "job", ss.id, "at", at, "radius", rs.radius, "known", len(rs.known), "since", a.since, "answers", len(rs.heard), "fresh", a.fresh,
-		"offers", len(ss.rlist), "enough", a.enough, "worth", a.worth, "all known", a.allKnown, "stable", a.stable, "quiet", a.quiet, "step", s, "unheard", unheard(rs))
+		"offers", len(ss.rlist), "enough", a.enough, "worth", a.worth, "all known", a.allKnown, "stable", a.stable, "quiet", a.quiet, "step", s, "unheard", unheard(rs), "direct", a.direct)
 	return s
 }
 

@@ -51,6 +51,13 @@ type SubmitterConfig struct {
 	// of each other, and a gap too short only floods the next radius a
 	// little early.
 	AnswerGap time.Duration
+	// Direct is how many peers its overlay knows, and that have not
+	// answered a radius, a job sends its advert to directly rather than
+	// flood the next radius, which every agent already reached would
+	// forward again to all its neighbours (at most flood.MaxDirect; 0:
+	// always flood). Default 16: past that many, a radius is worth its
+	// messages.
+	Direct int
 	// Spares is how many unused offers, beyond the plan, stay reserved until
 	// the job runs, to replace hosts that fail the commit.
 	Spares int
@@ -78,6 +85,7 @@ func DefaultSubmitterConfig() SubmitterConfig {
 		Schedule:       flood.Schedule{First: time.Second, Factor: 2, MaxRadius: 8, Extra: 1},
 		OfferGrace:     300 * time.Millisecond,
 		AnswerGap:      defaultAnswerGap,
+		Direct:         defaultDirect,
 		Spares:         2,
 		Deadline:       2 * time.Minute,
 		StartTimeout:   60 * time.Second,

@@ -197,9 +197,9 @@ func (o *Overlay) Measure(ctx context.Context, p peer.ID) (time.Duration, error)
 	rtt, err := o.measure(ctx, p)
 	if err == nil {
 		o.do(func(now time.Time) {
-			o.tab.add(p, now)
-			o.tab.observe(p, rtt, false, now)
-			o.dirty = true
+			added := o.tab.add(p, now)
+			_, visible := o.tab.observe(p, rtt, false, now)
+			o.dirty = o.dirty || added || visible
 		})
 	}
 	return rtt, err

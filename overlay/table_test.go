@@ -41,13 +41,13 @@ func TestTableDeath(t *testing.T) {
 	}
 	tab.observe("old", 5*ms, false, t0)
 
-	if died := tab.observe("new", 0, true, t0); !died {
+	if died, _ := tab.observe("new", 0, true, t0); !died {
 		t.Fatal("a never-measured peer that fails is not dead")
 	}
-	if died := tab.observe("old", 0, true, t0); died {
+	if died, _ := tab.observe("old", 0, true, t0); died {
 		t.Fatal("a measured peer died on its first failure")
 	}
-	if died := tab.observe("old", 0, true, t0); !died {
+	if died, _ := tab.observe("old", 0, true, t0); !died {
 		t.Fatal("a measured peer survived MaxFailures failures")
 	}
 	e := tab.peers["old"]
@@ -160,15 +160,15 @@ func TestTableDueOrder(t *testing.T) {
 func TestTableInboundLease(t *testing.T) {
 	tab := testTable(func(c *Config) { c.MaxInbound = 2 })
 	for _, p := range []peer.ID{"a", "b"} {
-		if !tab.leaseInbound(p, t0) {
-			t.Fatalf("lease for %s refused", p)
+		if held, changed := tab.leaseInbound(p, t0); !held || !changed {
+			t.Fatalf("lease for %s: held %v, changed %v", p, held, changed)
 		}
 	}
-	if tab.leaseInbound("c", t0) {
-		t.Fatal("lease beyond MaxInbound granted")
+	if held, changed := tab.leaseInbound("c", t0); held || !changed { // c is new: known, not inbound
+		t.Fatalf("lease beyond MaxInbound: held %v, changed %v", held, changed)
 	}
-	if !tab.leaseInbound("a", t0.Add(time.Minute)) {
-		t.Fatal("a renewal was refused")
+	if held, changed := tab.leaseInbound("a", t0.Add(time.Minute)); !held || changed {
+		t.Fatalf("a renewal: held %v, changed %v; want held, nothing shown changed", held, changed)
 	}
 	later := t0.Add(2*time.Minute + time.Second) // b's lease ended, a's did not
 	infos := tab.infos(later)
@@ -197,7 +197,7 @@ func TestTableDisconnected(t *testing.T) {
 	if got := tab.due(t0.Add(time.Second), 10); !slices.Equal(got, []peer.ID{"nb"}) {
 		t.Fatalf("due after disconnections %v, want just the neighbour", got)
 	}
-	if died := tab.observe("nb", 0, true, t0.Add(time.Second)); !died {
+	if died, _ := tab.observe("nb", 0, true, t0.Add(time.Second)); !died {
 		t.Fatal("a disconnected neighbour that fails one probe is not dead")
 	}
 	tab.reselect(t0.Add(time.Second), rand.New(rand.NewPCG(1, 1)))
@@ -256,6 +256,140 @@ func TestConfigValidate(t *testing.T) {
 		mut(&c)
 		if err := c.validate(); !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: got %v, want ErrInvalidConfig", name, err)
+		}
+	}
+}
+
+// expire does its work when the earliest dead mark or inbound lease ends,
+// not before, and nothing at all while none is pending.
+func TestTableExpireWhenDue(t *testing.T) {
+	tab := testTable(func(c *Config) { c.DeadFor = time.Minute; c.InboundLease = 2 * time.Minute })
+	if tab.expire(t0) || !tab.nextExpire.IsZero() {
+		t.Fatalf("an empty table has work pending at %v", tab.nextExpire)
+	}
+	tab.kill("dead", t0)                           // ends at 1m
+	tab.leaseInbound("in", t0)                     // ends at 2m
+	tab.leaseInbound("in", t0.Add(30*time.Second)) // renewed: 2m30s
+	for _, step := range []struct {
+		at      time.Duration
+		changed bool
+		next    time.Duration // nextExpire after the call, from t0; -1: none
+		known   []peer.ID
+	}{
+		{59 * time.Second, false, time.Minute, []peer.ID{"dead", "in"}},
+		{time.Minute, true, 150 * time.Second, []peer.ID{"in"}}, // the dead mark ends; the scan finds the renewed lease's end
+		{2 * time.Minute, false, 150 * time.Second, []peer.ID{"in"}},
+		{150 * time.Second, true, -1, []peer.ID{"in"}}, // the lease ends; the peer stays known
+		{time.Hour, false, -1, []peer.ID{"in"}},
+	} {
+		changed := tab.expire(t0.Add(step.at))
+		var known []peer.ID
+		for p := range tab.peers {
+			known = append(known, p)
+		}
+		slices.Sort(known)
+		next := time.Duration(-1)
+		if !tab.nextExpire.IsZero() {
+			next = tab.nextExpire.Sub(t0)
+		}
+		if changed != step.changed || next != step.next || !slices.Equal(known, step.known) {
+			t.Fatalf("at %v: changed %v, next %v, known %v; want %v, %v, %v",
+				step.at, changed, next, known, step.changed, step.next, step.known)
+		}
+	}
+	if tab.peers["in"].inbound(t0.Add(150 * time.Second)) {
+		t.Fatal("the lease did not end")
+	}
+}
+
+// due looks at the table again once the earliest probe it saw is due, or
+// at once after any change, and never misses a peer that became due.
+func TestTableDueWhenDue(t *testing.T) {
+	tab := testTable(nil) // Refresh 5m, NeighbourRefresh 15s
+	tab.add("a", t0)
+	if got := tab.due(t0, 0); got != nil || !tab.nextDue.IsZero() {
+		t.Fatalf("no room: %v, next %v", got, tab.nextDue)
+	}
+	if got := tab.due(t0, 4); !slices.Equal(got, []peer.ID{"a"}) {
+		t.Fatalf("new peer not due: %v", got)
+	}
+	tab.observe("a", ms, false, t0.Add(time.Second))
+	if got := tab.due(t0.Add(2*time.Second), 4); len(got) != 0 || !tab.nextDue.Equal(t0.Add(time.Second+5*time.Minute)) {
+		t.Fatalf("due %v, next %v; want none until the refresh", got, tab.nextDue)
+	}
+	tab.add("b", t0.Add(3*time.Second)) // a change: b is due now, not at a's refresh
+	if got := tab.due(t0.Add(3*time.Second), 4); !slices.Equal(got, []peer.ID{"b"}) {
+		t.Fatalf("a peer added between scans not due: %v", got)
+	}
+	tab.observe("b", ms, false, t0.Add(4*time.Second))
+	tab.leaseInbound("b", t0.Add(5*time.Second)) // a neighbour now: refreshed after 15s
+	if got := tab.due(t0.Add(19*time.Second), 4); !slices.Equal(got, []peer.ID{"b"}) {
+		t.Fatalf("new neighbour not refreshed: %v", got)
+	}
+	tab.observe("b", ms, false, t0.Add(19*time.Second))
+	for _, at := range []time.Duration{33 * time.Second, 34 * time.Second} {
+		got := tab.due(t0.Add(at), 1)
+		if want := at >= 34*time.Second; (len(got) == 1) != want {
+			t.Fatalf("at %v: due %v, want b due %v", at, got, want)
+		}
+	}
+	for range 3 { // more due than room: the rest come at the next calls
+		tab.add(peer.ID(fmt.Sprint("n", len(tab.peers))), t0.Add(time.Hour))
+	}
+	seen := 0
+	for i := range 5 {
+		seen += len(tab.due(t0.Add(time.Hour+time.Duration(i)*time.Second), 1))
+	}
+	if seen != 4 { // three new peers and a, whose refresh is due
+		t.Fatalf("%d peers probed one a call, want 4", seen)
+	}
+}
+
+func TestMoved(t *testing.T) {
+	for _, tc := range []struct {
+		shown, now time.Duration
+		want       bool
+	}{
+		{0, 10 * ms, true}, // never shown
+		{10 * ms, 10*ms + 600*time.Microsecond, false}, // within 5% + 200us (700us)
+		{10 * ms, 10*ms + 800*time.Microsecond, true},
+		{10 * ms, 9*ms + 400*time.Microsecond, false},
+		{10 * ms, 9 * ms, true},
+		{ms, ms + 200*time.Microsecond, false}, // 1.0 and 1.2 ms: one site
+		{ms, ms + 300*time.Microsecond, true},
+	} {
+		if got := moved(tc.shown, tc.now); got != tc.want {
+			t.Errorf("moved(%v, %v) = %v, want %v", tc.shown, tc.now, got, tc.want)
+		}
+	}
+}
+
+// A probe's result is visible to readers when it changes what a snapshot
+// shows beyond noise, against the last snapshot, not the last probe: a
+// slow drift is shown once it adds up.
+func TestObserveVisible(t *testing.T) {
+	tab := testTable(func(c *Config) { c.Alpha = 1 }) // no smoothing: the sample is the RTT
+	tab.add("a", t0)
+	for i, step := range []struct {
+		rtt     time.Duration
+		failed  bool
+		publish bool // a snapshot is taken after the step
+		visible bool
+	}{
+		{10 * ms, false, true, true}, // first measurement
+		{10*ms + 300*time.Microsecond, false, false, false},
+		{10*ms + 600*time.Microsecond, false, false, false},
+		{10*ms + 800*time.Microsecond, false, true, true}, // 800us from the 10ms shown
+		{10*ms + 900*time.Microsecond, false, false, false},
+		{0, true, false, false}, // one failure: not dead yet
+		{0, true, false, true},  // dead
+	} {
+		_, visible := tab.observe("a", step.rtt, step.failed, t0.Add(time.Duration(i)*time.Second))
+		if visible != step.visible {
+			t.Fatalf("step %d (%v, failed %v): visible %v, want %v", i, step.rtt, step.failed, visible, step.visible)
+		}
+		if step.publish {
+			tab.markShown()
 		}
 	}
 }

@@ -36,16 +36,24 @@ type dueProbe struct {
 }
 
 // due picks up to n peers to probe now, most urgent first, and marks them
-// as being probed.
+// as being probed. Between changes to the table it scans it only once the
+// earliest probe it saw is due.
 func (t *table) due(now time.Time, n int) []peer.ID {
+	if n <= 0 || (!t.nextDue.IsZero() && now.Before(t.nextDue)) {
+		return nil
+	}
 	var list []dueProbe
+	var next time.Time
 	for id, e := range t.peers {
 		if e.probing || e.dead(now) {
 			continue
 		}
 		d := t.dueOf(id, e, now)
-		if !d.at.After(now) {
+		switch {
+		case !d.at.After(now):
 			list = append(list, d)
+		case next.IsZero() || d.at.Before(next):
+			next = d.at
 		}
 	}
 	slices.SortFunc(list, func(a, b dueProbe) int {
@@ -55,6 +63,10 @@ func (t *table) due(now time.Time, n int) []peer.ID {
 	for _, d := range list[:min(n, len(list))] {
 		t.peers[d.id].probing = true
 		out = append(out, d.id)
+	}
+	t.nextDue = next
+	if len(list) > n {
+		t.nextDue = time.Time{} // more are due now
 	}
 	return out
 }
@@ -94,6 +106,9 @@ func (t *table) reselect(now time.Time, rng *rand.Rand) bool {
 		if r := roles[id]; e.role != r {
 			e.role, changed = r, true
 		}
+	}
+	if changed {
+		t.touch()
 	}
 	return changed
 }

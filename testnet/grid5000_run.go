@@ -270,7 +270,7 @@ func (g *Grid5000) Run(ctx context.Context, each func(Allocation)) ([]Allocation
 // nancy host, waits for its end and for the network to fall quiet, and
 // tallies where the plan put the processes and what it cost.
 func (g *Grid5000) Allocate(ctx context.Context, s job.Strategy, n int) (Allocation, error) {
-	before := g.counters()
+	before, cpu := g.counters(), processCPU()
 	d := job.NewDescription(g.prog.Name, nil, n)
 	d.Strategy = s
 	sub := g.Net.Nodes[g.Submitter].Submitter()
@@ -282,6 +282,7 @@ func (g *Grid5000) Allocate(ctx context.Context, s job.Strategy, n int) (Allocat
 	if err != nil {
 		return Allocation{}, fmt.Errorf("grid5000 %s n=%d: %w", s, n, err)
 	}
+	cpu = processCPU() - cpu
 	if err := g.quiesce(ctx, id); err != nil {
 		return Allocation{}, fmt.Errorf("grid5000 %s n=%d: %w", s, n, err)
 	}
@@ -292,6 +293,7 @@ func (g *Grid5000) Allocate(ctx context.Context, s job.Strategy, n int) (Allocat
 	after := g.counters()
 	a.Adverts, a.Reached = after.sent-before.sent, after.reached(before)
 	a.Dropped = after.dropped - before.dropped
+	a.CPU = cpu
 	return a, nil
 }
 

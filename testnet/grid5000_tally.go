@@ -62,6 +62,10 @@ type Allocation struct {
 	Reached int
 	Kept    int
 	Dropped uint64 // adverts dropped by any agent during the job (should be 0)
+	// CPU is the CPU time the whole simulation used from the submission
+	// to the job's end: all agents' work for the allocation, plus what
+	// their background (overlay probes, DHT) did meanwhile.
+	CPU time.Duration
 }
 
 // Reservations is the reservation messages of the job: one offer from

@@ -8,6 +8,12 @@
 //
 //	go run ./testnet/cmd/grid5000 -out /tmp/g5k
 //	go run ./testnet/cmd/grid5000 -scale 10 -n 10,20,25,40   # 37 hosts, a quick look
+//	go run ./testnet/cmd/grid5000 -scale 3 -cpuprofile /tmp/cpu.out -trace /tmp/trace.out -memprofile /tmp/mem.out
+//
+// The profiles and the trace cover the jobs only, not the overlay's start:
+// -memprofile writes the heap as the jobs begin to FILE.start and as they
+// end to FILE (go tool pprof -sample_index=alloc_space -base FILE.start
+// BINARY FILE shows what the jobs allocated).
 package main
 
 import (
@@ -33,7 +39,7 @@ func main() {
 
 // run is the command: it returns the exit status, 2 for a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, out, err := parse(args, stderr)
+	o, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -43,64 +49,93 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := experiment(ctx, cfg, out, stdout, stderr); err != nil {
+	if err := experiment(ctx, o, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "grid5000:", err)
 		return 1
 	}
 	return 0
 }
 
-// parse reads the flags into the experiment's config and output folder.
-func parse(args []string, stderr io.Writer) (testnet.Grid5000Config, string, error) {
+// options are the command's flags: the experiment's config, the output
+// folder, and where to write a CPU profile, heap profiles and an
+// execution trace of the jobs (empty: none).
+type options struct {
+	cfg  testnet.Grid5000Config
+	out  string
+	prof profiles
+}
+
+// flags are the values of the command line, before they are checked.
+type flags struct {
+	scale                  int
+	seed                   uint64
+	ns, strategies, out    string
+	prof                   profiles
+	first, grace, converge time.Duration
+	radius                 int
+}
+
+// parse reads the flags into the experiment's options.
+func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("grid5000", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	scale := fs.Int("scale", 1, "divide every cluster's hosts by this (rounded up); 1 is Table 1's 350 hosts")
-	seed := fs.Uint64("seed", 1, "seed: who bootstraps from whom, which nancy host submits")
-	ns := fs.String("n", "", "process counts, comma-separated (default 100..600 by 50, divided by -scale)")
-	strategies := fs.String("strategy", "concentrate,spread", "strategies, comma-separated")
-	out := fs.String("out", ".", "folder for grid5000.csv and the SVG figures")
-	first := fs.Duration("first", 0, "flood wait after radius 1, doubling after (default 200ms)")
-	grace := fs.Duration("grace", 0, "offer grace once the job is feasible (default 1s at -scale 1 to 3, 300ms from 4)")
-	radius := fs.Int("max-radius", 0, "largest flood radius (default 6)")
-	converge := fs.Duration("converge", 0, "bound on the wait for the overlay to converge (default 10m; a loaded machine needs more)")
+	var f flags
+	fs.IntVar(&f.scale, "scale", 1, "divide every cluster's hosts by this (rounded up); 1 is Table 1's 350 hosts")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed: who bootstraps from whom, which nancy host submits")
+	fs.StringVar(&f.ns, "n", "", "process counts, comma-separated (default 100..600 by 50, divided by -scale)")
+	fs.StringVar(&f.strategies, "strategy", "concentrate,spread", "strategies, comma-separated")
+	fs.StringVar(&f.out, "out", ".", "folder for grid5000.csv and the SVG figures")
+	fs.DurationVar(&f.first, "first", 0, "flood wait after radius 1, doubling after (default 200ms)")
+	fs.DurationVar(&f.grace, "grace", 0, "offer grace once the job is feasible (default 1s at -scale 1 to 3, 300ms from 4)")
+	fs.IntVar(&f.radius, "max-radius", 0, "largest flood radius (default 6)")
+	fs.DurationVar(&f.converge, "converge", 0, "bound on the wait for the overlay to converge (default 10m; a loaded machine needs more)")
+	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of the jobs (not of the start) to this file")
+	fs.StringVar(&f.prof.mem, "memprofile", "", "write the heap profile as the jobs begin to this file + .start, and as they end to this file")
+	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of the jobs (not of the start) to this file")
 	if err := fs.Parse(args); err != nil {
-		return testnet.Grid5000Config{}, "", err
+		return options{}, err
 	}
 	if fs.NArg() > 0 {
-		return testnet.Grid5000Config{}, "", fmt.Errorf("unexpected arguments %q", fs.Args())
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *scale < 1 {
-		return testnet.Grid5000Config{}, "", fmt.Errorf("-scale %d: want at least 1", *scale)
+	cfg, err := f.config()
+	return options{cfg: cfg, out: f.out, prof: f.prof}, err
+}
+
+// config checks the flags and turns them into the experiment's config.
+func (f flags) config() (testnet.Grid5000Config, error) {
+	if f.scale < 1 {
+		return testnet.Grid5000Config{}, fmt.Errorf("-scale %d: want at least 1", f.scale)
 	}
-	cfg := testnet.DefaultGrid5000Config(*scale)
-	cfg.Seed = *seed
+	cfg := testnet.DefaultGrid5000Config(f.scale)
+	cfg.Seed = f.seed
 	var err error
-	if *ns != "" {
-		if cfg.Ns, err = parseInts(*ns); err != nil {
-			return cfg, "", fmt.Errorf("-n: %w", err)
+	if f.ns != "" {
+		if cfg.Ns, err = parseInts(f.ns); err != nil {
+			return cfg, fmt.Errorf("-n: %w", err)
 		}
 	}
-	if cfg.Strategies, err = parseStrategies(*strategies); err != nil {
-		return cfg, "", fmt.Errorf("-strategy: %w", err)
+	if cfg.Strategies, err = parseStrategies(f.strategies); err != nil {
+		return cfg, fmt.Errorf("-strategy: %w", err)
 	}
 	for _, d := range []struct {
 		v   time.Duration
 		set *time.Duration
-	}{{*first, &cfg.Submitter.Schedule.First}, {*grace, &cfg.Submitter.OfferGrace}, {*converge, &cfg.Converge}} {
+	}{{f.first, &cfg.Submitter.Schedule.First}, {f.grace, &cfg.Submitter.OfferGrace}, {f.converge, &cfg.Converge}} {
 		if d.v < 0 {
-			return cfg, "", fmt.Errorf("negative duration %v", d.v)
+			return cfg, fmt.Errorf("negative duration %v", d.v)
 		}
 		if d.v > 0 {
 			*d.set = d.v
 		}
 	}
-	if *radius < 0 {
-		return cfg, "", fmt.Errorf("-max-radius %d: want at least 1", *radius)
+	if f.radius < 0 {
+		return cfg, fmt.Errorf("-max-radius %d: want at least 1", f.radius)
 	}
-	if *radius > 0 {
-		cfg.Submitter.Schedule.MaxRadius = *radius
+	if f.radius > 0 {
+		cfg.Submitter.Schedule.MaxRadius = f.radius
 	}
-	return cfg, *out, nil
+	return cfg, nil
 }
 
 func parseInts(s string) ([]int, error) {
@@ -129,7 +164,8 @@ func parseStrategies(s string) ([]job.Strategy, error) {
 
 // experiment starts the simulated grid, runs every job, and writes the
 // table, the CSV, the figures and the check of the paper's properties.
-func experiment(ctx context.Context, cfg testnet.Grid5000Config, out string, stdout, stderr io.Writer) error {
+func experiment(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	cfg, out := o.cfg, o.out
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -147,10 +183,15 @@ func experiment(ctx context.Context, cfg testnet.Grid5000Config, out string, std
 	defer g.Close()
 	fmt.Fprintf(stderr, "converged in %v; submitting from agent %d (nancy), flood diameter %d\n",
 		time.Since(t0).Round(time.Second), g.Submitter, g.Diameter)
+	stopProfiles, err := o.prof.start()
+	if err != nil {
+		return err
+	}
 	allocs, err := g.Run(ctx, func(a testnet.Allocation) {
-		fmt.Fprintf(stderr, "%-11s n=%-3d %v, %d advert msgs, %d reservation msgs\n",
-			a.Strategy, a.N, a.Time.Round(time.Millisecond), a.Adverts, a.Reservations())
+		fmt.Fprintf(stderr, "%-11s n=%-3d %v, %d advert msgs, %d reservation msgs, %.2f CPU s\n",
+			a.Strategy, a.N, a.Time.Round(time.Millisecond), a.Adverts, a.Reservations(), a.CPU.Seconds())
 	})
+	err = errors.Join(err, stopProfiles())
 	if len(allocs) > 0 { // what was measured before a failure is still worth having
 		if werr := testnet.WriteTable(stdout, g.Clusters, allocs); werr != nil {
 			return errors.Join(err, werr)

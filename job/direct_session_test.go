@@ -1,0 +1,223 @@
+package job
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+
+	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/internal/wire"
+)
+
+// edgeNet is a fake flood over workers of which radius r reaches the
+// first r*reach: the last few sit one radius beyond the rest, as the last
+// agents of a graph do behind a full flood. Each worker reached (by a
+// radius or directly) offers once.
+type edgeNet struct {
+	t       *testing.T
+	sub     host.Host
+	workers []host.Host
+	reach   int
+	blobs   *blob.Store
+
+	mu      sync.Mutex
+	offered map[peer.ID]bool
+	radii   []int       // flooded, in order
+	direct  [][]peer.ID // Direct calls
+}
+
+func (n *edgeNet) Steered(ctx context.Context, ad flood.Advert, st flood.Steer, s flood.Schedule) error {
+	for r := 1; r <= s.MaxRadius; r++ {
+		n.mu.Lock()
+		n.radii = append(n.radii, r)
+		n.mu.Unlock()
+		for _, w := range n.workers[:min(len(n.workers), r*n.reach)] {
+			n.offer(ctx, ad.Job, w)
+		}
+		select {
+		case st.Flooded <- r:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		select {
+		case <-st.Answered:
+		case <-st.Enough:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return flood.ErrMaxRadius
+}
+
+func (n *edgeNet) Flood(context.Context, flood.Advert, int) error { return nil }
+
+func (n *edgeNet) Direct(ctx context.Context, ad flood.Advert, to []peer.ID) error {
+	n.mu.Lock()
+	n.direct = append(n.direct, slices.Clone(to))
+	n.mu.Unlock()
+	for _, w := range n.workers {
+		if slices.Contains(to, w.ID()) {
+			n.offer(ctx, ad.Job, w)
+		}
+	}
+	return nil
+}
+
+// offer has w offer 4 slots for job, once.
+func (n *edgeNet) offer(ctx context.Context, job string, w host.Host) {
+	n.mu.Lock()
+	done := n.offered[w.ID()]
+	n.offered[w.ID()] = true
+	n.mu.Unlock()
+	if done {
+		return
+	}
+	go func() {
+		ep := rpc.New(w)
+		defer ep.Close()
+		var reply OfferReply
+		msg := OfferMsg{Job: ID(job), Lease: "lease-" + w.ID().String(), Slots: 4, Cores: 4, Expires: time.Now().Add(time.Minute)}
+		if err := ep.Call(ctx, n.sub.ID(), OfferProtocol, msg, &reply, MaxReplySize); err != nil && ctx.Err() == nil {
+			n.t.Errorf("offer from %s: %v", w.ID(), err)
+		}
+	}()
+}
+
+// Ping and Known make the fake the submitter's overlay: it knows every
+// worker, 1 ms away.
+func (n *edgeNet) Ping(context.Context, peer.ID) (time.Duration, error) { return time.Millisecond, nil }
+
+func (n *edgeNet) Known() []PeerRTT {
+	var out []PeerRTT
+	for _, w := range n.workers {
+		out = append(out, PeerRTT{ID: w.ID(), RTT: time.Millisecond})
+	}
+	return out
+}
+
+// A spread over more processes than hosts is placed once every peer the
+// overlay knows has answered. When a radius leaves a few of them silent,
+// the advert goes to them directly, not in a wider radius, and once they
+// answer the job is placed on every host without another radius.
+func TestReserveSendsDirect(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		direct int // SubmitterConfig.Direct
+		radii  int // radii flooded
+	}{
+		{"direct", 16, 1},
+		{"off: a radius more", 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n, sub := startEdgeNet(t, 6, 4, tc.direct)
+			d := NewDescription("hostname.sh", nil, 12) // spread: 12 processes, 6 hosts of 4 slots
+			d.Strategy = Spread
+			end := runDry(t, sub, d, n.program(t))
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if len(end.Plan.Hosts) != len(n.workers) {
+				t.Fatalf("placed on %d hosts of %d", len(end.Plan.Hosts), len(n.workers))
+			}
+			if len(n.radii) != tc.radii {
+				t.Fatalf("radii flooded %v, want %d", n.radii, tc.radii)
+			}
+			var want [][]peer.ID
+			if tc.direct > 0 {
+				want = [][]peer.ID{{n.workers[4].ID(), n.workers[5].ID()}}
+			}
+			if fmt.Sprint(n.direct) != fmt.Sprint(want) {
+				t.Fatalf("direct adverts to %v, want %v", n.direct, want)
+			}
+		})
+	}
+}
+
+// startEdgeNet starts a submitter and workers on mocknet, each radius
+// reaching reach more of them.
+func startEdgeNet(t *testing.T, workers, reach, direct int) (*edgeNet, *Submitter) {
+	mn, err := mocknet.FullMeshConnected(1 + workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mn.Close() })
+	hosts := mn.Hosts()
+	n := &edgeNet{t: t, sub: hosts[0], workers: hosts[1:], reach: reach, offered: map[peer.ID]bool{}}
+	for _, w := range n.workers { // dry runs cancel every lease at the end
+		wep := rpc.New(w)
+		t.Cleanup(func() { _ = wep.Close() })
+		wep.Handle(LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
+			var req LeaseRequest
+			if err := wire.ReadJSON(bufio.NewReader(s), MaxLeaseSize, &req); err != nil {
+				_ = s.Reset()
+				return
+			}
+			_ = wire.WriteJSON(s, LeaseReply{OK: true})
+			_ = s.Close()
+		})
+	}
+	store, err := OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.blobs = blobs
+	cfg := DefaultSubmitterConfig()
+	cfg.Schedule = flood.Schedule{First: time.Minute, Factor: 2, MaxRadius: 4} // radii move on only when answered
+	cfg.OfferGrace = 200 * time.Millisecond
+	cfg.AnswerGap = 50 * time.Millisecond
+	cfg.Direct = direct
+	ep := rpc.New(n.sub)
+	t.Cleanup(func() { _ = ep.Close() })
+	sub, err := NewSubmitter(n.sub, ep, cfg, n, n, blobs, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	return n, sub
+}
+
+// program puts the dry runs' program in the submitter's blob store.
+func (n *edgeNet) program(t *testing.T) FileRef {
+	h, size, err := n.blobs.Put(strings.NewReader("#!/bin/sh\nhostname\n"), 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}
+}
+
+// runDry submits d as a dry run and returns its final record, which must
+// hold a plan.
+func runDry(t *testing.T, sub *Submitter, d Description, prog FileRef) Record {
+	id, err := sub.Submit(Submission{Desc: d, Program: prog, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var end *Record
+	err = sub.Watch(ctx, id, 0, func(u Update) error {
+		if u.Kind == "end" {
+			end = u.Record
+		}
+		return nil
+	})
+	if err != nil || end == nil || end.Plan == nil {
+		t.Fatalf("watch: %v; record %+v", err, end)
+	}
+	return *end
+}
