@@ -110,11 +110,16 @@ func TestOverlayLocalityOnMocknet(t *testing.T) {
 		}
 		return true
 	})
+	// A near peer is measured, and never faster than its 1 ms link (a
+	// mocknet delay never ends early). How much slower is the machine's
+	// load, not the overlay's doing: no upper bound (at load 7-9 a
+	// 5 ms bound failed 4 to 6 runs in 100). Locality itself is the
+	// site check above.
 	o := c.ovs[0]
 	for _, p := range o.Peers() {
 		rtt, ok := o.RTT(p.ID)
-		if p.Near && (!ok || rtt < time.Millisecond || rtt > 5*time.Millisecond) {
-			t.Errorf("near peer %s RTT %v %v, want ~1ms", p.ID, rtt, ok)
+		if p.Near && (!ok || rtt < time.Millisecond) {
+			t.Errorf("near peer %s RTT %v %v, want at least the link's 1ms", p.ID, rtt, ok)
 		}
 	}
 	// Neighbours lists the chosen ones first, nearest first.
