@@ -49,10 +49,12 @@ type Config struct {
 	OpenTimeout time.Duration
 	// HeartbeatInterval is how often an idle link pings. 1s.
 	HeartbeatInterval time.Duration
-	// HeartbeatTimeout is how long a link may stay silent (no frame at all)
-	// before the remote agent counts as lost and the job fails. 5s: five
-	// missed heartbeats, so a busy machine is not mistaken for a dead one,
-	// while a blocked call still errors within seconds.
+	// HeartbeatTimeout is how long a remote agent may stay silent (no frame
+	// of it on any stream of the job) before it counts as lost and the job
+	// fails. 5s: five missed heartbeats, so a busy machine is not mistaken
+	// for a dead one, while a blocked call still errors within seconds.
+	// Silence is counted at checks half an interval apart, a late check
+	// counting one interval at most (watch.go).
 	HeartbeatTimeout time.Duration
 	// LogBytes bounds the log of one local copy of a rank: what it sent
 	// that some live copy of the destination has not acknowledged. 32 MiB:

@@ -38,11 +38,15 @@
 // lead's choice is forwarded to its backups, and nothing more the lead sends
 // leaves before they hold it (choice.go).
 //
-// Liveness: links carry heartbeats. A broken stream is not proof of a lost
-// agent: the link opens a new one and resends what the remote lacks. An
-// agent silent for Config.HeartbeatTimeout, unreachable for that long, or
-// breaking the protocol is lost, and an agent that was counted lost is
-// fenced: its links are refused and its copies end.
+// Liveness (watch.go): links carry heartbeats, and every frame of a remote
+// agent on any of the job's streams stamps it alive. A broken stream is
+// not proof of a lost agent: the link opens a new one and resends what the
+// remote lacks. One watch loop per job counts each agent's silence from
+// the stamps, a late check counting one heartbeat interval at most, so a
+// stall of this agent itself is not blamed on the others. An agent silent
+// for Config.HeartbeatTimeout, unreachable for that long, or breaking the
+// protocol is lost, and an agent that was counted lost is fenced: its
+// links are refused and its copies end.
 //
 // Bad input — garbage or oversized frames, a wrong key, an unknown job, a
 // rank that does not run here — is refused on its own connection or stream

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -47,9 +45,18 @@ func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 		answerEnded(s, j.cfg, failure)
 		return
 	}
+	// The remote opens a new stream only once its last one broke: one it
+	// left behind without a reset (its connection died) would wait for a
+	// frame forever.
+	for old := range j.inbound {
+		if old.peer == in.peer {
+			_ = old.s.Reset()
+		}
+	}
 	j.inbound[in] = struct{}{}
 	j.wg.Add(2)
 	j.mu.Unlock()
+	j.heardFrom(in.peer)
 	defer j.wg.Done()
 	defer func() {
 		j.mu.Lock()
@@ -65,15 +72,19 @@ func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 	in.readLoop()
 }
 
+// readLoop reads the remote's frames until the stream ends. It sets no
+// deadline: every frame stamps the remote alive, and the job's watch loop
+// judges its silence (watch.go) and resets this stream when it counts the
+// remote lost.
 func (in *inbound) readLoop() {
 	j := in.j
 	for {
-		_ = in.s.SetReadDeadline(time.Now().Add(j.silenceLimit(in.peer)))
 		fr, err := j.r.frames.read(in.br, j.cfg.bodyMax())
 		if err != nil {
 			in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
 			return
 		}
+		j.heardFrom(in.peer)
 		f := fr.f
 		switch f.Type() {
 		case proto.TypeMsg:
@@ -198,10 +209,10 @@ func (in *inbound) write(f proto.Frame) error {
 	return err
 }
 
-// broken ends a stream that failed. A stream that was reset or closed is
-// not proof that the remote is gone: it opens a new stream if it lives, and
-// this agent's own link to it decides. A remote silent for the heartbeat
-// timeout, or one that broke the protocol, is lost.
+// broken ends a stream that failed. A stream that was reset or closed, or
+// a write that timed out, is not proof that the remote is gone: it opens a
+// new stream if it lives, and the watch loop judges its silence. A remote
+// that broke the protocol is lost.
 func (in *inbound) broken(err error) {
 	_ = in.s.Reset()
 	if in.j.ctx.Err() != nil {
@@ -229,13 +240,10 @@ func (j *Job) silenceLimit(p peer.ID) time.Duration {
 // errViolation marks a frame that breaks the link protocol.
 var errViolation = errors.New("protocol violation")
 
-// provesLost reports whether a stream's error shows its remote gone or
-// broken: it fell silent past its deadline, or sent what the protocol
-// forbids.
+// provesLost reports whether a stream's error shows its remote broken: it
+// sent what the protocol forbids. Silence is the watch loop's to judge.
 func provesLost(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) ||
-		errors.Is(err, proto.ErrMalformed) || errors.Is(err, proto.ErrTooLarge) || errors.Is(err, errViolation)
+	return errors.Is(err, proto.ErrMalformed) || errors.Is(err, proto.ErrTooLarge) || errors.Is(err, errViolation)
 }
 
 // control writes a control frame (Fail).

@@ -64,9 +64,11 @@ type Job struct {
 	announcing sync.WaitGroup
 	events     chan Event
 	ready      chan struct{}
-	ackNow     chan struct{} // capacity 1: acknowledge delivery positions now
-	ackSoon    chan struct{} // capacity 1: acknowledge them after Config.AckDelay
-	ackArmed   atomic.Bool   // an acknowledgement round is due: later deliveries need not ask
+	ackNow     chan struct{}           // capacity 1: acknowledge delivery positions now
+	ackSoon    chan struct{}           // capacity 1: acknowledge them after Config.AckDelay
+	ackArmed   atomic.Bool             // an acknowledgement round is due: later deliveries need not ask
+	born       time.Time               // when the job was added: the base of the heard stamps
+	heard      map[peer.ID]*heardStamp // per remote agent; the map never changes (watch.go)
 
 	mu       sync.Mutex // guards everything below, and procs' conn and state
 	attached int
@@ -90,6 +92,10 @@ func newJob(r *Router, spec JobSpec) *Job {
 		ready: make(chan struct{}), links: map[peer.ID]*link{}, inbound: map[*inbound]struct{}{},
 		lost: map[peer.ID]bool{}, lostCopy: map[Proc]bool{}, ended: map[peer.ID]bool{},
 		ackNow: make(chan struct{}, 1), ackSoon: make(chan struct{}, 1),
+		born: time.Now(), heard: map[peer.ID]*heardStamp{},
+	}
+	for _, h := range j.remote {
+		j.heard[h] = &heardStamp{}
 	}
 	j.welcome = proto.Welcome{Version: proto.Version, MaxData: uint32(r.cfg.MaxData), HostOf: hostLayout(spec.Hosts),
 		SiteOf: siteLayout(spec.Hosts, spec.Sites)}.Encode()
@@ -108,8 +114,9 @@ func newJob(r *Router, spec JobSpec) *Job {
 	if len(j.procs) == 0 {
 		close(j.ready)
 	}
-	j.wg.Add(1)
+	j.wg.Add(2)
 	go j.ackLoop()
+	go j.watchLoop()
 	return j
 }
 

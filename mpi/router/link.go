@@ -29,13 +29,15 @@ var (
 //
 // A broken stream is not proof that the remote is gone: the link opens a
 // new one and resends from the local copies' logs what the remote has not
-// acknowledged (its sequencers drop the rest). The remote counts as lost
-// only when nothing was heard from it for Config.HeartbeatTimeout, or it
-// cannot be reached again within that time.
+// acknowledged (its sequencers drop the rest), until the job's watch loop
+// counts the remote lost (nothing heard from it for its timeout: watch.go)
+// and cuts the link.
 type link struct {
 	j    *Job
 	peer peer.ID
-	done chan struct{} // closed when run ends: the link is over for good
+	done chan struct{}      // closed when run ends: the link is over for good
+	ctx  context.Context    // ends when the link is over (or the job): stops an open under way
+	stop context.CancelFunc // ends ctx
 
 	wmu sync.Mutex // serializes writes to the stream
 
@@ -46,7 +48,6 @@ type link struct {
 	more   chan struct{} // closed (and replaced) when credit grows or the state changes
 	gone   bool          // the remote ended the job cleanly: sends are dropped
 	err    error         // set when the link is over for good
-	heard  time.Time     // when the remote was last heard from
 	rtt    rttEstimate   // of pings answered by pongs
 	pinged time.Time     // when the oldest unanswered ping left, or zero
 }
@@ -62,10 +63,12 @@ func (j *Job) linkLocked(h peer.ID) *link {
 	if l := j.links[h]; l != nil {
 		return l
 	}
-	l := &link{j: j, peer: h, done: make(chan struct{}), more: make(chan struct{}), heard: time.Now()}
+	l := &link{j: j, peer: h, done: make(chan struct{}), more: make(chan struct{})}
+	l.ctx, l.stop = context.WithCancel(j.ctx)
 	j.links[h] = l
 	if j.removed {
 		l.err = errJobOver
+		l.stop()
 		close(l.done)
 		return l
 	}
@@ -74,8 +77,9 @@ func (j *Job) linkLocked(h peer.ID) *link {
 	return l
 }
 
-// run opens the stream, and opens it again each time it breaks while the
-// remote is still within its heartbeat timeout.
+// run opens the stream, and opens it again each time it breaks, until the
+// link is over: the job ended, the remote ended it, or the remote was
+// counted lost (by the watch loop, or here when it was never reachable).
 func (l *link) run() {
 	defer l.j.wg.Done()
 	defer close(l.done)
@@ -102,14 +106,16 @@ func (l *link) run() {
 			l.over(err)
 			l.j.fenced(l.peer)
 			return
-		case errors.Is(err, errMismatch) || errors.Is(err, errGone) || time.Until(l.lastHeard().Add(l.timeout())) <= 0:
+		case errors.Is(err, errMismatch) || errors.Is(err, errGone) || !l.everUp():
 			l.over(err)
 			l.j.peerLost(l.peer, err)
 			return
 		}
 		log.Infof("job %s: link to %s broke, opening it again: %v", l.j.spec.ID, l.peer.ShortString(), err)
-		if !pause(l.j.ctx, wait) {
-			l.over(errJobOver)
+		if !pause(l.ctx, wait) {
+			if !l.isOver() {
+				l.over(errJobOver)
+			}
 			return
 		}
 		wait = min(2*wait, 500*time.Millisecond)
@@ -124,13 +130,17 @@ func (l *link) session() error {
 	if err != nil {
 		return err
 	}
-	l.heardNow()
+	l.j.heardFrom(l.peer)
 	l.cmu.Lock()
 	l.s, l.credit, l.up = s, window, false
 	l.cmu.Unlock()
 	if l.j.ctx.Err() != nil { // the job ended while opening; shutdown may have missed the stream
 		l.shutdown(l.j.farewell())
 		return errJobOver
+	}
+	if l.isOver() { // the remote was counted lost while opening; cut may have missed the stream
+		_ = s.Reset()
+		return errLinkDown
 	}
 	read := make(chan error, 1)
 	go func() { read <- l.readLoop(s, br) }()
@@ -149,15 +159,12 @@ func (l *link) session() error {
 	return err
 }
 
-// open opens a stream and exchanges Open and Accept, trying again until the
-// remote's heartbeat timeout runs out.
+// open opens a stream and exchanges Open and Accept, trying again for
+// Config.OpenTimeout at most (or until the link is over).
 func (l *link) open() (network.Stream, *bufio.Reader, int, error) {
 	cfg := l.j.cfg
-	deadline := l.lastHeard().Add(l.timeout())
-	if d := time.Now().Add(cfg.OpenTimeout); d.Before(deadline) || !l.everUp() {
-		deadline = d
-	}
-	ctx, cancel := context.WithDeadline(l.j.ctx, deadline)
+	deadline := time.Now().Add(cfg.OpenTimeout)
+	ctx, cancel := context.WithDeadline(l.ctx, deadline)
 	defer cancel()
 	s, err := l.dial(ctx)
 	if err != nil {
@@ -328,16 +335,17 @@ func (l *link) pinger() {
 }
 
 // readLoop reads what the remote sends back on stream s: credit, pongs, a
-// failure, or the end of the job there (nil).
+// failure, or the end of the job there (nil). It sets no deadline: the
+// watch loop judges the remote's silence, and cuts the link (which ends
+// this read) when it counts the remote lost.
 func (l *link) readLoop(s network.Stream, br *bufio.Reader) error {
 	for {
-		_ = s.SetReadDeadline(time.Now().Add(l.timeout()))
 		f, err := proto.ReadFrame(br, proto.MaxControl)
 		if err != nil {
 			_ = s.Reset()
 			return fmt.Errorf("link to %s: %w", l.peer.ShortString(), err)
 		}
-		l.heardNow()
+		l.j.heardFrom(l.peer)
 		switch f.Type() {
 		case proto.TypeCredit:
 			n, err := proto.DecodeU32(f.Body())
@@ -406,18 +414,6 @@ func (l *link) everUp() bool {
 	return l.s != nil
 }
 
-func (l *link) heardNow() {
-	l.cmu.Lock()
-	l.heard = time.Now()
-	l.cmu.Unlock()
-}
-
-func (l *link) lastHeard() time.Time {
-	l.cmu.Lock()
-	defer l.cmu.Unlock()
-	return l.heard
-}
-
 // timeout is how long the remote may stay silent before it counts as lost:
 // the configured heartbeat timeout, or more on a path whose measured
 // round-trip time and jitter make that too short (a slow or loaded host
@@ -446,7 +442,8 @@ func (l *link) cut(err error) {
 	}
 }
 
-// over ends the link for good: sends fail with err.
+// over ends the link for good: sends fail with err, and an open under way
+// stops.
 func (l *link) over(err error) {
 	l.cmu.Lock()
 	if l.err == nil {
@@ -455,6 +452,7 @@ func (l *link) over(err error) {
 		l.signal()
 	}
 	l.cmu.Unlock()
+	l.stop()
 }
 
 // markGone makes later sends drop their frames.
