@@ -73,6 +73,7 @@ type flags struct {
 	prof                   profiles
 	first, grace, converge time.Duration
 	radius                 int
+	noCollect              bool
 }
 
 // parse reads the flags into the experiment's options.
@@ -89,6 +90,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&f.grace, "grace", 0, "offer grace once the job is feasible (default 1s at -scale 1 to 3, 300ms from 4)")
 	fs.IntVar(&f.radius, "max-radius", 0, "largest flood radius (default 6)")
 	fs.DurationVar(&f.converge, "converge", 0, "bound on the wait for the overlay to converge (default 10m; a loaded machine needs more)")
+	fs.BoolVar(&f.noCollect, "no-collect", false, "do not collect garbage before each job (a collection over the 350 agents' heap then lands within some jobs)")
 	fs.StringVar(&f.prof.cpu, "cpuprofile", "", "write a CPU profile of the jobs (not of the start) to this file")
 	fs.StringVar(&f.prof.mem, "memprofile", "", "write the heap profile as the jobs begin to this file + .start, and as they end to this file")
 	fs.StringVar(&f.prof.trace, "trace", "", "write an execution trace of the jobs (not of the start) to this file")
@@ -108,7 +110,7 @@ func (f flags) config() (testnet.Grid5000Config, error) {
 		return testnet.Grid5000Config{}, fmt.Errorf("-scale %d: want at least 1", f.scale)
 	}
 	cfg := testnet.DefaultGrid5000Config(f.scale)
-	cfg.Seed = f.seed
+	cfg.Seed, cfg.NoCollect = f.seed, f.noCollect
 	var err error
 	if f.ns != "" {
 		if cfg.Ns, err = parseInts(f.ns); err != nil {
