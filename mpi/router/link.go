@@ -335,11 +335,16 @@ func (l *link) pinger() {
 }
 
 // readLoop reads what the remote sends back on stream s: credit, pongs, a
-// failure, or the end of the job there (nil). It sets no deadline: the
-// watch loop judges the remote's silence, and cuts the link (which ends
-// this read) when it counts the remote lost.
+// failure, or the end of the job there (nil). The watch loop judges the
+// remote's silence, and cuts the link (which ends this read) when it
+// counts the remote lost. The read deadline, twice the remote's timeout,
+// only makes the link open a new stream: the pinger's pings are answered
+// within the timeout, so a stream that stays silent past it while the
+// remote is heard on its own stream has died without a reset (its
+// connection half gone), and would otherwise wait for libp2p's keepalive.
 func (l *link) readLoop(s network.Stream, br *bufio.Reader) error {
 	for {
+		_ = s.SetReadDeadline(time.Now().Add(2 * l.timeout()))
 		f, err := proto.ReadFrame(br, proto.MaxControl)
 		if err != nil {
 			_ = s.Reset()
