@@ -180,6 +180,15 @@ func (ss *session) reserve() (Plan, error) {
 	// ended while 350 agents were still answering the radius before, and
 	// the next one, a full flood to agents that all had the advert,
 	// slowed their answers (traced at full size).
+	//
+	// While the loop is held, only this loop's word moves it on, so
+	// turning the hold on arms the settle timer: the offer that made the
+	// job feasible may come from an agent heard before (it declined as
+	// busy and offers now that its slots freed), which heard leaves the
+	// timer alone for, and a stepSchedule before it left the timer
+	// disarmed. Without this the job sat out its whole scheduling deadline
+	// (2 min) with enough offers in hand (a restart after a host loss,
+	// traced).
 	steer := func(on bool) {
 		if rs.steering == on {
 			return
@@ -190,6 +199,9 @@ func (ss *session) reserve() (Plan, error) {
 		default:
 		}
 		hold <- on
+		if on {
+			settle.Reset(rs.settleIn(time.Now()))
+		}
 	}
 	heard := func(from peer.ID) {
 		rs.last = time.Now()
