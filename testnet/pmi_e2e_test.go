@@ -109,6 +109,19 @@ exit 3`)
 			}
 		}
 	})
+	t.Run("net-devices", func(t *testing.T) {
+		// Every host of the job is this machine: MPICH's transports are
+		// pointed at loopback alone, not at every interface the machine
+		// has (one that vanishes during MPI_Init fails it).
+		show := uploadScript(t, nd, `echo "devices=$UCX_NET_DEVICES iface=$FI_TCP_IFACE"`)
+		d := job.NewDescription(show.Name, nil, 3)
+		d.PMI, d.Strategy = true, job.Spread
+		w := submitJob(t, nd, d, show)
+		rec, out := w.wait(t), outputOf(w.updates())
+		if rec.State != job.Done || strings.Count(out, "devices=lo iface=lo") != 3 {
+			t.Fatalf("job ended %s (exit %d): %s; want 3 ranks on loopback alone:\n%s", rec.State, rec.Exit, rec.Reason, out)
+		}
+	})
 	t.Run("abort", func(t *testing.T) {
 		rec, ups := run(t, fail, 6, job.Spread, "abort", "4")
 		if rec.State != job.Failed || rec.Exit != 7 || !strings.Contains(rec.Reason, "rank 4") {

@@ -70,7 +70,7 @@ func (r *running) launchPMI(k *sink) ([]proc.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	netEnv := pmiNetEnv(r.c.Env, netDevices(ifaces))
+	netEnv := pmiNetEnv(r.c.Env, netDevices(ifaces, loopbackName()))
 	hostOf := make([]int, r.c.N)
 	for rank, reps := range r.c.RankHost {
 		hostOf[rank] = reps[0]

@@ -142,8 +142,13 @@ func ifaceOf(ip net.IP) string {
 // per host): those every host is reached through, else all of them.
 // MPICH (through UCX) otherwise offers its peers an address on every
 // interface and may pick one they cannot reach (a container's site
-// bridge, seen from another site).
-func netDevices(perHost [][]string) []string {
+// bridge, seen from another site). A job whose every host is this machine
+// (no list names an interface) uses loopback alone: UCX otherwise opens
+// every interface of the machine at MPI_Init, and one that goes away
+// meanwhile (a container's veth) fails the rank's MPI_Init with "No such
+// device" (seen once in TestPMILoopback while the docker tests ran).
+// Shared memory between ranks is not a network device and stays.
+func netDevices(perHost [][]string, loopback string) []string {
 	var common, all []string
 	first := true
 	for _, ifs := range perHost {
@@ -164,8 +169,25 @@ func netDevices(perHost [][]string) []string {
 	if len(common) == 0 {
 		common = all
 	}
+	if len(common) == 0 && loopback != "" {
+		return []string{loopback}
+	}
 	slices.Sort(common)
 	return common
+}
+
+// loopbackName names this machine's loopback interface, or "".
+func loopbackName() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback != 0 && i.Flags&net.FlagUp != 0 {
+			return i.Name
+		}
+	}
+	return ""
 }
 
 // pmiNetEnv is the environment that points MPICH's transports at devices,
