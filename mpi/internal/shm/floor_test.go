@@ -49,11 +49,16 @@ func floorPeer(fd int) error {
 }
 
 // spinFor spins on word until it holds v, as a polling process would with
-// a core of its own: no yield, no clock read but once in 1<<16 looks (to
-// give up after floorGiveUp).
+// a core of its own (spinUntil).
 func spinFor(word *uint64, v uint64) bool {
+	return spinUntil(func() bool { return atomic.LoadUint64(word) == v })
+}
+
+// spinUntil spins until done holds: no yield, no clock read but once in
+// 1<<16 looks (to give up after floorGiveUp).
+func spinUntil(done func() bool) bool {
 	var start time.Time
-	for i := 1; atomic.LoadUint64(word) != v; i++ {
+	for i := 1; !done(); i++ {
 		if i&(1<<16-1) != 0 {
 			continue
 		}

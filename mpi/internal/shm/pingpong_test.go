@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 )
 
 // envEcho makes the test binary the echo side of BenchmarkPingpongProcesses:
@@ -76,20 +75,7 @@ func BenchmarkPingpongProcesses(b *testing.B) { pingpong(b, "1") }
 func BenchmarkPingpongSpin(b *testing.B) { pingpong(b, "spin") }
 
 // spinPending spins until the ring holds data, or floorGiveUp passed.
-func spinPending(r *Ring) bool {
-	var start time.Time
-	for i := 1; !r.Pending(); i++ {
-		if i&(1<<16-1) != 0 {
-			continue
-		}
-		if start.IsZero() {
-			start = time.Now()
-		} else if time.Since(start) > floorGiveUp {
-			return false
-		}
-	}
-	return true
-}
+func spinPending(r *Ring) bool { return spinUntil(r.Pending) }
 
 func pingpong(b *testing.B, mode string) {
 	files := make([]*os.File, 2)
