@@ -1,14 +1,12 @@
 package job
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/zorilla-p2p/zorilla/flood"
@@ -64,18 +62,7 @@ func yieldScenario(t *testing.T, offers int) LeaseRequest {
 	t.Cleanup(func() { _ = sub.Close() })
 	cancels := make(chan LeaseRequest, 16)
 	for _, w := range hosts[1:] {
-		wep := rpc.New(w)
-		t.Cleanup(func() { _ = wep.Close() })
-		wep.Handle(LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
-			var req LeaseRequest
-			if err := wire.ReadJSON(bufio.NewReader(s), MaxLeaseSize, &req); err != nil {
-				_ = s.Reset()
-				return
-			}
-			cancels <- req
-			_ = wire.WriteJSON(s, LeaseReply{OK: true})
-			_ = s.Close()
-		})
+		answerLeases(t, w, func(req LeaseRequest) { cancels <- req })
 	}
 	d := NewDescription("true.sh", nil, 3)
 	if _, err := sub.Submit(Submission{Desc: d, Program: FileRef{Name: "true.sh", Hash: h.String(), Size: size}}); err != nil {

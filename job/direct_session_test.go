@@ -1,7 +1,6 @@
 package job
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"slices"
@@ -17,7 +16,6 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
-	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
 // edgeNet is a fake flood over workers of which radius r reaches the
@@ -155,17 +153,7 @@ func startEdgeNet(t *testing.T, workers, reach, direct int) (*edgeNet, *Submitte
 	hosts := mn.Hosts()
 	n := &edgeNet{t: t, sub: hosts[0], workers: hosts[1:], reach: reach, offered: map[peer.ID]bool{}}
 	for _, w := range n.workers { // dry runs cancel every lease at the end
-		wep := rpc.New(w)
-		t.Cleanup(func() { _ = wep.Close() })
-		wep.Handle(LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
-			var req LeaseRequest
-			if err := wire.ReadJSON(bufio.NewReader(s), MaxLeaseSize, &req); err != nil {
-				_ = s.Reset()
-				return
-			}
-			_ = wire.WriteJSON(s, LeaseReply{OK: true})
-			_ = s.Close()
-		})
+		answerLeases(t, w, nil)
 	}
 	store, err := OpenStore(t.TempDir())
 	if err != nil {

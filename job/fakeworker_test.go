@@ -47,6 +47,27 @@ func newFakeWorker(t *testing.T, h host.Host) *fakeWorker {
 	return w
 }
 
+// answerLeases has h answer every lease request with OK, handing the
+// request to seen first (when seen is not nil), as a worker that keeps
+// every lease would; it returns h's endpoint.
+func answerLeases(t *testing.T, h host.Host, seen func(LeaseRequest)) *rpc.Endpoint {
+	ep := rpc.New(h)
+	t.Cleanup(func() { _ = ep.Close() })
+	ep.Handle(LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
+		var req LeaseRequest
+		if err := wire.ReadJSON(bufio.NewReader(s), MaxLeaseSize, &req); err != nil {
+			_ = s.Reset()
+			return
+		}
+		if seen != nil {
+			seen(req)
+		}
+		_ = wire.WriteJSON(s, LeaseReply{OK: true})
+		_ = s.Close()
+	})
+	return ep
+}
+
 // offer offers the job one slot under lease.
 func (w *fakeWorker) offer(ctx context.Context, sub peer.ID, job ID, lease string) error {
 	var reply OfferReply

@@ -1,7 +1,6 @@
 package job
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
-	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
 // advertised is an Advertiser that reports each advert's job and then
@@ -118,17 +116,7 @@ func TestSpreadWaitsForOffersBeingMeasured(t *testing.T) {
 	// The workers: each answers lease requests and offers its slots
 	// once the job is advertised.
 	for _, w := range hosts[1:] {
-		wep := rpc.New(w)
-		t.Cleanup(func() { _ = wep.Close() })
-		wep.Handle(LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
-			var req LeaseRequest
-			if err := wire.ReadJSON(bufio.NewReader(s), MaxLeaseSize, &req); err != nil {
-				_ = s.Reset()
-				return
-			}
-			_ = wire.WriteJSON(s, LeaseReply{OK: true})
-			_ = s.Close()
-		})
+		answerLeases(t, w, nil)
 	}
 	d := NewDescription("hostname.sh", nil, 2*workers) // more processes than hosts (spread waits for an empty radius), fewer than three hosts hold
 	d.Strategy = Spread
