@@ -86,7 +86,7 @@ func (w *fakeWorker) offer(ctx context.Context, sub peer.ID, job ID, lease strin
 type fakeReports struct {
 	mu    sync.Mutex // one writer at a time; guards below
 	s     rpc.Stream
-	sent  []Report  // the numbered reports, sent again after a reopen
+	seq   uint64    // the last numbered report's number
 	last  time.Time // when the stream last carried anything
 	quiet chan struct{}
 	done  chan struct{}
@@ -102,26 +102,6 @@ func (w *fakeWorker) openReports(ctx context.Context, sub peer.ID, c LeaseReques
 	r := &fakeReports{s: s, last: time.Now(), quiet: make(chan struct{}), done: make(chan struct{})}
 	go r.beat(beat)
 	return r, nil
-}
-
-// reopen breaks the stream and opens a new one at once, as a worker's
-// sink does after a break, and sends again what the submitter has not
-// taken; nothing else is written meanwhile.
-func (r *fakeReports) reopen(ctx context.Context, w *fakeWorker, sub peer.ID, c LeaseRequest) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_ = r.s.Reset()
-	s, ack, err := dialReports(ctx, w.ep, sub, c)
-	if err != nil {
-		return err
-	}
-	r.s, r.last = s, time.Now()
-	for _, e := range r.sent[min(ack.Seq, uint64(len(r.sent))):] {
-		if err := wire.WriteJSON(s, e); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // dialReports opens a report stream, says hello and reads the answer.
@@ -167,8 +147,8 @@ func (r *fakeReports) beat(every time.Duration) {
 // send sends a numbered report.
 func (r *fakeReports) send(e Report) error {
 	r.mu.Lock()
-	e.Seq = uint64(len(r.sent)) + 1
-	r.sent = append(r.sent, e)
+	r.seq++
+	e.Seq = r.seq
 	r.mu.Unlock()
 	return r.write(e)
 }
