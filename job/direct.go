@@ -30,7 +30,7 @@ func directTargets(p Preference, enough bool, farthest time.Duration, known []Pe
 	for _, k := range known {
 		switch {
 		case k.Dead || heard(k.ID):
-		case enough && byRTT && !(k.RTT > 0 && closer(k.RTT, farthest)):
+		case enough && byRTT && !closerThan(k, farthest):
 		default:
 			out = append(out, k.ID)
 		}

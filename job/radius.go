@@ -155,7 +155,7 @@ func ExtraWorth(farthest time.Duration, known []PeerRTT, heard func(peer.ID) boo
 		return true
 	}
 	for _, p := range known {
-		if !p.Dead && p.RTT > 0 && closer(p.RTT, farthest) && !heard(p.ID) {
+		if !p.Dead && closerThan(p, farthest) && !heard(p.ID) {
 			return true
 		}
 	}
@@ -172,6 +172,12 @@ func ExtraWorthFor(p Preference, farthest time.Duration, known []PeerRTT, heard 
 		return ExtraWorth(farthest, known, heard)
 	}
 	return !AllKnownHeard(known, heard)
+}
+
+// closerThan reports whether a known peer was measured closer than the
+// plan's farthest host: one that may change a placement by RTT.
+func closerThan(k PeerRTT, farthest time.Duration) bool {
+	return k.RTT > 0 && closer(k.RTT, farthest)
 }
 
 // closer reports whether a is closer than b beyond the noise of a
