@@ -241,6 +241,20 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 		case seq := <-acks:
 			k.trim(seq)
 		case err := <-broke:
+			// readAcks sends an ack before the end that follows it, and
+			// select picks either when both are in: take the ack first,
+			// so that RepDone acknowledged just before the submitter
+			// closed counts as delivered, not as a break to open a new
+			// stream for.
+			select {
+			case seq := <-acks:
+				k.trim(seq)
+				if k.sentLast && len(k.unacked) == 0 {
+					_ = s.Close()
+					return true, nil
+				}
+			default:
+			}
 			return false, err
 		case <-ctx.Done():
 			return false, ctx.Err()
