@@ -24,6 +24,7 @@ const (
 	tagAllgather
 	tagAlltoall
 	tagAlltoallv
+	tagReady // a rank posted its receives of an Alltoall(v) on one host (alltoallvPosted)
 )
 
 // abs turns a rank relative to root back into a rank of c.

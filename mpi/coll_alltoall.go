@@ -86,13 +86,18 @@ func alltoallv[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd []int, 
 }
 
 // alltoallvPosted is alltoallv among ranks that all share this rank's
-// host: it posts every receive, then every send (to rank+1 first, as the
-// pairwise steps would), copies its own block meanwhile and waits for
-// all. Each block goes straight through the ring between its two ranks,
-// like a pairwise step, but no rank waits for one partner before it
-// starts on the next: with more ranks than cores, the ring readers and
-// the writer move every block whenever their rank is on a core, instead of
-// each step waiting until both partners are.
+// host: it posts every receive and tells each source so (an empty message,
+// tagReady, to rank-1 first), copies its own block meanwhile, sends each
+// block as soon as its destination said it is ready, and waits for all.
+// Each block goes straight through the ring between its two ranks, like a
+// pairwise step, but no rank waits for one partner before it starts on
+// the next: with more ranks than cores, the ring readers and the writer
+// move every block whenever their rank is on a core, instead of each step
+// waiting until both partners are. And no block reaches a rank before its
+// receive is posted: a rank still computing would have it read into a
+// buffer of its own by another thread, taking a core from the ranks that
+// compute and copying the block twice (IS on 4 ranks and 2 cores spent a
+// third of its exchange so; BENCHMARKS.md).
 func alltoallvPosted[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd []int, tag int) error {
 	n, me, e := c.size, c.rank, sizeOf[T]()
 	w, out := wireOf(send), view(recv)
@@ -101,13 +106,25 @@ func alltoallvPosted[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd [
 		src := (me - i + n) % n
 		recvs[src] = c.irecv(c.coll, out[rd[src]*e:(rd[src]+rc[src])*e], 1, src, c.tags+tag)
 	}
-	sends := make([]*Request, 0, n-1)
+	sends := make([]*Request, 0, 2*(n-1))
+	ready := make([]*Request, n) // by destination: it posted its receives
 	for i := 1; i < n; i++ {
-		dst := (me + i) % n
-		sends = append(sends, c.isend(c.coll, w[sd[dst]*e:(sd[dst]+sc[dst])*e], dst, c.tags+tag, false))
+		src, dst := (me-i+n)%n, (me+i)%n
+		sends = append(sends, c.isend(c.coll, nil, src, c.tags+tagReady, false))
+		ready[dst] = c.irecv(c.coll, nil, 1, dst, c.tags+tagReady)
 	}
 	copy(recv[rd[me]:rd[me]+rc[me]], send[sd[me]:sd[me]+sc[me]])
 	var err error
+	for {
+		dst, _, werr := Waitany(ready)
+		if dst < 0 {
+			break
+		}
+		if werr != nil && err == nil {
+			err = werr
+		}
+		sends = append(sends, c.isend(c.coll, w[sd[dst]*e:(sd[dst]+sc[dst])*e], dst, c.tags+tag, false))
+	}
 	for i := 1; i < n; i++ {
 		src := (me - i + n) % n
 		rb := out[rd[src]*e : (rd[src]+rc[src])*e]

@@ -44,7 +44,8 @@
 // (up to 64 KiB / Size() bytes between hosts through the leaders, the rest
 // directly). When all of a communicator's ranks share this host (every
 // peer through a ring), Alltoall and Alltoallv post every block at once
-// instead of pairwise steps. For Gatherv and Scatterv, whose counts only the root knows,
+// instead of pairwise steps, each block as soon as its destination says
+// it posted its receives. For Gatherv and Scatterv, whose counts only the root knows,
 // each host leader first gathers its own ranks' counts.
 //
 // Sends are eager: Send returns once the data has been handed to the agent,
@@ -87,7 +88,9 @@
 //
 // A receive blocked on a rank with a ring reads that ring itself for a few
 // tens of microseconds, then sleeps without using the processor until the
-// ring's standby reader completes it. Messages make one trip through
+// ring's standby reader completes it. On an agent with more ranks of the
+// job than cores for them, every wait sleeps at once: the core a rank
+// would poll on is the one the rank it waits for needs. Messages make one trip through
 // shared memory (copied in by the sender, out by the receiver, straight
 // into the posted buffer). A process that sets ZORILLA_MPI_CMA_MIN sends
 // messages of that size and more single-copy: the receiver copies them

@@ -72,3 +72,21 @@ func RefuseCma() (restore func()) {
 // once (all of c's ranks reached through rings) rather than in pairwise
 // steps.
 func AlltoallvPosted(c *Comm) bool { return c.shmAll() }
+
+// Unexpected returns the sizes of the messages from world rank src that
+// arrived before a receive took them and still wait for one.
+func (c *Comm) Unexpected(src int) []int {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	var sizes []int
+	for _, m := range c.s.m.unexpected {
+		if m.src == src {
+			sizes = append(sizes, m.total)
+		}
+	}
+	return sizes
+}
+
+// PollsCapped reports whether this rank's waits on its rings sleep at once
+// (more ranks on its agent than cores).
+func (c *Comm) PollsCapped() bool { return c.s.shm.poll == 0 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +32,8 @@ import (
 //
 // Who reads a ring: whoever holds its inRing's lock, a frame at a time. A
 // receive blocked on a rank with a ring (or on AnySource) polls the ring(s)
-// and reads them itself for shmPollTime (shmPoll), so a small message is
+// and reads them itself for shmPollTime (shmPoll; not at all on a host with
+// more ranks than cores, where every wait sleeps at once), so a small message is
 // matched and copied by the thread that waits for it; then it sleeps on its
 // request like any other, and the standby reader goroutine (shmReadLoop),
 // which sleeps on the ring's futex meanwhile without asking for wake-ups,
@@ -49,6 +51,7 @@ type shmState struct {
 	closed  bool                 // rings unmapped; guarded by mu
 	readers sync.WaitGroup       // the ring reader goroutines
 	cmaMin  int                  // smallest message sent single-copy, 0 for none (shm_cma.go); set before Start
+	poll    time.Duration        // how long a blocked receive polls its rings (shmPoll); set before Start
 	cmaOff  []atomic.Bool        // by destination rank: it cannot read this process's memory (shm_cma.go)
 
 	// Frames read by a receive polling a ring, and by the standby readers
@@ -160,11 +163,33 @@ func (s *Session) shmOn(body []byte) error {
 		r.Unmap()
 	}
 	s.shm.pending = nil
+	s.shm.poll = shmPollTime
+	if s.localRanks() > runtime.GOMAXPROCS(0) {
+		// More ranks here than cores for them (GOMAXPROCS counts what the
+		// job's cgroup and the affinity allow): a rank that polls holds
+		// the core the rank it waits for needs, so it sleeps at once.
+		s.shm.poll = 0
+		for _, ir := range s.shm.list {
+			ir.r.CapPolls(0)
+			s.shm.out[ir.src].CapPolls(0)
+		}
+	}
 	for _, ir := range s.shm.list {
 		s.shm.readers.Add(1)
 		go s.shmReadLoop(ir)
 	}
 	return nil
+}
+
+// localRanks is the number of ranks on this rank's agent.
+func (s *Session) localRanks() int {
+	k := 0
+	for _, h := range s.hostOf {
+		if h == s.hostOf[s.rank] {
+			k++
+		}
+	}
+	return k
 }
 
 // shmCleanup unmaps the rings once the session ended (the reader
@@ -359,7 +384,7 @@ const shmPollTime = 50 * time.Microsecond
 
 // shmPoll is the start of a receive's wait: when its source (or, for
 // AnySource, any source) is a rank with a ring, the waiting goroutine reads
-// the ring(s) itself for up to shmPollTime, so a message is matched and
+// the ring(s) itself for up to shmPollTime (s.shm.poll), so a message is matched and
 // copied by the thread that waits for it, without the wake-up of another.
 // It returns when req completes, the session ends, or the time is up.
 func (s *Session) shmPoll(req *Request, src int) {
@@ -388,7 +413,7 @@ func (s *Session) shmPoll(req *Request, src int) {
 	}()
 	// The poll yields now and then, as the machine's load asks, to let the
 	// program's other goroutines and the peer run (shm.Poller).
-	for p := shm.StartPoll(shmPollTime); p.Next(); {
+	for p := shm.StartPoll(s.shm.poll); p.Next(); {
 		if s.shmLook(req, rings) {
 			return
 		}

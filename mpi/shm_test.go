@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zorilla-p2p/zorilla/mpi"
 )
@@ -212,6 +214,69 @@ func TestShmAlltoallvPosted(t *testing.T) {
 		}
 		return checkAlltoallvLarge(c, 0)
 	})
+}
+
+// TestShmAlltoallvWaitsForReceiver: on one agent, a block of Alltoallv
+// goes to a rank only once that rank posted its receives. Rank 1 enters
+// first; rank 0 waits until something of rank 1's arrived, which must be
+// its empty "ready", never the block (which the old eager path sent at
+// once, to be read into a buffer of its own while rank 0 was busy), and
+// only then enters. Both end with the right blocks.
+func TestShmAlltoallvWaitsForReceiver(t *testing.T) {
+	const k = 64 << 10 // int32s a block: 256 KiB
+	run(t, 2, placements["one agent"], func(c *mpi.Comm) error {
+		me, peer := c.Rank(), 1-c.Rank()
+		if me == 0 {
+			deadline := time.Now().Add(time.Minute)
+			for len(c.Unexpected(peer)) == 0 {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("nothing of rank %d arrived in a minute", peer)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if got := c.Unexpected(peer); !slices.Equal(got, []int{0}) {
+				return fmt.Errorf("before its receives were posted, rank 0 got messages of %v bytes from rank 1, want only the empty ready", got)
+			}
+		}
+		send, recv := make([]int32, 2*k), make([]int32, 2*k)
+		for i := range send {
+			send[i] = int32(me<<24 | i)
+		}
+		counts, displs := []int{k, k}, []int{0, k}
+		if err := mpi.Alltoallv(c, send, counts, displs, recv, counts, displs); err != nil {
+			return err
+		}
+		for j := range 2 {
+			for i := range k {
+				if want := int32(j<<24 | me*k + i); recv[j*k+i] != want {
+					return fmt.Errorf("element %d from rank %d: %#x, want %#x", i, j, recv[j*k+i], want)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestShmPollsCapped: ranks poll their rings before they sleep only when
+// their agent has no more ranks than cores (GOMAXPROCS, set here for the
+// ranks of this process); with more, every wait sleeps at once, and the
+// collectives still give the right results.
+func TestShmPollsCapped(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for procs := 1; procs <= 2; procs++ {
+		for n := 2; n <= 3; n++ {
+			t.Run(fmt.Sprintf("cores=%d/ranks=%d", procs, n), func(t *testing.T) {
+				runtime.GOMAXPROCS(procs)
+				var entered atomic.Int32
+				run(t, n, placements["one agent"], func(c *mpi.Comm) error {
+					if got, want := c.PollsCapped(), n > procs; got != want {
+						return fmt.Errorf("%d ranks on %d cores: polls capped %v, want %v", n, procs, got, want)
+					}
+					return errors.Join(checkBarrier(c, &entered), checkAllreduce(c), checkAlltoallv(c))
+				})
+			})
+		}
+	}
 }
 
 // checkAlltoallvLarge: rank i sends rank j blockLen(i, j) int32s, element

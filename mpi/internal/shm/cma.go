@@ -107,7 +107,7 @@ func (r *Ring) WaitAck(token uint64, spin time.Duration, check func() error) (ok
 			return false, fmt.Errorf("%w: completion of rendezvous %d while %d is pending", ErrCorrupt, t, token)
 		}
 	}
-	for p := StartPoll(spin); ; {
+	for p := r.poll(spin); ; {
 		done, err := ready()
 		if done || err != nil {
 			return ok, err

@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -166,6 +167,25 @@ type Ring struct {
 	watchers int // goroutines polling the ring (Watch)
 
 	token uint64 // the writer's last rendezvous token (cma.go)
+
+	// A cap on this side's polls (CapPolls), set before the ring is used.
+	pollCap time.Duration
+	capped  bool
+}
+
+// CapPolls caps every poll of this side's waits at d: on a host with more
+// ranks than cores a process should sleep at once rather than poll, as the
+// core it would poll on is the one its peer needs to write, and a poll's
+// yields do not reliably hand it over (pace.go). Call it before the ring
+// is used.
+func (r *Ring) CapPolls(d time.Duration) { r.pollCap, r.capped = d, true }
+
+// poll starts a poll of at most limit, or of the cap.
+func (r *Ring) poll(limit time.Duration) Poller {
+	if r.capped {
+		limit = min(limit, r.pollCap)
+	}
+	return StartPoll(limit)
 }
 
 // Map checks and maps a ring file received from the agent. The file may be

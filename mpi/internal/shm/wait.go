@@ -25,7 +25,7 @@ func (r *Ring) wait(word int, arm, disarm func(), spin bool, ready func() (bool,
 	// The poll gives the processor away now and then (Poller): on a
 	// machine with more runnable threads than cores, the peer that will
 	// write may be the one waiting for it.
-	for p := StartPoll(Poll); spin; {
+	for p := r.poll(Poll); spin; {
 		ok, err := ready()
 		if ok || err != nil {
 			return err
