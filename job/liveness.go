@@ -1,6 +1,10 @@
 package job
 
-import "time"
+import (
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/internal/silence"
+)
 
 // Liveness. A host is counted lost when no byte of its report streams has
 // arrived for LostAfter, as seen where the bytes arrive (the stream's
@@ -13,8 +17,8 @@ import "time"
 // and the loop, back, counted a live host lost (BENCHMARKS.md).
 //
 // The watcher counts each host's silence at its checks (LostAfter/4
-// apart), and one check adds at most two checks' worth (LostAfter/2) to
-// it: a check that comes late, because the watcher or the whole agent was
+// apart, internal/silence), and one check adds at most two checks' worth
+// (LostAfter/2) to it: a check that comes late, because the watcher or the whole agent was
 // stalled, does not blame the hosts for the stall, while the jitter of a
 // loaded machine still counts whole. A host that really falls silent is
 // counted lost within LostAfter plus one check (LostAfter/4), plus
@@ -22,12 +26,11 @@ import "time"
 
 // silences is the watcher's count of each lease's silence.
 type silences struct {
-	last  time.Time                // the previous check
-	quiet map[string]time.Duration // counted since bytes last arrived
+	quiet map[string]*silence.Count
 }
 
-func newSilences(now time.Time) *silences {
-	return &silences{last: now, quiet: map[string]time.Duration{}}
+func newSilences() *silences {
+	return &silences{quiet: map[string]*silence.Count{}}
 }
 
 // check counts the silences up to now, from when each lease's bytes last
@@ -36,22 +39,14 @@ func newSilences(now time.Time) *silences {
 func (s *silences) check(now time.Time, heard map[string]time.Time, after, step time.Duration) []string {
 	var lost []string
 	for lease, at := range heard {
-		s.quiet[lease] = counted(s.quiet[lease], at, s.last, now, step)
-		if s.quiet[lease] > after {
+		c := s.quiet[lease]
+		if c == nil {
+			c = new(silence.Count) // counts from the stamp, a step at most
+			s.quiet[lease] = c
+		}
+		if c.Check(now, at, step) > after {
 			lost = append(lost, lease)
 		}
 	}
-	s.last = now
 	return lost
-}
-
-// counted is a silence that was prev at the check at last, counted again
-// at now: bytes heard at t since then restart
-// it from t; else it grows by the time since last. Either way a check adds
-// at most step.
-func counted(prev time.Duration, t, last, now time.Time, step time.Duration) time.Duration {
-	if t.After(last) {
-		return min(max(now.Sub(t), 0), step)
-	}
-	return prev + min(max(now.Sub(last), 0), step)
 }

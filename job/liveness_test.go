@@ -6,29 +6,6 @@ import (
 	"time"
 )
 
-func TestCounted(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	const step = 375 * time.Millisecond
-	for _, c := range []struct {
-		name         string
-		prev         time.Duration
-		t, last, now time.Time
-		want         time.Duration
-	}{
-		{"heard since the last check: silent since then", 900 * time.Millisecond, at(1100), at(1000), at(1250), 150 * time.Millisecond},
-		{"not heard: grows by the time between checks", 900 * time.Millisecond, at(500), at(1000), at(1250), 1150 * time.Millisecond},
-		{"a late check adds one step at most", 250 * time.Millisecond, at(500), at(1000), at(9000), 250*time.Millisecond + step},
-		{"heard since, then the watcher stalled", 0, at(1100), at(1000), at(9000), step},
-		{"heard exactly at the last check: not since", 100 * time.Millisecond, at(1000), at(1000), at(1250), 350 * time.Millisecond},
-		{"a clock read out of order never counts back", 0, at(1300), at(1000), at(1250), 0},
-	} {
-		if got := counted(c.prev, c.t, c.last, c.now, step); got != c.want {
-			t.Errorf("%s: counted(%v) = %v, want %v", c.name, c.prev, got, c.want)
-		}
-	}
-}
-
 // A host that falls silent is counted lost at the first check past
 // LostAfter; none is for a long stall of the watcher alone (bytes came
 // meanwhile, or the stall adds one step); stalls that come back still add
@@ -69,7 +46,7 @@ func TestSilencesCheck(t *testing.T) {
 			{9 * tick, map[string]time.Duration{"a": 2100 * time.Millisecond}, nil},
 		}},
 	} {
-		s := newSilences(t0)
+		s := newSilences()
 		for i, m := range c.checks {
 			heard := map[string]time.Time{}
 			for l, d := range m.heard {

@@ -35,7 +35,7 @@ func (ss *session) watch(w *watchState) error {
 	}
 	beat := time.NewTicker(ss.s.cfg.LostAfter / 4)
 	defer beat.Stop()
-	quiet := newSilences(time.Now())
+	quiet := newSilences()
 	for {
 		var err error
 		select {

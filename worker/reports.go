@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/internal/silence"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 )
@@ -31,6 +33,10 @@ const (
 // errRefused marks a submitter's refusal of the job's reports: it counted
 // this host lost, or does not know the job.
 var errRefused = errors.New("the submitter refused this host's reports")
+
+// errSubmitterSilent is why a sink breaks a stream on which the submitter
+// answered nothing for 4 beats.
+var errSubmitterSilent = errors.New("nothing from the submitter")
 
 // sink owns one job's report stream to its submitter. Its run goroutine is
 // the only writer; everything else sends through events. Reports are
@@ -195,10 +201,17 @@ func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
 
 // serve sends again what is not acknowledged, then every new report and a
 // heartbeat each beat, until the stream breaks, ctx ends, or RepDone is
-// acknowledged (finished).
+// acknowledged (finished). The submitter answers every heartbeat; when
+// nothing of it arrived for 4 beats, counted at the beats
+// (internal/silence: a beat that comes late because this agent or its
+// machine stalled counts one beat), the stream is broken.
 func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err error) {
 	acks, broke := make(chan uint64, 1), make(chan error, 1)
-	go readAcks(s, 4*k.beat, acks, broke)
+	var heard atomic.Int64 // when the submitter's last answer arrived (Unix ns); stamped by readAcks
+	start := time.Now()
+	heard.Store(start.UnixNano())
+	quiet := silence.Since(start)
+	go readAcks(s, acks, broke, &heard)
 	defer func() {
 		if !finished {
 			_ = s.Reset() // ends readAcks; after RepDone the submitter closes
@@ -234,7 +247,10 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 			if err := write(e.Report); err != nil {
 				return false, err
 			}
-		case <-t.C:
+		case now := <-t.C:
+			if d := quiet.Check(now, time.Unix(0, heard.Load()), k.beat); d >= 4*k.beat {
+				return false, fmt.Errorf("%w for %v", errSubmitterSilent, d.Round(time.Millisecond))
+			}
 			if err := write(job.Report{Kind: job.RepHeartbeat}); err != nil {
 				return false, err
 			}
@@ -275,18 +291,19 @@ func (k *sink) trim(seq uint64) {
 	k.unacked = append(k.unacked[:0], k.unacked[n:]...)
 }
 
-// readAcks reads the submitter's acknowledgements until the stream ends or
-// the submitter is silent for longer than limit (it acknowledges every
-// heartbeat).
-func readAcks(s rpc.Stream, limit time.Duration, acks chan uint64, broke chan<- error) {
+// readAcks reads the submitter's acknowledgements until the stream ends,
+// and stamps heard at each. No read deadline: serve decides from heard
+// when the submitter is silent, and resets the stream, which ends this.
+func readAcks(s rpc.Stream, acks chan uint64, broke chan<- error, heard *atomic.Int64) {
 	br := bufio.NewReader(s)
+	_ = s.SetReadDeadline(time.Time{}) // (connect's, for the hello's answer)
 	for {
-		_ = s.SetReadDeadline(time.Now().Add(limit))
 		var ack job.ReportAck
 		if err := wire.ReadJSON(br, job.MaxReplySize, &ack); err != nil {
 			broke <- err
 			return
 		}
+		heard.Store(time.Now().UnixNano())
 		if ack.Refused != "" {
 			broke <- fmt.Errorf("%w: %s", errRefused, ack.Refused)
 			return

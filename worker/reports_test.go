@@ -25,6 +25,7 @@ func (p pipeStream) Reset() error { return p.Close() }
 // (acknowledging none of them).
 type fakeSubmitter struct {
 	breakAfter uint64
+	mute       bool   // on the first stream, answer nothing after the hello's answer and never break
 	refuse     string // the answer to every stream after the first
 	held       uint64
 	taken      []job.Report
@@ -63,6 +64,9 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 		}
 		f.held = r.Seq
 		f.taken = append(f.taken, r)
+		if first && f.mute {
+			continue
+		}
 		if first && f.held == f.breakAfter {
 			return
 		}
@@ -75,13 +79,17 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 
 // testSink is a sink whose streams go to f, one at a time.
 func testSink(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable func() bool) *sink {
+	return testSinkBeat(t, f, grace, reachable, 500*time.Millisecond)
+}
+
+func testSinkBeat(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable func() bool, beat time.Duration) *sink {
 	t.Helper()
 	served := make(chan struct{}, 1)
 	served <- struct{}{}
 	// The beat is long enough that no stream breaks for silence on a
 	// loaded machine (the limit is 4 beats): the streams these tests
 	// count break only where the fake submitter breaks them.
-	k := &sink{grace: grace, beat: 500 * time.Millisecond,
+	k := &sink{grace: grace, beat: beat,
 		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
 		lost: make(chan struct{}), done: make(chan struct{})}
 	k.open = func(ctx context.Context) (rpc.Stream, error) {
@@ -173,5 +181,45 @@ func TestSinkGivesUpAfterGrace(t *testing.T) {
 			}
 			<-k.done
 		})
+	}
+}
+
+// TestSinkBreaksOnSilentSubmitter: a submitter that takes the reports but
+// answers nothing, not even the heartbeats, gets its stream broken after
+// 4 beats of silence; the sink opens a new one, sends again what was not
+// acknowledged, and the submitter holds each report once.
+func TestSinkBreaksOnSilentSubmitter(t *testing.T) {
+	f := &fakeSubmitter{mute: true}
+	beat := 50 * time.Millisecond
+	k := testSinkBeat(t, f, 10*time.Second, func() bool { return true }, beat)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := k.connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	go k.run(ctx, s)
+	for i := range 3 {
+		if !k.send(ctx, job.Report{Kind: job.RepOutput, Data: []byte{byte('a' + i)}}) {
+			t.Fatal("send failed")
+		}
+	}
+	k.send(ctx, job.Report{Kind: job.RepDone})
+	select {
+	case <-k.done:
+	case <-ctx.Done():
+		t.Fatal("sink did not end")
+	}
+	if took := time.Since(start); took < 4*beat {
+		t.Errorf("the silent stream broke after %v, before 4 beats (%v)", took, 4*beat)
+	}
+	if len(f.taken) != 4 || f.streams != 2 {
+		t.Fatalf("%d reports over %d streams, want 4 over 2", len(f.taken), f.streams)
+	}
+	for i, r := range f.taken {
+		if r.Seq != uint64(i+1) {
+			t.Fatalf("report %d: %+v", i, r)
+		}
 	}
 }

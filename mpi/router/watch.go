@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/silence"
 )
 
 // Liveness. A remote agent of a job is alive while frames of it arrive on
@@ -20,7 +22,7 @@ import (
 // deadline fires at once on resumption, before the readers have taken what
 // the remote sent meanwhile, and live agents were counted lost. The watch
 // loop counts a check that comes late as at most one heartbeat interval
-// (silence.check), so a stall of this agent is not blamed on the others,
+// (internal/silence), so a stall of this agent is not blamed on the others,
 // while an agent that really went silent is counted lost within its
 // timeout and one check.
 
@@ -53,37 +55,13 @@ func (j *Job) lastHeard(p peer.ID) (at time.Time, ok bool) {
 	return j.born.Add(time.Duration(n - 1)), true
 }
 
-// silence counts how long a remote agent has not been heard from, check by
-// check, as the watch loop sees it. It belongs to the watch loop.
-type silence struct {
-	heard   time.Time     // the agent's stamp at the previous check
-	checked time.Time     // when the previous check ran
-	counted time.Duration // silence counted so far
-}
-
-// check returns the silence counted at now, the agent last heard at heard.
-// Time since the previous check counts at most maxStep: a check that comes
-// late because this agent stalled does not blame the remote for the stall.
-// A frame heard since the previous check starts the count again from it.
-func (s *silence) check(now, heard time.Time, maxStep time.Duration) time.Duration {
-	step := min(max(now.Sub(s.checked), 0), maxStep)
-	if heard.After(s.heard) {
-		s.heard = heard
-		s.counted = min(max(now.Sub(heard), 0), step)
-	} else {
-		s.counted += step
-	}
-	s.checked = now
-	return s.counted
-}
-
 // watchLoop checks every half heartbeat interval how long each remote agent
 // with a stream has been silent, and counts it lost past its timeout.
 func (j *Job) watchLoop() {
 	defer j.wg.Done()
 	t := time.NewTicker(j.cfg.HeartbeatInterval / 2)
 	defer t.Stop()
-	counts := map[peer.ID]*silence{}
+	counts := map[peer.ID]*silence.Count{}
 	for {
 		select {
 		case <-t.C:
@@ -98,11 +76,12 @@ func (j *Job) watchLoop() {
 			}
 			s := counts[p]
 			if s == nil {
-				s = &silence{heard: heard, checked: heard}
+				c := silence.Since(heard)
+				s = &c
 				counts[p] = s
 			}
 			limit := j.silenceLimit(p)
-			if d := s.check(now, heard, j.cfg.HeartbeatInterval); d >= limit {
+			if d := s.Check(now, heard, j.cfg.HeartbeatInterval); d >= limit {
 				j.peerLost(p, fmt.Errorf("%w for %v (limit %v)", errSilent, d.Round(time.Millisecond), limit))
 			}
 		}
