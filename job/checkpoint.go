@@ -250,11 +250,7 @@ func (ss *session) isJobFile(h string) bool {
 // dropCheckpoints removes the job's checkpoint files: it ended. The
 // manifest stays in the record, for status.
 func (ss *session) dropCheckpoints() {
-	for _, in := range ss.ckIn {
-		_ = in.f.Close()
-		_ = os.Remove(in.f.Name())
-	}
-	clear(ss.ckIn)
+	ss.settleCheckpoints()
 	ss.grants.set(nil)
 	ss.dropCopies(ss.rec.Checkpoints)
 	ss.removeFiles(ss.rec.Checkpoints, nil)
@@ -265,11 +261,7 @@ func (ss *session) dropCheckpoints() {
 // and the files still arriving from it: the next run takes those numbers
 // again, for other cuts. The next run calls it before it starts.
 func (ss *session) dropIncomplete() {
-	for _, in := range ss.ckIn {
-		_ = in.f.Close()
-		_ = os.Remove(in.f.Name())
-	}
-	clear(ss.ckIn)
+	ss.settleCheckpoints()
 	var kept, gone []Checkpoint
 	for _, c := range ss.rec.Checkpoints {
 		if c.Complete {
@@ -288,11 +280,8 @@ func (ss *session) dropIncomplete() {
 
 // dropIn forgets a file arriving.
 func (ss *session) dropIn(rank int, num uint64) {
-	key := ckKey(rank, num)
-	if in := ss.ckIn[key]; in != nil {
-		_ = in.f.Close()
-		_ = os.Remove(in.f.Name())
-		delete(ss.ckIn, key)
+	if ss.ckw != nil {
+		ss.ckw.send(ss.ctx, ckptOp{drop: ckKey(rank, num)})
 	}
 }
 

@@ -1,50 +1,41 @@
 package job
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/zorilla-p2p/zorilla/internal/blob"
 )
 
-// The submitter's intake of checkpoint files: RepCheckpoint chunks written
-// to a temporary file and hashed as they come, checked whole against what
-// the rank announced, then kept in the blob store and added to the
-// manifest (checkpoint.go).
+// The submitter's intake of checkpoint files: RepCheckpoint chunks checked
+// against the session's state, written to a temporary file and hashed as
+// they come by the session's writer (checkpoint_write.go), checked whole
+// against what the rank announced, kept in the blob store, then added to
+// the manifest (checkpoint.go) by the session.
 
-// ckptIn is a checkpoint file arriving.
-type ckptIn struct {
-	part CheckpointPart
-	from peer.ID
-	f    *os.File
-	sum  hash.Hash
-	n    int64
-	at   time.Time // when its first chunk came
-}
-
-// checkpointChunk takes one chunk of a rank's checkpoint file. A file
-// whose bytes do not hash to what its rank announced is dropped, and so is
-// its checkpoint (it can never be complete).
+// checkpointChunk takes one chunk of a rank's checkpoint file: checked
+// here against the session's state, then written by the session's
+// ckptWriter. A file whose bytes do not hash to what its rank announced is
+// dropped, and so is its checkpoint (it can never be complete).
 func (ss *session) checkpointChunk(from peer.ID, e Report) {
-	if err := ss.takeChunk(from, e); err != nil {
-		ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
-			Line: fmt.Sprintf("checkpoint file of rank %d not kept: %v", e.Rank, err)})
+	if err := ss.checkChunk(from, e); err != nil {
+		ss.notKept(e.Rank, err)
 		if e.Ckpt != nil {
 			ss.dropIn(e.Rank, e.Ckpt.Num)
 		}
+		return
 	}
+	if ss.ckw == nil {
+		ss.ckw = newCkptWriter(ss.ctx, checkpointDir(ss), ss.s.blobs, ss.s.ckpt, ss.id)
+	}
+	ss.ckw.send(ss.ctx, ckptOp{chunk: &ckptChunk{from: from, rank: e.Rank, part: *e.Ckpt, data: e.Data, eof: e.EOF}})
 }
 
-func (ss *session) takeChunk(from peer.ID, e Report) error {
+// checkChunk checks what the session knows of a chunk: whose it is, and
+// that its checkpoint can still be complete.
+func (ss *session) checkChunk(from peer.ID, e Report) error {
 	p := e.Ckpt
 	switch {
 	case p == nil || p.Num == 0:
@@ -61,70 +52,49 @@ func (ss *session) takeChunk(from peer.ID, e Report) error {
 	if last, ok := ss.rec.LastComplete(); ok && p.Num <= last.Num {
 		return fmt.Errorf("checkpoint %d is older than complete checkpoint %d", p.Num, last.Num)
 	}
-	key := ckKey(e.Rank, p.Num)
-	in := ss.ckIn[key]
-	if in == nil {
-		dir := filepath.Join(ss.s.store.Dir(ss.id), "checkpoints")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
-		}
-		f, err := os.CreateTemp(dir, ".part-*")
-		if err != nil {
-			return err
-		}
-		in = &ckptIn{part: *p, from: from, f: f, sum: sha256.New(), at: time.Now()}
-		ss.ckIn[key] = in
-	}
-	if in.from != from || !in.part.same(*p) {
-		return fmt.Errorf("checkpoint %d: chunks from two hosts or of two files", p.Num)
-	}
-	if in.n+int64(len(e.Data)) > p.Size {
-		return fmt.Errorf("checkpoint %d: more than the %d bytes announced", p.Num, p.Size)
-	}
-	if _, err := in.f.Write(e.Data); err != nil {
-		return err
-	}
-	in.sum.Write(e.Data)
-	in.n += int64(len(e.Data))
-	if !e.EOF {
-		return nil
-	}
-	in.part.Copies = p.Copies
-	return ss.fileIn(e.Rank, in)
+	return nil
 }
 
-// fileIn checks a whole file, stores it and records it in the manifest.
-func (ss *session) fileIn(rank int, in *ckptIn) error {
-	defer ss.dropIn(rank, in.part.Num)
-	got := hex.EncodeToString(in.sum.Sum(nil))
-	if in.n != in.part.Size || got != in.part.Sum {
-		return fmt.Errorf("checkpoint %d: %d bytes with sha256 %.12s, the rank announced %d bytes, %.12s",
-			in.part.Num, in.n, got, in.part.Size, in.part.Sum)
+func (ss *session) notKept(rank int, err error) {
+	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
+		Line: fmt.Sprintf("checkpoint file of rank %d not kept: %v", rank, err)})
+}
+
+// takeKept adds to the record the files the writer kept (saved at once),
+// and says why others were not.
+func (ss *session) takeKept(done []ckptResult) {
+	for _, r := range done {
+		if r.err != nil {
+			ss.notKept(r.rank, r.err)
+			continue
+		}
+		in := r.in
+		ss.rec.Checkpoints = addFile(ss.rec.Checkpoints, in.part.Num, ss.rec.Attempts, ss.sub.Desc.Nodes,
+			CheckpointFile{Rank: r.rank, Size: in.n, Hash: r.hash, Copies: copiesOf(&in, ss.s.h.ID())}, in.at, time.Now())
+		if c, ok := ss.rec.LastComplete(); ok && c.Num == in.part.Num {
+			ss.prune()
+			log.Infow("checkpoint complete", "job", ss.id, "num", c.Num, "bytes", c.Bytes())
+		}
+		ss.save()
 	}
-	if err := in.f.Sync(); err != nil {
-		return err
+}
+
+// checkpointsReady is where the writer says it finished files: nil while
+// the session has no writer.
+func (ss *session) checkpointsReady() <-chan struct{} {
+	if ss.ckw == nil {
+		return nil
 	}
-	want, err := blob.ParseHash(got)
-	if err != nil {
-		return fmt.Errorf("checkpoint %d: %w", in.part.Num, err)
+	return ss.ckw.ready
+}
+
+// settleCheckpoints finishes the files whose last chunk was taken, drops
+// the others still arriving, and adds the kept ones to the record: the
+// run ended, what it sent is all there will be.
+func (ss *session) settleCheckpoints() {
+	if ss.ckw != nil {
+		ss.takeKept(ss.ckw.settle(ss.ctx))
 	}
-	ss.s.ckpt.hold(ss.id, want)
-	h, n, err := ss.s.blobs.PutFile(in.f.Name())
-	if err != nil {
-		ss.s.ckpt.release(ss.id, want)
-		return fmt.Errorf("checkpoint %d: keep: %w", in.part.Num, err)
-	}
-	if h.String() != got || n != in.n {
-		return fmt.Errorf("checkpoint %d: the file changed while kept", in.part.Num)
-	}
-	ss.rec.Checkpoints = addFile(ss.rec.Checkpoints, in.part.Num, ss.rec.Attempts, ss.sub.Desc.Nodes,
-		CheckpointFile{Rank: rank, Size: n, Hash: got, Copies: copiesOf(in, ss.s.h.ID())}, in.at, time.Now())
-	if c, ok := ss.rec.LastComplete(); ok && c.Num == in.part.Num {
-		ss.prune()
-		log.Infow("checkpoint complete", "job", ss.id, "num", c.Num, "bytes", c.Bytes())
-	}
-	ss.save()
-	return nil
 }
 
 // copiesOf lists where a file is: its host, the agents it says hold a

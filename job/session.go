@@ -77,8 +77,8 @@ type session struct {
 	files   map[string]*os.File // the job folder's stdout and stderr
 	outputs map[string]string   // output file name in the job folder -> the copy that sends it (host/replica)
 
-	ckIn   map[string]*ckptIn // checkpoint files arriving, by rank/num
-	grants grants             // checkpoint files the hosts may fetch
+	ckw    *ckptWriter // writes the checkpoint files arriving; nil until the first chunk
+	grants grants      // checkpoint files the hosts may fetch
 }
 
 // run drives the job through its states until it ends. What a failure

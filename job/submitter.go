@@ -242,7 +242,7 @@ func (s *Submitter) newSession(id ID, key Key, sub Submission) *session {
 		offers: make(chan offerIn), arrivals: make(chan peer.ID, declineQueue), declines: make(chan declineIn, declineQueue), events: make(chan reportIn, 64), cancel: make(chan string, 1),
 		stopReq: make(chan stopReq),
 		ctx:     ctx, stop: stop, avoid: map[peer.ID]time.Time{},
-		feed: newFeed(s.cfg.MaxOutputLines), files: map[string]*os.File{}, outputs: map[string]string{}, ckIn: map[string]*ckptIn{}}
+		feed: newFeed(s.cfg.MaxOutputLines), files: map[string]*os.File{}, outputs: map[string]string{}}
 }
 
 // Cancel ends a job everywhere.

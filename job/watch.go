@@ -53,6 +53,8 @@ func (ss *session) watch(w *watchState) error {
 				why: fmt.Sprintf("not every rank reached mpi.Init in %v", ss.s.cfg.InitTimeout)}
 		case <-beat.C:
 			err = ss.checkSilent(w, quiet)
+		case <-ss.checkpointsReady():
+			ss.takeKept(ss.ckw.take())
 		case o := <-ss.offers:
 			o.reply <- OfferReply{Reason: "job already placed"} // the worker frees its slots at once
 		case why := <-ss.cancel:
@@ -73,6 +75,10 @@ func (ss *session) watch(w *watchState) error {
 			err = ss.stopIfCheckpointed(w)
 		}
 		if err != nil || w.finished {
+			// What the run sent of its checkpoints is all there will be:
+			// the files whose last chunk came are kept before the end is
+			// judged (a restart takes the last complete checkpoint).
+			ss.settleCheckpoints()
 			ss.endStop(w, err)
 			return err
 		}
