@@ -110,21 +110,18 @@ func testSinkBeat(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable
 	return k
 }
 
-// TestSinkSendsAgainAfterABreak: the stream breaks after the submitter
-// took three reports without acknowledging them; the sink opens a new one
-// and sends from the fourth on, and the submitter gets each report once,
-// in order; the sink ends once RepDone is acknowledged.
-func TestSinkSendsAgainAfterABreak(t *testing.T) {
-	f := &fakeSubmitter{breakAfter: 3}
-	k := testSink(t, f, 10*time.Second, func() bool { return true })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+// sendAll connects k, runs it, sends n outputs ('a', 'b', ...) and
+// RepDone, and waits until the sink has ended.
+func sendAll(t *testing.T, k *sink, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s, err := k.connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go k.run(ctx, s)
-	for i := range 6 {
+	for i := range n {
 		if !k.send(ctx, job.Report{Kind: job.RepOutput, Data: []byte{byte('a' + i)}}) {
 			t.Fatal("send failed")
 		}
@@ -135,6 +132,16 @@ func TestSinkSendsAgainAfterABreak(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("sink did not end")
 	}
+}
+
+// TestSinkSendsAgainAfterABreak: the stream breaks after the submitter
+// took three reports without acknowledging them; the sink opens a new one
+// and sends from the fourth on, and the submitter gets each report once,
+// in order; the sink ends once RepDone is acknowledged.
+func TestSinkSendsAgainAfterABreak(t *testing.T) {
+	f := &fakeSubmitter{breakAfter: 3}
+	k := testSink(t, f, 10*time.Second, func() bool { return true })
+	sendAll(t, k, 6)
 	select {
 	case <-k.lost:
 		t.Fatal("sink gave the submitter up")
@@ -192,25 +199,8 @@ func TestSinkBreaksOnSilentSubmitter(t *testing.T) {
 	f := &fakeSubmitter{mute: true}
 	beat := 50 * time.Millisecond
 	k := testSinkBeat(t, f, 10*time.Second, func() bool { return true }, beat)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := k.connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	go k.run(ctx, s)
-	for i := range 3 {
-		if !k.send(ctx, job.Report{Kind: job.RepOutput, Data: []byte{byte('a' + i)}}) {
-			t.Fatal("send failed")
-		}
-	}
-	k.send(ctx, job.Report{Kind: job.RepDone})
-	select {
-	case <-k.done:
-	case <-ctx.Done():
-		t.Fatal("sink did not end")
-	}
+	sendAll(t, k, 3)
 	if took := time.Since(start); took < 4*beat {
 		t.Errorf("the silent stream broke after %v, before 4 beats (%v)", took, 4*beat)
 	}
