@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -204,7 +205,8 @@ func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
 // acknowledged (finished). The submitter answers every heartbeat; when
 // nothing of it arrived for 4 beats, counted at the beats
 // (internal/silence: a beat that comes late because this agent or its
-// machine stalled counts one beat), the stream is broken.
+// machine stalled counts one beat), the stream is broken. A write that
+// waits for the stream's window counts the same way, a beat at a time.
 func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err error) {
 	acks, broke := make(chan uint64, 1), make(chan error, 1)
 	var heard atomic.Int64 // when the submitter's last answer arrived (Unix ns); stamped by readAcks
@@ -217,13 +219,41 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 			_ = s.Reset() // ends readAcks; after RepDone the submitter closes
 		}
 	}()
-	write := func(e job.Report) error {
-		_ = s.SetWriteDeadline(time.Now().Add(4 * k.beat))
-		return wire.WriteJSON(s, e)
+	silent := func(now time.Time) error {
+		if d := quiet.Check(now, time.Unix(0, heard.Load()), k.beat); d >= 4*k.beat {
+			return fmt.Errorf("%w for %v", errSubmitterSilent, d.Round(time.Millisecond))
+		}
+		return nil
+	}
+	w := &patientWriter{s: s, beat: k.beat, silent: silent}
+	write := func(e job.Report) error { return wire.WriteJSON(w, e) }
+	// ended is the end of the stream, broke or failed (err): the
+	// submitter's last answers come before that end, and the one for
+	// RepDone makes it a finish, not a break to open a new stream for (a
+	// heartbeat written as the submitter closes after that answer fails).
+	ended := func(err error, readerDone bool) (bool, error) {
+		if !readerDone { // a write failed: give the reader a beat to read what came before the end
+			wait := time.NewTimer(k.beat)
+			select {
+			case <-broke:
+			case <-wait.C:
+			}
+			wait.Stop()
+		}
+		select {
+		case seq := <-acks:
+			k.trim(seq)
+		default:
+		}
+		if k.sentLast && len(k.unacked) == 0 {
+			_ = s.Close()
+			return true, nil
+		}
+		return false, err
 	}
 	for _, e := range k.unacked {
 		if err := write(e.Report); err != nil {
-			return false, err
+			return ended(err, false)
 		}
 	}
 	t := time.NewTicker(k.beat)
@@ -245,37 +275,57 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 			k.unacked = append(k.unacked, e)
 			k.unackedBytes += len(e.Data)
 			if err := write(e.Report); err != nil {
-				return false, err
+				return ended(err, false)
 			}
 		case now := <-t.C:
-			if d := quiet.Check(now, time.Unix(0, heard.Load()), k.beat); d >= 4*k.beat {
-				return false, fmt.Errorf("%w for %v", errSubmitterSilent, d.Round(time.Millisecond))
+			if err := silent(now); err != nil {
+				return false, err
 			}
 			if err := write(job.Report{Kind: job.RepHeartbeat}); err != nil {
-				return false, err
+				return ended(err, false)
 			}
 		case seq := <-acks:
 			k.trim(seq)
 		case err := <-broke:
 			// readAcks sends an ack before the end that follows it, and
-			// select picks either when both are in: take the ack first,
-			// so that RepDone acknowledged just before the submitter
-			// closed counts as delivered, not as a break to open a new
-			// stream for.
-			select {
-			case seq := <-acks:
-				k.trim(seq)
-				if k.sentLast && len(k.unacked) == 0 {
-					_ = s.Close()
-					return true, nil
-				}
-			default:
-			}
-			return false, err
+			// select picks either when both are in: take the ack first.
+			return ended(err, true)
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
 	}
+}
+
+// patientWriter writes to a report stream a beat at a time: a write that
+// waits longer for the stream's window goes on while silent (the count of
+// the submitter's silence) says the submitter is heard from, so a stall of
+// this machine, which fires every deadline at once, does not break it.
+type patientWriter struct {
+	s      rpc.Stream
+	beat   time.Duration
+	silent func(now time.Time) error
+}
+
+func (w *patientWriter) Write(p []byte) (int, error) {
+	done := 0
+	for {
+		_ = w.s.SetWriteDeadline(time.Now().Add(w.beat))
+		n, err := w.s.Write(p[done:])
+		done += n
+		if err == nil || !timedOut(err) {
+			return done, err
+		}
+		if err := w.silent(time.Now()); err != nil {
+			return done, err
+		}
+	}
+}
+
+// timedOut reports whether err is a deadline's (yamux's error says so by
+// Timeout, QUIC's and the standard library's wrap os.ErrDeadlineExceeded).
+func timedOut(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &t) && t.Timeout()
 }
 
 // trim forgets the reports the submitter holds (up to seq).

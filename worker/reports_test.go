@@ -25,8 +25,9 @@ func (p pipeStream) Reset() error { return p.Close() }
 // (acknowledging none of them).
 type fakeSubmitter struct {
 	breakAfter uint64
-	mute       bool   // on the first stream, answer nothing after the hello's answer and never break
-	refuse     string // the answer to every stream after the first
+	mute       bool          // on the first stream, answer nothing after the hello's answer and never break
+	pause      time.Duration // on the first stream, after the first report, read nothing for this long but acknowledge every beat; then answer heartbeats
+	refuse     string        // the answer to every stream after the first
 	held       uint64
 	taken      []job.Report
 	streams    int
@@ -54,7 +55,7 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 			return
 		}
 		if r.Kind == job.RepHeartbeat {
-			if !first && wire.WriteJSON(s, job.ReportAck{Seq: f.held}) != nil {
+			if (!first || f.pause > 0) && wire.WriteJSON(s, job.ReportAck{Seq: f.held}) != nil {
 				return
 			}
 			continue
@@ -67,6 +68,9 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 		if first && f.mute {
 			continue
 		}
+		if first && f.pause > 0 && len(f.taken) == 1 && !f.ackWhileDeaf(s) {
+			return
+		}
 		if first && f.held == f.breakAfter {
 			return
 		}
@@ -75,6 +79,20 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 			return
 		}
 	}
+}
+
+// ackWhileDeaf reads nothing for f.pause, acknowledging what it holds every
+// tenth of it, as a submitter alive but slow to read.
+func (f *fakeSubmitter) ackWhileDeaf(s net.Conn) bool {
+	t := time.NewTicker(f.pause / 10)
+	defer t.Stop()
+	for end := time.Now().Add(f.pause); time.Now().Before(end); {
+		<-t.C
+		if wire.WriteJSON(s, job.ReportAck{Seq: f.held}) != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // testSink is a sink whose streams go to f, one at a time.
@@ -206,6 +224,25 @@ func TestSinkBreaksOnSilentSubmitter(t *testing.T) {
 	}
 	if len(f.taken) != 4 || f.streams != 2 {
 		t.Fatalf("%d reports over %d streams, want 4 over 2", len(f.taken), f.streams)
+	}
+	for i, r := range f.taken {
+		if r.Seq != uint64(i+1) {
+			t.Fatalf("report %d: %+v", i, r)
+		}
+	}
+}
+
+// TestSinkWaitsForASlowSubmitter: a submitter that reads nothing for 6
+// beats but answers meanwhile (alive, slow: its machine busy) keeps its
+// stream: the sink's writes wait a beat at a time while the submitter is
+// heard from, where a write deadline of 4 beats broke the stream.
+func TestSinkWaitsForASlowSubmitter(t *testing.T) {
+	beat := 50 * time.Millisecond
+	f := &fakeSubmitter{pause: 6 * beat}
+	k := testSinkBeat(t, f, 10*time.Second, func() bool { return true }, beat)
+	sendAll(t, k, 5)
+	if len(f.taken) != 6 || f.streams != 1 {
+		t.Fatalf("%d reports over %d streams, want 6 over 1", len(f.taken), f.streams)
 	}
 	for i, r := range f.taken {
 		if r.Seq != uint64(i+1) {
