@@ -254,7 +254,12 @@ func (ss *session) dropCheckpoints() {
 	ss.grants.set(nil)
 	ss.dropCopies(ss.rec.Checkpoints)
 	ss.removeFiles(ss.rec.Checkpoints, nil)
-	_ = os.RemoveAll(filepath.Join(ss.s.store.Dir(ss.id), "checkpoints"))
+	_ = os.RemoveAll(ss.checkpointDir())
+}
+
+// checkpointDir is where the job's checkpoint files arrive.
+func (ss *session) checkpointDir() string {
+	return filepath.Join(ss.s.store.Dir(ss.id), "checkpoints")
 }
 
 // dropIncomplete forgets the checkpoints a run that ended left incomplete,

@@ -28,7 +28,7 @@ func (ss *session) checkpointChunk(from peer.ID, e Report) {
 		return
 	}
 	if ss.ckw == nil {
-		ss.ckw = newCkptWriter(ss.ctx, checkpointDir(ss), ss.s.blobs, ss.s.ckpt, ss.id)
+		ss.ckw = newCkptWriter(ss.ctx, ss.checkpointDir(), ss.s.blobs, ss.s.ckpt, ss.id, ss.s.h.ID())
 	}
 	ss.ckw.send(ss.ctx, ckptOp{chunk: &ckptChunk{from: from, rank: e.Rank, part: *e.Ckpt, data: e.Data, eof: e.EOF}})
 }
@@ -65,13 +65,11 @@ func (ss *session) notKept(rank int, err error) {
 func (ss *session) takeKept(done []ckptResult) {
 	for _, r := range done {
 		if r.err != nil {
-			ss.notKept(r.rank, r.err)
+			ss.notKept(r.file.Rank, r.err)
 			continue
 		}
-		in := r.in
-		ss.rec.Checkpoints = addFile(ss.rec.Checkpoints, in.part.Num, ss.rec.Attempts, ss.sub.Desc.Nodes,
-			CheckpointFile{Rank: r.rank, Size: in.n, Hash: r.hash, Copies: copiesOf(&in, ss.s.h.ID())}, in.at, time.Now())
-		if c, ok := ss.rec.LastComplete(); ok && c.Num == in.part.Num {
+		ss.rec.Checkpoints = addFile(ss.rec.Checkpoints, r.num, ss.rec.Attempts, ss.sub.Desc.Nodes, r.file, r.at, time.Now())
+		if c, ok := ss.rec.LastComplete(); ok && c.Num == r.num {
 			ss.prune()
 			log.Infow("checkpoint complete", "job", ss.id, "num", c.Num, "bytes", c.Bytes())
 		}

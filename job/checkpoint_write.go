@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -48,6 +47,7 @@ type ckptWriter struct {
 	blobs *blob.Store
 	holds *ckptBlobs
 	id    ID
+	self  peer.ID // this agent, which holds a copy of every file it keeps
 	files map[string]*ckptIn
 }
 
@@ -79,20 +79,19 @@ type ckptChunk struct {
 	eof  bool
 }
 
-// ckptResult is a file the writer finished: kept (err nil: in says from
-// where, how large, announced with what, and hash its sha256), or not.
+// ckptResult is a file the writer finished: kept (err nil), or not.
 type ckptResult struct {
-	rank int
-	in   ckptIn
-	hash string
+	num  uint64         // the checkpoint's number
+	file CheckpointFile // rank, size, sha256 and copies of a file kept; the rank alone of one not
+	at   time.Time      // when its first chunk came
 	err  error
 }
 
 // newCkptWriter starts the writer of job id's checkpoint files, which
 // ends with ctx (dropping what is still arriving).
-func newCkptWriter(ctx context.Context, dir string, blobs *blob.Store, holds *ckptBlobs, id ID) *ckptWriter {
+func newCkptWriter(ctx context.Context, dir string, blobs *blob.Store, holds *ckptBlobs, id ID, self peer.ID) *ckptWriter {
 	w := &ckptWriter{ops: make(chan ckptOp, ckptOps), ready: make(chan struct{}, 1), done: make(chan struct{}),
-		dir: dir, blobs: blobs, holds: holds, id: id, files: map[string]*ckptIn{}}
+		dir: dir, blobs: blobs, holds: holds, id: id, self: self, files: map[string]*ckptIn{}}
 	go w.run(ctx)
 	return w
 }
@@ -169,7 +168,7 @@ func (w *ckptWriter) write(c *ckptChunk) {
 	key := ckKey(c.rank, c.part.Num)
 	if err := w.append(key, c); err != nil {
 		w.drop(key)
-		w.put(ckptResult{rank: c.rank, in: ckptIn{part: c.part, from: c.from}, err: err})
+		w.put(ckptResult{num: c.part.Num, file: CheckpointFile{Rank: c.rank}, err: err})
 	}
 }
 
@@ -207,7 +206,8 @@ func (w *ckptWriter) append(key string, c *ckptChunk) error {
 	if err != nil {
 		return err
 	}
-	w.put(ckptResult{rank: c.rank, in: *in, hash: h})
+	w.put(ckptResult{num: p.Num, at: in.at,
+		file: CheckpointFile{Rank: c.rank, Size: in.n, Hash: h, Copies: copiesOf(in, w.self)}})
 	return nil
 }
 
@@ -250,9 +250,4 @@ func (w *ckptWriter) dropAll() {
 	for key := range w.files {
 		w.drop(key)
 	}
-}
-
-// checkpointDir is where a job's checkpoint files arrive.
-func checkpointDir(ss *session) string {
-	return filepath.Join(ss.s.store.Dir(ss.id), "checkpoints")
 }

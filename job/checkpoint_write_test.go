@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func writerFixture(t *testing.T) (*ckptWriter, *blob.Store, string, context.Canc
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	return newCkptWriter(ctx, dir, store, newCkptBlobs(store), ID("job")), store, dir, cancel
+	return newCkptWriter(ctx, dir, store, newCkptBlobs(store), ID("job"), "submitter"), store, dir, cancel
 }
 
 // chunks cuts data into chunks of n bytes of rank's file num.
@@ -76,19 +77,20 @@ func TestCkptWriterKeeps(t *testing.T) {
 	}
 	got := map[int]ckptResult{}
 	for _, r := range w.settle(ctx) {
-		got[r.rank] = r
+		got[r.file.Rank] = r
 	}
 	for rank, cs := range map[int][]*ckptChunk{0: a, 1: b} {
 		r, ok := got[rank]
 		if !ok || r.err != nil {
 			t.Fatalf("rank %d: %+v, want its file kept", rank, r)
 		}
-		h, err := blob.ParseHash(r.hash)
-		if err != nil || r.hash != cs[0].part.Sum || r.in.n != cs[0].part.Size || !store.Has(h) {
-			t.Errorf("rank %d: kept %s (%d bytes, in store %v), want %s of %d bytes", rank, r.hash, r.in.n, store.Has(h), cs[0].part.Sum, cs[0].part.Size)
+		f := r.file
+		h, err := blob.ParseHash(f.Hash)
+		if err != nil || f.Hash != cs[0].part.Sum || f.Size != cs[0].part.Size || !store.Has(h) {
+			t.Errorf("rank %d: kept %s (%d bytes, in store %v), want %s of %d bytes", rank, f.Hash, f.Size, store.Has(h), cs[0].part.Sum, cs[0].part.Size)
 		}
-		if r.in.from != cs[0].from || r.in.part.Num != 3 {
-			t.Errorf("rank %d: kept from %s as checkpoint %d", rank, r.in.from, r.in.part.Num)
+		if want := []peer.ID{cs[0].from, "submitter"}; !slices.Equal(f.Copies, want) || r.num != 3 {
+			t.Errorf("rank %d: kept as checkpoint %d with copies %v, want 3 and %v", rank, r.num, f.Copies, want)
 		}
 	}
 	if r := got[2]; r.err == nil || !strings.Contains(r.err.Error(), "announced") {

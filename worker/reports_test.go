@@ -96,17 +96,19 @@ func (f *fakeSubmitter) ackWhileDeaf(s net.Conn) bool {
 }
 
 // testSink is a sink whose streams go to f, one at a time.
+// Its beat is long enough that no stream breaks for silence on a loaded
+// machine (the limit is 4 beats): the streams the tests count break only
+// where the fake submitter breaks them.
 func testSink(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable func() bool) *sink {
 	return testSinkBeat(t, f, grace, reachable, 500*time.Millisecond)
 }
 
+// testSinkBeat is testSink with a beat of its own, for the tests of
+// silence.
 func testSinkBeat(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable func() bool, beat time.Duration) *sink {
 	t.Helper()
 	served := make(chan struct{}, 1)
 	served <- struct{}{}
-	// The beat is long enough that no stream breaks for silence on a
-	// loaded machine (the limit is 4 beats): the streams these tests
-	// count break only where the fake submitter breaks them.
 	k := &sink{grace: grace, beat: beat,
 		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
 		lost: make(chan struct{}), done: make(chan struct{})}

@@ -17,7 +17,8 @@ package silence
 import "time"
 
 // Count is one peer's silence as its checker sees it; it belongs to the
-// checker. Start it with Since.
+// checker. Since starts one at a known stamp; a zero Count, met at a
+// check, counts from the peer's stamp then, a step at most.
 type Count struct {
 	heard   time.Time     // the peer's stamp at the previous check
 	checked time.Time     // when the previous check ran
@@ -25,7 +26,7 @@ type Count struct {
 }
 
 // Since starts a count at t, the peer counting as heard then.
-func Since(t time.Time) Count { return Count{heard: t, checked: t} }
+func Since(t time.Time) *Count { return &Count{heard: t, checked: t} }
 
 // Check returns the silence counted at now, the peer last heard at heard.
 // Time since the previous check counts at most maxStep: a check that comes

@@ -76,8 +76,7 @@ func (j *Job) watchLoop() {
 			}
 			s := counts[p]
 			if s == nil {
-				c := silence.Since(heard)
-				s = &c
+				s = silence.Since(heard)
 				counts[p] = s
 			}
 			limit := j.silenceLimit(p)
