@@ -41,8 +41,32 @@ type Need struct {
 	// YieldTo is set on the advert of a job resumed after a host swapped
 	// it out for job YieldTo: every host of the run, whether it planned
 	// the swap or not, serves YieldTo first (worker's waitLine.yieldTo).
-	// It only holds this job back, so a host may trust it.
-	YieldTo ID `json:"yield_to,omitempty"`
+	// It only holds this job back, so a host may trust it. YieldWith are
+	// the other jobs let in at the same turn (the set that host's plan
+	// made room for, worker.PlanTurn): the job yields to them all.
+	YieldTo   ID   `json:"yield_to,omitempty"`
+	YieldWith []ID `json:"yield_with,omitempty"`
+}
+
+// MaxYieldWith bounds Need.YieldWith and PreemptMsg.With: the other jobs
+// one turn lets into a host, each holding a place among its J.
+const MaxYieldWith = 16
+
+// checkYieldSet checks the jobs a swapped-out job yields to besides the
+// first (first: whether there is one).
+func checkYieldSet(field string, first bool, with []ID) error {
+	if len(with) > 0 && !first {
+		return fmt.Errorf("%s: a set without the job it was swapped out for", field)
+	}
+	if len(with) > MaxYieldWith {
+		return fmt.Errorf("%s: %d jobs, at most %d", field, len(with), MaxYieldWith)
+	}
+	for _, j := range with {
+		if _, err := ParseID(string(j)); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+	}
+	return nil
 }
 
 // MaxNeedSize bounds an encoded Need; it must fit in an advert's body.
@@ -102,6 +126,9 @@ func (n Need) Validate() error {
 		if _, err := ParseID(string(n.YieldTo)); err != nil {
 			return fmt.Errorf("yield_to: %w", err)
 		}
+	}
+	if err := checkYieldSet("yield_with", n.YieldTo != "", n.YieldWith); err != nil {
+		return err
 	}
 	return n.Req.Validate()
 }

@@ -37,8 +37,11 @@ const maxLeaseKey = 64
 type PreemptMsg struct {
 	Job      ID     `json:"job"`      // the job to swap out
 	Lease    string `json:"lease"`    // its lease on the asking host
-	For      ID     `json:"for"`      // the job of higher priority taking the host
+	For      ID     `json:"for"`      // the job taking its place on the host
 	Priority int    `json:"priority"` // that job's priority as the host honours it
+	// With are the other jobs let in at the same turn (worker.PlanTurn's
+	// set): the resumed job's adverts name them all (Need.YieldWith).
+	With []ID `json:"with,omitempty"`
 }
 
 // PreemptReply says whether the job was stopped with a checkpoint.
@@ -57,6 +60,9 @@ func (m PreemptMsg) Validate() error {
 	}
 	if m.Lease == "" || len(m.Lease) > maxLeaseKey {
 		return fmt.Errorf("preempt: lease: 1..%d characters, got %d", maxLeaseKey, len(m.Lease))
+	}
+	if err := checkYieldSet("preempt: with", true, m.With); err != nil {
+		return err
 	}
 	return CheckPriority(m.Priority)
 }
@@ -136,7 +142,7 @@ func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg PreemptMsg) e
 		return ctx.Err()
 	}
 	log.Infow("job swapped out", "job", msg.Job, "for", msg.For, "host", from)
-	if err := s.resumeStopped(msg.Job, false, why, msg.For); err != nil {
+	if err := s.resumeStopped(msg.Job, false, why, append([]ID{msg.For}, msg.With...)); err != nil {
 		return fmt.Errorf("job %s stopped but not resumed (`zorilla resume %s` does it): %w", msg.Job, msg.Job, err)
 	}
 	return nil

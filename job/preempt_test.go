@@ -16,6 +16,9 @@ func TestDecodePreemptMsg(t *testing.T) {
 		{`{"job":"j1","lease":"k","for":"","priority":5}`, "preempt: for"},
 		{`{"job":"j1","lease":"k","for":"j2","priority":500}`, "priority: must be"},
 		{`{"job":"j1","lease":"k","for":"j2","extra":1}`, "unknown field"},
+		{`{"job":"j1","lease":"k","for":"j2","priority":0,"with":["j3","j4"]}`, ""},
+		{`{"job":"j1","lease":"k","for":"j2","with":["j3",""]}`, "preempt: with: job id"},
+		{`{"job":"j1","lease":"k","for":"j2","with":[` + strings.Repeat(`"j3",`, MaxYieldWith) + `"j3"]}`, "preempt: with: 17 jobs"},
 		{strings.Repeat(" ", MaxPreemptSize+1), "exceed"},
 	}
 	for _, c := range cases {
@@ -29,6 +32,7 @@ func TestDecodePreemptMsg(t *testing.T) {
 func FuzzDecodePreemptMsg(f *testing.F) {
 	f.Add([]byte(`{"job":"j1","lease":"k","for":"j2","priority":5}`))
 	f.Add([]byte(`{"job":"j1","lease":"k","for":"j2","priority":-101}`))
+	f.Add([]byte(`{"job":"j1","lease":"k","for":"j2","with":["j3","j4"]}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodePreemptMsg(b)

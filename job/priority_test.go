@@ -1,6 +1,8 @@
 package job
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,10 @@ func TestNeedPriorityAndMemPerProcBounds(t *testing.T) {
 		{"swap slice below a second", func(n *Need) { n.SwapSlice = time.Millisecond }, "swap_slice: must be 0"},
 		{"yields to a job", func(n *Need) { n.YieldTo = "j2" }, ""},
 		{"yields to a bad ID", func(n *Need) { n.YieldTo = "J 2" }, "yield_to:"},
+		{"yields to a set", func(n *Need) { n.YieldTo, n.YieldWith = "j2", []ID{"j3", "j4"} }, ""},
+		{"a set without its first", func(n *Need) { n.YieldWith = []ID{"j3"} }, "yield_with: a set without"},
+		{"a set with a bad ID", func(n *Need) { n.YieldTo, n.YieldWith = "j2", []ID{"j3", "../x"} }, "yield_with: job id"},
+		{"a set too large", func(n *Need) { n.YieldTo, n.YieldWith = "j2", make([]ID, MaxYieldWith+1) }, "yield_with: 17 jobs"},
 	}
 	for _, c := range cases {
 		n := base
@@ -37,6 +43,42 @@ func TestNeedPriorityAndMemPerProcBounds(t *testing.T) {
 		if _, err := DecodeNeed(b); (err == nil) != (c.wantErr == "") {
 			t.Errorf("%s: DecodeNeed = %v, want error %v", c.name, err, c.wantErr != "")
 		}
+	}
+}
+
+// The jobs a resumed job yields to travel in its advert as far as the
+// advert's bound allows: a set of the largest IDs always fits beside a
+// plain need; beside a need near the bound, the set is cut from the end,
+// never the job it was swapped out for.
+func TestEncodeYielding(t *testing.T) {
+	id := func(i int) ID { return ID(fmt.Sprintf("j%0*d", MaxIDLen-1, i)) }
+	var set []ID
+	for i := range MaxYieldWith + 1 {
+		set = append(set, id(i))
+	}
+	n := Need{Job: id(99), N: 4, R: 1, Priority: 3, MemPerProc: 1 << 30, SwapSlice: time.Minute}
+	b, err := encodeYielding(n, set)
+	if err != nil {
+		t.Fatalf("the largest set: %v", err)
+	}
+	got, err := DecodeNeed(b)
+	if err != nil || got.YieldTo != set[0] || !slices.Equal(got.YieldWith, set[1:]) {
+		t.Fatalf("decoded %v, %v: want the whole set", got, err)
+	}
+	for len(n.Req.Labels) < 24 {
+		n.Req.Labels = append(n.Req.Labels, strings.Repeat("l", 128))
+	}
+	b, err = encodeYielding(n, set)
+	if err != nil {
+		t.Fatalf("a need near the bound: %v", err)
+	}
+	got, err = DecodeNeed(b)
+	if err != nil || got.YieldTo != set[0] || len(got.YieldWith) == 0 || len(got.YieldWith) >= MaxYieldWith ||
+		!slices.Equal(got.YieldWith, set[1:1+len(got.YieldWith)]) {
+		t.Fatalf("near the bound: decoded %v with %d of the set, %v: want the first and part of the rest", got.YieldTo, len(got.YieldWith), err)
+	}
+	if b, err := encodeYielding(Need{Job: "j1", N: 1, R: 1}, nil); err != nil || strings.Contains(string(b), "yield") {
+		t.Errorf("no set: %s, %v", b, err)
 	}
 }
 

@@ -110,6 +110,24 @@ func (rs *reservation) look(k Knower) {
 	rs.allIn = AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }) && !Learnt(rs.start, rs.known)
 }
 
+// encodeYielding encodes need for an advert with the jobs it yields to
+// (Need.YieldTo, YieldWith): the first always, the rest as far as the
+// advert's bound (MaxNeedSize) allows, dropped from the end. They are a
+// courtesy to hosts whose own plan came too late: the hosts whose plan
+// swapped the job out know the whole set already.
+func encodeYielding(need Need, yieldTo []ID) ([]byte, error) {
+	if len(yieldTo) > 0 {
+		need.YieldTo, need.YieldWith = yieldTo[0], yieldTo[1:]
+	}
+	for {
+		b, err := EncodeNeed(need)
+		if err == nil || len(need.YieldWith) == 0 {
+			return b, err
+		}
+		need.YieldWith = need.YieldWith[:len(need.YieldWith)-1]
+	}
+}
+
 // reserve floods the advert with a growing radius and collects offers.
 // Each time a radius is answered it decides (nextStep) to flood the next
 // one at once, to flood the extra radius, or to place; the offer grace
@@ -121,9 +139,7 @@ func (ss *session) reserve() (Plan, error) {
 		ss.setState(Reserving, ss.takeNote())
 	}
 	d := ss.sub.Desc
-	need := d.Need(ss.id)
-	need.YieldTo = ss.yieldTo
-	body, err := EncodeNeed(need)
+	body, err := encodeYielding(d.Need(ss.id), ss.yieldTo)
 	if err != nil {
 		return Plan{}, err
 	}

@@ -50,9 +50,10 @@ type session struct {
 	events    chan reportIn
 	cancel    chan string
 	stopReq   chan stopReq // stops with a checkpoint (stop.go)
-	// yieldTo is the job a host swapped this one out for, when this run
-	// resumed it: its adverts say so (Need.YieldTo).
-	yieldTo ID
+	// yieldTo are the jobs a host swapped this one out for, when this
+	// run resumed it (the one it made room for first, then the rest of
+	// that turn's set): its adverts say so (Need.YieldTo, YieldWith).
+	yieldTo []ID
 	// minDeadline lengthens the scheduling deadline of a job resumed
 	// after a preemption (preempt.go).
 	minDeadline time.Duration

@@ -201,13 +201,14 @@ func (ss *session) endStop(w *watchState, err error) {
 // Resume starts a stopped job again from its checkpoint; elsewhere keeps
 // it off the hosts of the run that was stopped.
 func (s *Submitter) Resume(id ID, elsewhere bool) error {
-	return s.resumeStopped(id, elsewhere, "", "")
+	return s.resumeStopped(id, elsewhere, "", nil)
 }
 
 // resumeStopped resumes a stopped job; a job swapped out for another
 // (preempted: why says by what) looks for hosts at least
-// DefaultPreemptWait.
-func (s *Submitter) resumeStopped(id ID, elsewhere bool, preempted string, yieldTo ID) error {
+// DefaultPreemptWait, and its adverts ask its hosts to serve the jobs of
+// yieldTo first (Need.YieldTo and YieldWith).
+func (s *Submitter) resumeStopped(id ID, elsewhere bool, preempted string, yieldTo []ID) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss := s.sessions[id]; ss != nil {

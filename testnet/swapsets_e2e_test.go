@@ -50,22 +50,7 @@ func rotateThreeJobs(t *testing.T, atOnce bool) {
 	})
 	prog := buildExample(t, ln.Nodes[0], "heat")
 	cells := []string{"3000", "3003", "3006"}
-	// The reference runs: all three at once, declaring memory that fits,
-	// none ever swapped out.
-	var refs []*watcher
-	for _, c := range cells {
-		refs = append(refs, submitJob(t, ln.Nodes[0], setsHeat(c, 300<<20, 0), prog))
-	}
-	var want []string
-	for _, w := range refs {
-		if rec := w.wait(t); rec.State != job.Done || len(rec.Runs) != 1 {
-			t.Fatalf("reference run ended %s after %d runs: %s\n%s", rec.State, len(rec.Runs), rec.Reason, w.describe())
-		}
-		want = append(want, heatSum(t, w))
-	}
-	for _, w := range refs {
-		ln.awaitCheckpointsGone(t, w.end)
-	}
+	want := referenceSums(t, ln, prog, cells, 300<<20)
 
 	const slice = 1500 * time.Millisecond
 	var ws []*watcher
@@ -100,6 +85,28 @@ func rotateThreeJobs(t *testing.T, atOnce bool) {
 				rec.ID, rec.Updated.Format("04:05.000"), len(rec.Runs), started.Format("04:05.000"))
 		}
 	}
+}
+
+// referenceSums runs heat on each of cells, all at once, declaring mem per
+// process (so that all fit), none ever swapped out, and returns their
+// checksums: the results a swapped job must end with.
+func referenceSums(t *testing.T, ln *launchNet, prog job.FileRef, cells []string, mem int64) []string {
+	t.Helper()
+	var refs []*watcher
+	for _, c := range cells {
+		refs = append(refs, submitJob(t, ln.Nodes[0], setsHeat(c, mem, 0), prog))
+	}
+	var want []string
+	for _, w := range refs {
+		if rec := w.wait(t); rec.State != job.Done || len(rec.Runs) != 1 {
+			t.Fatalf("reference run ended %s after %d runs: %s\n%s", rec.State, len(rec.Runs), rec.Reason, w.describe())
+		}
+		want = append(want, heatSum(t, w))
+	}
+	for _, w := range refs {
+		ln.awaitCheckpointsGone(t, w.end)
+	}
+	return want
 }
 
 // doubleSwaps lists the jobs swapped out for the same job within within
@@ -157,4 +164,89 @@ func awaitAllDone(t *testing.T, ln *launchNet, sub *job.Submitter, ids []job.ID,
 		t.Fatalf("%v\n%sleases:\n%s", err, b.String(), describeLeases(leasesOf(ln.Net)))
 	}
 	return recs
+}
+
+// Four jobs of which two fit: the agents switch whole sets. The first two
+// run together; the last two, waiting for memory, take both their places
+// at the same turn, and the sets alternate: a job runs alongside the other
+// of its set, hardly ever alongside one of the other set (only while a
+// switch is under way). Switched one job at a time, the pairs would mix
+// ({A,B}, {C,B}, {C,D}, {A,D}, ...), each mixed pair running together for
+// a whole slice.
+func TestSwapTurnsRotateSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 agents, real processes, checkpoints")
+	}
+	ln := shareNet(t, func(cfg *node.Config) {
+		cfg.MaxJobs, cfg.Cores, cfg.MaxProcs, cfg.Memory = 4, 4, 1, 1<<30
+	})
+	prog := buildExample(t, ln.Nodes[0], "heat")
+	cells := []string{"3000", "3003", "3006", "3009"}
+	want := referenceSums(t, ln, prog, cells, 200<<20)
+
+	const slice = 1500 * time.Millisecond
+	var ids []job.ID
+	for i, c := range cells {
+		w := submitJob(t, ln.Nodes[0], setsHeat(c, 450<<20, slice), prog)
+		if i < 2 {
+			w.awaitState(t, job.Running) // co-scheduled: both fit
+		}
+		ids = append(ids, w.id)
+	}
+	sub := ln.Nodes[0].Submitter()
+	recs := awaitAllDone(t, ln, sub, ids, 4*time.Minute)
+	checkSwapTurns(t, ln, sub, recs, want)
+	same := runningTogether(recs[0], recs[1], time.Now()) + runningTogether(recs[2], recs[3], time.Now())
+	var mixed time.Duration
+	for _, p := range [][2]int{{0, 2}, {0, 3}, {1, 2}, {1, 3}} {
+		mixed += runningTogether(recs[p[0]], recs[p[1]], time.Now())
+	}
+	t.Logf("running together: the sets' own pairs %v, mixed pairs %v", same.Round(time.Millisecond), mixed.Round(time.Millisecond))
+	if mixed*4 > same {
+		t.Fatalf("jobs of different sets ran together %v, the sets' own pairs %v: want the sets switched whole", mixed, same)
+	}
+}
+
+// runningTogether is how long jobs a and b were both running (their
+// switches' running phases overlapping) up to now.
+func runningTogether(a, b job.Record, now time.Time) time.Duration {
+	var sum time.Duration
+	for _, x := range runningSpans(a, now) {
+		for _, y := range runningSpans(b, now) {
+			if lo, hi := maxT(x[0], y[0]), minT(x[1], y[1]); hi.After(lo) {
+				sum += hi.Sub(lo)
+			}
+		}
+	}
+	return sum
+}
+
+// runningSpans are the intervals in which rec's phase was running.
+func runningSpans(rec job.Record, now time.Time) [][2]time.Time {
+	var out [][2]time.Time
+	for i, s := range rec.Switches {
+		if s.To != job.PhaseRunning {
+			continue
+		}
+		end := now
+		if i+1 < len(rec.Switches) {
+			end = rec.Switches[i+1].At
+		}
+		out = append(out, [2]time.Time{s.At, end})
+	}
+	return out
+}
+
+func maxT(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minT(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

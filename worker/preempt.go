@@ -86,10 +86,12 @@ const (
 	ActionFreeze Action = "freeze" // stop in place (SIGSTOP / cgroup freezer)
 )
 
-// Preemption is one job to preempt and how.
+// Preemption is one job to preempt and how; For is the waiting job it
+// makes room for (set by PlanTurn).
 type Preemption struct {
 	Job    job.ID
 	Action Action
+	For    job.ID
 }
 
 // PlanPreemption decides which running jobs to preempt so that an advert
@@ -142,6 +144,73 @@ func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need
 		}
 	}
 	return nil, d // unreachable: k = len(all) gives best
+}
+
+// Waiter is a job waiting in the line for this host, as the preemption
+// plan sees it: its advert's submitter and need, and its place in the line.
+type Waiter struct {
+	Submitter peer.ID
+	Need      job.Need
+	Since     job.Priority
+}
+
+// Turn is what a host does for its waiting line at once: the preemptions,
+// each with the job it makes room for, and the incoming set, the waiting
+// jobs let in together (those the preemptions made room for and those
+// that fit already). A job swapped out yields to the whole set.
+type Turn struct {
+	Plan []Preemption
+	Set  []job.ID
+}
+
+// PlanTurn plans preemptions for the jobs waiting in the line, in its
+// order (highest honoured priority, then earliest), rather than for its
+// first job alone: each in turn gets PlanPreemption's plan with the jobs
+// already chosen counted as leaving and the jobs already let in counted as
+// holding their offers, so one turn lets in as many waiting jobs as the
+// candidates make room for. That is the hybrid technique's switch of whole
+// sets: when the running jobs' swap slices end together, the set that
+// waited takes all their places at once, its jobs are released together,
+// and their slices end together in turn; planned one job at a time, the
+// second waiting job got its turn only once the first had restarted (a
+// switch later), and the sets mixed. A waiting job that cannot be let in
+// is skipped, and so is every later one of lower priority (the line would
+// not serve them ahead of it); later equals are still tried (first fit, as
+// gang.SwapSets forms sets). A pure function, like PlanPreemption.
+func PlanTurn(p Policy, u Usage, holders []Holder, line []Waiter) Turn {
+	hs := append([]Holder(nil), holders...)
+	var t Turn
+	blocked, isBlocked := 0, false
+	for _, w := range line {
+		prio := p.HonouredPriority(w.Submitter, w.Need.Priority)
+		if isBlocked && prio < blocked {
+			continue
+		}
+		plan, d := PlanPreemption(p, u, hs, w.Submitter, w.Need, w.Since)
+		if !d.Accept {
+			if !isBlocked || prio > blocked {
+				blocked, isBlocked = prio, true
+			}
+			continue
+		}
+		for _, pr := range plan {
+			pr.For = w.Need.Job
+			t.Plan = append(t.Plan, pr)
+			for i := range hs {
+				if hs[i].Job == pr.Job {
+					hs[i].Leaving, hs[i].Preempted = true, true
+				}
+			}
+		}
+		t.Set = append(t.Set, w.Need.Job)
+		u.Jobs++
+		u.Cores += d.Cores
+		u.Memory += d.Memory
+	}
+	if len(t.Plan) == 0 {
+		return Turn{} // nothing to do: the line is served as room frees
+	}
+	return t
 }
 
 // candidates are the holders that may give way to a job of priority prio,

@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,5 +70,86 @@ func TestPlanPreemptionProperties(t *testing.T) {
 	}
 	if planned < 100 {
 		t.Fatalf("only %d of 3000 random hosts needed a preemption: the generator tests little", planned)
+	}
+}
+
+// Properties of PlanTurn over random hosts and lines: each job is taken at
+// most once, and only for a waiting job it may give way to (lower
+// priority, or an equal whose turn is over); every job it is taken for is
+// let in; once the plan is done, the set is admitted in order, each job
+// in turn; without a plan there is no set. The waiting jobs ask for one
+// process each: a job let in without a preemption is counted with the
+// offer it gets before the plan, and admitted after it could take more.
+func TestPlanTurnProperties(t *testing.T) {
+	const G = int64(1) << 30
+	rng := rand.New(rand.NewPCG(19, 2))
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	planned, sets := 0, 0
+	for trial := range 3000 {
+		p := Policy{MaxJobs: 2 + rng.IntN(4), MaxProcs: 8, Cores: 2 + rng.IntN(8), Memory: int64(2+rng.IntN(6)) * G,
+			OS: "linux", Arch: "amd64", MaxPriority: rng.IntN(3)}
+		var hs []Holder
+		var u Usage
+		for i := range 1 + rng.IntN(4) {
+			id := job.ID(fmt.Sprintf("j%d", i))
+			h := Holder{Job: id, Priority: rng.IntN(3), Since: job.Priority{Since: t0.Add(time.Duration(i) * time.Second), Job: id},
+				Cores: 1, Memory: MemHold{Declared: int64(1+rng.IntN(2)) * G}, Checkpoint: rng.IntN(4) > 0,
+				SwapSlice: time.Minute, Ran: time.Duration(rng.IntN(120)) * time.Second}
+			hs = append(hs, h)
+			u.Jobs++
+			u.Cores += h.Cores
+			u.Memory += h.Memory.Charge()
+		}
+		var line []Waiter
+		for i := range 1 + rng.IntN(4) {
+			id := job.ID(fmt.Sprintf("w%d", i))
+			line = append(line, Waiter{Submitter: "alice", Since: job.Priority{Since: t0.Add(time.Hour + time.Duration(i)*time.Second), Job: id},
+				Need: job.Need{Job: id, N: 1, R: 1, Priority: rng.IntN(3), MemPerProc: int64(1+rng.IntN(2)) * G, SwapSlice: time.Minute}})
+		}
+		slices.SortStableFunc(line, func(a, b Waiter) int { return b.Need.Priority - a.Need.Priority }) // the line's order
+		turn := PlanTurn(p, u, hs, line)
+		if len(turn.Plan) == 0 {
+			if turn.Set != nil {
+				t.Fatalf("trial %d: a set %v without a plan", trial, turn.Set)
+			}
+			continue
+		}
+		planned++
+		if len(turn.Set) > 1 {
+			sets++
+		}
+		byID, waiting := byJob(hs), map[job.ID]Waiter{}
+		for _, w := range line {
+			waiting[w.Need.Job] = w
+		}
+		seen := map[job.ID]bool{}
+		for _, pr := range turn.Plan {
+			h, w := byID[pr.Job], waiting[pr.For]
+			prio := p.HonouredPriority(w.Submitter, w.Need.Priority)
+			equalTurn := h.Priority == prio && h.turnOver() && h.Checkpoint
+			switch {
+			case seen[pr.Job]:
+				t.Fatalf("trial %d: %s taken twice: %+v", trial, pr.Job, turn)
+			case !slices.Contains(turn.Set, pr.For):
+				t.Fatalf("trial %d: %s taken for %s, not let in: %+v", trial, pr.Job, pr.For, turn)
+			case h.Priority > prio || h.Priority == prio && !equalTurn:
+				t.Fatalf("trial %d: %+v taken for %s of priority %d", trial, h, pr.For, prio)
+			}
+			seen[pr.Job] = true
+		}
+		after := usageAfter(u, byID, turn.Plan, -1)
+		for _, id := range turn.Set {
+			w := waiting[id]
+			d := Decide(p, after, w.Submitter, w.Need)
+			if !d.Accept {
+				t.Fatalf("trial %d: %s of the set not admitted after the plan: %s (%+v)", trial, id, d.Reason, turn)
+			}
+			after.Jobs++
+			after.Cores += d.Cores
+			after.Memory += d.Memory
+		}
+	}
+	if planned < 100 || sets < 20 {
+		t.Fatalf("%d plans, %d sets of several in 3000 trials: the generator tests little", planned, sets)
 	}
 }

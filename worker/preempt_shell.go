@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -58,62 +59,91 @@ func (s *Service) admitBehindHigher(submitter peer.ID, need job.Need, honoured i
 	return s.leases.Admit(submitter, need, s.cfg.LeaseTTL)
 }
 
-// preempt plans and starts the preemptions that would let need in.
-func (s *Service) preempt(submitter peer.ID, need job.Need, since job.Priority) {
-	p := s.leases.Policy()
+// preemptForWaiting plans, for the jobs waiting in the line for this host
+// (waiters), the preemptions that would let them in (PlanTurn), and starts
+// them: called when an advert is refused for lack of room, when a job here
+// is released (a job still starting was not a candidate when that advert
+// came), when one saves its first checkpoint here, and when one's swap
+// slice ends.
+func (s *Service) preemptForWaiting() {
+	listed := s.waiting.ordered(time.Now())
+	line := waiters(listed, s.holds, s.yields)
+	if len(line) == 0 {
+		return
+	}
 	holders, byID := s.holders()
 	if len(holders) == 0 {
 		return
 	}
-	plan, _ := PlanPreemption(p, s.leases.Usage(), holders, submitter, need, since)
-	honoured := p.HonouredPriority(submitter, need.Priority)
-	for _, pr := range plan {
+	p := s.leases.Policy()
+	turn := PlanTurn(p, s.leases.Usage(), holders, line)
+	for _, pr := range turn.Plan {
 		r := byID[pr.Job]
 		if r == nil || !r.pre.preempted.CompareAndSwap(false, true) {
 			continue
 		}
+		w := line[slices.IndexFunc(line, func(w Waiter) bool { return w.Need.Job == pr.For })]
+		honoured := p.HonouredPriority(w.Submitter, w.Need.Priority)
 		if pr.Action == ActionFreeze {
-			s.freeze(r, fmt.Sprintf("job %s of priority %d", need.Job, honoured))
+			s.freeze(r, fmt.Sprintf("job %s of priority %d", pr.For, honoured))
 			continue
 		}
-		log.Infow("swapping out a job by checkpoint", "job", r.id, "for", need.Job, "priority", honoured)
-		// Until the job it is swapped out for runs here (commits), its own
-		// advert (it resumes at once, and came first in the line) is not
-		// served here: else it would take back the memory it frees. The
-		// mark stays when the swap is refused: every host of the job asks,
-		// and all but the first are refused, the job being stopped already.
-		s.waiting.yieldTo(r.id, need.Job, "")
+		h := holders[slices.IndexFunc(holders, func(h Holder) bool { return h.Job == pr.Job })]
+		set := yieldSet(pr.Job, h.Priority, pr.For, turn.Set, listed, s.leases.Runs)
+		log.Infow("swapping out a job by checkpoint", "job", r.id, "for", pr.For, "set", turn.Set, "yields to", set, "priority", honoured)
+		// Until the jobs it yields to run here (commit), its own advert
+		// (it resumes at once, and came first in the line) is not served
+		// here: else it would take back the memory it frees. The mark
+		// stays when the swap is refused: every host of the job asks, and
+		// all but the first are refused, the job being stopped already.
+		s.waiting.yieldTo(r.id, set, "")
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.swapOut(r, need.Job, honoured)
+			s.swapOut(r, set, honoured)
 		}()
 	}
 }
 
-// preemptForWaiting plans, for the first job waiting in the line for
-// this host (firstWaiting), the preemptions that would let it in: called
-// when a job here is released (a job still starting was not a candidate
-// when that advert came), when one saves its first checkpoint here, and
-// when one's swap slice ends.
-func (s *Service) preemptForWaiting() {
-	e, ok := firstWaiting(s.waiting.ordered(time.Now()), s.holds, s.yields)
-	if ok {
-		s.preempt(e.advert.Submitter, e.need, e.prio)
-	}
-}
-
-// firstWaiting is the job preemption makes room for: the first of the
-// line (highest priority, then earliest) that holds no lease here and
-// does not yield to a job still waiting (one swapped out here for it).
-// Pure.
-func firstWaiting(line []waitEntry, held, yielding func(job.ID) bool) (waitEntry, bool) {
-	for _, e := range line {
-		if !held(e.need.Job) && !yielding(e.need.Job) {
-			return e, true
+// yieldSet is what job j (of honoured priority prio), swapped out for job
+// forJob at a turn that let in set, yields to: forJob first (its record
+// names it), then the rest of set, then every other job in the line that
+// does not run here, of priority prio or higher. The job goes to the back
+// of the line: the jobs that waited while it ran have their turn before it
+// has another. Yielding only to the set let in, it would be served again,
+// being earlier in the line, as soon as that set ran, ahead of a job that
+// waited for the next turn (with four jobs of which two fit, the fourth
+// waited until the first had run three times). At most 1+job.MaxYieldWith
+// jobs, the earliest in the line. Pure.
+func yieldSet(j job.ID, prio int, forJob job.ID, set []job.ID, line []waitEntry, runs func(job.ID) bool) []job.ID {
+	out := []job.ID{forJob}
+	add := func(t job.ID) {
+		if t != j && len(out) <= job.MaxYieldWith && !slices.Contains(out, t) {
+			out = append(out, t)
 		}
 	}
-	return waitEntry{}, false
+	for _, t := range set {
+		add(t)
+	}
+	for _, e := range line {
+		if e.honoured >= prio && !runs(e.need.Job) {
+			add(e.need.Job)
+		}
+	}
+	return out
+}
+
+// waiters are the jobs preemption makes room for, in the line's order
+// (highest priority, then earliest): those that hold no lease here and do
+// not yield to a job still waiting (one swapped out here for it). Pure.
+func waiters(line []waitEntry, held, yielding func(job.ID) bool) []Waiter {
+	var out []Waiter
+	for _, e := range line {
+		if !held(e.need.Job) && !yielding(e.need.Job) {
+			out = append(out, Waiter{Submitter: e.advert.Submitter, Need: e.need, Since: e.prio})
+		}
+	}
+	return out
 }
 
 // afterSwapSlice looks again, once r's swap slice here is over, whether a
@@ -214,13 +244,15 @@ func holderOf(p Policy, v heldJob, now time.Time) (Holder, bool) {
 	return h, true
 }
 
-// swapOut asks r's submitter to stop it with a checkpoint; a refusal (no
+// swapOut asks r's submitter to stop it with a checkpoint, for the jobs
+// of set (the first is the one it makes room for); a refusal (no
 // checkpoint in time, the job ended) leaves it running and a candidate
 // again.
-func (s *Service) swapOut(r *running, forJob job.ID, prio int) {
+func (s *Service) swapOut(r *running, set []job.ID, prio int) {
 	ctx, cancel := context.WithTimeout(s.ctx, job.DefaultStopTimeout+30*time.Second)
 	defer cancel()
-	msg := job.PreemptMsg{Job: r.id, Lease: r.lease, For: forJob, Priority: prio}
+	forJob := set[0]
+	msg := job.PreemptMsg{Job: r.id, Lease: r.lease, For: forJob, With: set[1:], Priority: prio}
 	var reply job.PreemptReply
 	err := s.ep.Call(ctx, r.submitter, job.PreemptProtocol, msg, &reply, job.MaxPreemptSize)
 	if err != nil || !reply.Stopped {

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,42 +60,38 @@ func TestHolderOf(t *testing.T) {
 	}
 }
 
-// firstWaiting: the job preemption makes room for.
-func TestFirstWaiting(t *testing.T) {
+// waiters: the jobs preemption makes room for, in the line's order.
+func TestWaiters(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
 	entry := func(j job.ID) waitEntry {
 		a, n := advertOf(j, t0)
 		return waitEntry{advert: a, need: n, prio: job.Priority{Since: t0, Job: j}}
 	}
 	line := []waitEntry{entry("ja"), entry("jb"), entry("jc")}
-	set := func(ids ...job.ID) func(job.ID) bool {
-		return func(j job.ID) bool {
-			for _, id := range ids {
-				if id == j {
-					return true
-				}
-			}
-			return false
-		}
-	}
 	tests := []struct {
 		name           string
 		held, yielding []job.ID
-		want           job.ID
+		want           []job.ID
 	}{
-		{name: "the first of the line", want: "ja"},
-		{name: "one holding a lease here is skipped", held: []job.ID{"ja"}, want: "jb"},
-		{name: "one yielding to a waiting job is skipped", yielding: []job.ID{"ja"}, want: "jb"},
-		{name: "both", held: []job.ID{"jb"}, yielding: []job.ID{"ja"}, want: "jc"},
+		{name: "the whole line, in order", want: []job.ID{"ja", "jb", "jc"}},
+		{name: "one holding a lease here is skipped", held: []job.ID{"ja"}, want: []job.ID{"jb", "jc"}},
+		{name: "one yielding to a waiting job is skipped", yielding: []job.ID{"jb"}, want: []job.ID{"ja", "jc"}},
+		{name: "both", held: []job.ID{"jb"}, yielding: []job.ID{"ja"}, want: []job.ID{"jc"}},
 		{name: "none left", held: []job.ID{"ja", "jb"}, yielding: []job.ID{"jc"}},
 	}
 	for _, tt := range tests {
-		got, ok := firstWaiting(line, set(tt.held...), set(tt.yielding...))
-		if ok != (tt.want != "") || got.need.Job != tt.want {
-			t.Errorf("%s: %q, %v; want %q", tt.name, got.need.Job, ok, tt.want)
+		var got []job.ID
+		for _, w := range waiters(line, oneOf(tt.held...), oneOf(tt.yielding...)) {
+			got = append(got, w.Need.Job)
+			if e := line[slices.IndexFunc(line, func(e waitEntry) bool { return e.need.Job == w.Need.Job })]; w.Since != e.prio || w.Submitter != e.advert.Submitter {
+				t.Errorf("%s: %s's place or submitter lost: %+v", tt.name, w.Need.Job, w)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if _, ok := firstWaiting(nil, set(), set()); ok {
+	if len(waiters(nil, oneOf(), oneOf())) != 0 {
 		t.Error("an empty line gave a job")
 	}
 }
@@ -122,7 +120,7 @@ func TestWaitLineYielding(t *testing.T) {
 			w.jobs["jb"] = &waitEntry{advert: a, need: n} // as noted before it expired
 			w.mu.Unlock()
 		}
-		w.yieldTo("ja", "jb", "")
+		w.yieldTo("ja", []job.ID{"jb"}, "")
 		held := func(j job.ID) bool { return tt.held && j == "jb" }
 		if got := w.yielding("ja", held); got != tt.want {
 			t.Errorf("%s: yielding %v, want %v", tt.name, got, tt.want)
@@ -139,8 +137,8 @@ func TestWaitLineYielding(t *testing.T) {
 	w := newWaitLine(DefaultWaitConfig())
 	a, n := advertOf("jb", now)
 	w.note(a, n, 0, now)
-	w.yieldTo("ja", "jb", "")
-	w.yieldTo("jc", "jd", "")
+	w.yieldTo("ja", []job.ID{"jb"}, "")
+	w.yieldTo("jc", []job.ID{"jd"}, "")
 	w.ordered(now) // sweeps
 	w.mu.Lock()
 	marks := len(w.yields)
@@ -157,29 +155,25 @@ func TestWaitLineYielding(t *testing.T) {
 // the other when the second is swapped out in turn; a new flood does.
 func TestWaitLineYieldFromAdvert(t *testing.T) {
 	now := time.Now()
-	w := newWaitLine(DefaultWaitConfig())
-	for _, j := range []job.ID{"ja", "jb"} {
-		a, n := advertOf(j, now)
-		w.note(a, n, 0, now)
-	}
+	w := lineWith(now, "ja", "jb")
 	none := func(job.ID) bool { return false }
 	jbHeld := func(j job.ID) bool { return j == "jb" }
-	w.yieldTo("ja", "jb", "ja-1")
+	w.yieldTo("ja", []job.ID{"jb"}, "ja-1")
 	if !w.yielding("ja", none) {
 		t.Fatal("ja does not yield to jb, which waits")
 	}
 	if w.yielding("ja", jbHeld) {
 		t.Fatal("ja still yields once jb holds a lease")
 	}
-	w.yieldTo("ja", "jb", "ja-1") // a late copy of the same flood
+	w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // a late copy of the same flood
 	if w.yielding("ja", none) {
 		t.Error("a copy of a flood whose mark was honoured set it again")
 	}
-	w.yieldTo("ja", "jb", "ja-2") // the next resume's flood
+	w.yieldTo("ja", []job.ID{"jb"}, "ja-2") // the next resume's flood
 	if !w.yielding("ja", none) {
 		t.Error("a new flood's mark is not set")
 	}
-	w.yieldTo("jc", "jb", "jc-1") // not listed: the sweep forgets it, and its spent key
+	w.yieldTo("jc", []job.ID{"jb"}, "jc-1") // not listed: the sweep forgets it, and its spent key
 	w.drop("ja")
 	w.ordered(now)
 	w.mu.Lock()
@@ -195,15 +189,11 @@ func TestWaitLineYieldFromAdvert(t *testing.T) {
 // not each wait for the other.
 func TestWaitLineServedEndsYields(t *testing.T) {
 	now := time.Now()
-	w := newWaitLine(DefaultWaitConfig())
-	for _, j := range []job.ID{"ja", "jb", "jc"} {
-		a, n := advertOf(j, now)
-		w.note(a, n, 0, now)
-	}
+	w := lineWith(now, "ja", "jb", "jc")
 	none := func(job.ID) bool { return false }
-	w.yieldTo("ja", "jb", "ja-1") // ja resumed after a swap for jb
-	w.yieldTo("jc", "jb", "")     // this host's own plan
-	w.yieldTo("jb", "jc", "jb-1") // unrelated to jb being served
+	w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // ja resumed after a swap for jb
+	w.yieldTo("jc", []job.ID{"jb"}, "")     // this host's own plan
+	w.yieldTo("jb", []job.ID{"jc"}, "jb-1") // unrelated to jb being served
 	w.served("jb")
 	if w.yielding("ja", none) || w.yielding("jc", none) {
 		t.Error("a job still yields to one that was served here")
@@ -211,7 +201,7 @@ func TestWaitLineServedEndsYields(t *testing.T) {
 	if !w.yielding("jb", none) {
 		t.Error("a mark to another job was forgotten")
 	}
-	w.yieldTo("ja", "jb", "ja-1") // a late copy of ja's flood, jb swapped out in turn
+	w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // a late copy of ja's flood, jb swapped out in turn
 	if w.yielding("ja", none) {
 		t.Error("a late copy of a spent flood set its mark again")
 	}
@@ -243,7 +233,7 @@ func TestYieldLastsUntilTheOtherRuns(t *testing.T) {
 				a, n := advertOf(j, now)
 				w.note(a, n, 0, now)
 			}
-			w.yieldTo("ja", "jb", "ja-1") // ja resumed after a swap for jb
+			w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // ja resumed after a swap for jb
 			if tt.jb != "" {
 				ls, err := l.Reserve("jb", "bob", 1, 1, 1<<30, 0)
 				if err != nil {
@@ -269,4 +259,94 @@ func TestYieldLastsUntilTheOtherRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A job swapped out for a set (PlanTurn) yields until every job of the set
+// runs here or leaves the line: served as soon as the first ran, it would
+// take, being earlier in the line, the room its turn made for the others.
+func TestWaitLineYieldsToTheWholeSet(t *testing.T) {
+	now := time.Now()
+	w := lineWith(now, "ja", "jc", "jd")
+	w.yieldTo("ja", []job.ID{"jc", "jd", "ja"}, "") // itself in the set: ignored
+	if !w.yielding("ja", oneOf()) {
+		t.Fatal("ja does not yield to its set, which waits")
+	}
+	w.served("jc")
+	if !w.yielding("ja", oneOf("jc")) {
+		t.Fatal("ja stopped yielding once the first of its set ran, the other still waiting")
+	}
+	w.mu.Lock()
+	left := w.yields["ja"].to
+	w.mu.Unlock()
+	if !slices.Equal(left, []job.ID{"jd"}) {
+		t.Fatalf("after jc ran, ja yields to %v, want [jd]", left)
+	}
+	w.served("jd")
+	if w.yielding("ja", oneOf()) {
+		t.Error("ja still yields once its whole set ran here")
+	}
+	// From an advert: a set whose other job left the line is forgotten
+	// once the first runs.
+	w.yieldTo("ja", []job.ID{"jc", "jgone"}, "ja-1")
+	if w.yielding("ja", oneOf("jc")) {
+		t.Error("ja yields to a job that left the line")
+	}
+	w.yieldTo("ja", []job.ID{"jc"}, "ja-1")
+	if w.yielding("ja", oneOf()) {
+		t.Error("a copy of a spent flood set its mark again")
+	}
+}
+
+// yieldSet: a job swapped out goes behind the set let in and every job
+// that waited with it, of its priority or higher, that does not run here.
+func TestYieldSet(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	entry := func(j job.ID, honoured int) waitEntry {
+		a, n := advertOf(j, t0)
+		return waitEntry{advert: a, need: n, honoured: honoured}
+	}
+	line := []waitEntry{entry("jh", 5), entry("jb", 0), entry("jc", 0), entry("jd", 0), entry("jl", -1), entry("ja", 0)}
+	tests := []struct {
+		name string
+		prio int
+		set  []job.ID
+		runs []job.ID
+		want []job.ID
+	}{
+		{name: "the job it made room for first, then the set, then the line",
+			set: []job.ID{"jc", "jd"}, want: []job.ID{"jd", "jc", "jh", "jb"}},
+		{name: "jobs running here are not waited for", set: []job.ID{"jd"}, runs: []job.ID{"jb", "jh"},
+			want: []job.ID{"jd", "jc"}},
+		{name: "a higher-priority job waits only for its equals and betters", prio: 5, set: []job.ID{"jd"},
+			want: []job.ID{"jd", "jh"}},
+		{name: "a lower one waits for all", prio: -1, set: []job.ID{"jd"},
+			want: []job.ID{"jd", "jh", "jb", "jc", "jl"}},
+	}
+	for _, tt := range tests {
+		if got := yieldSet("ja", tt.prio, "jd", tt.set, line, oneOf(tt.runs...)); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	var long []waitEntry
+	for i := range 40 {
+		long = append(long, entry(job.ID(fmt.Sprintf("j%02d", i)), 0))
+	}
+	if got := yieldSet("ja", 0, "j39", nil, long, oneOf()); len(got) != 1+job.MaxYieldWith || got[0] != "j39" || got[1] != "j00" {
+		t.Errorf("a long line: %d jobs from %v, want %d, j39 then the earliest", len(got), got[:2], 1+job.MaxYieldWith)
+	}
+}
+
+// lineWith is a waiting line listing jobs ids, their adverts issued at now.
+func lineWith(now time.Time, ids ...job.ID) *waitLine {
+	w := newWaitLine(DefaultWaitConfig())
+	for _, j := range ids {
+		a, n := advertOf(j, now)
+		w.note(a, n, 0, now)
+	}
+	return w
+}
+
+// oneOf says whether a job is one of ids.
+func oneOf(ids ...job.ID) func(job.ID) bool {
+	return func(j job.ID) bool { return slices.Contains(ids, j) }
 }

@@ -243,6 +243,80 @@ func TestPlanPreemptionCountsLeaving(t *testing.T) {
 	}
 }
 
+// PlanTurn on TestSwapTurnsRotateSets' hosts (1G lent, J = 4, 4 cores,
+// P = 1, jobs of 450M): the waiting line gets as many places as the
+// running jobs whose turn is over free, so a set of two that waited
+// replaces the set of two that ran, at one turn.
+func TestPlanTurn(t *testing.T) {
+	const M = int64(1) << 20
+	const slice = 1500 * time.Millisecond
+	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+	p := Policy{MaxJobs: 4, MaxProcs: 1, Cores: 4, Memory: 1024 * M, OS: "linux", Arch: "amd64", MaxPriority: 10}
+	at := func(min int, id job.ID) job.Priority {
+		return job.Priority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id}
+	}
+	// Running since minute min, its turn over by over (negative: not yet).
+	h := func(id job.ID, min int, over time.Duration) Holder {
+		return Holder{Job: id, Since: at(min, id), Cores: 1, Memory: MemHold{Declared: 450 * M},
+			Checkpoint: true, SwapSlice: slice, Ran: slice + over}
+	}
+	leaving := func(x Holder) Holder { x.Preempted, x.Leaving = true, true; return x }
+	// Waiting since minute min, of priority prio, declaring mem.
+	w := func(id job.ID, min, prio int, mem int64) Waiter {
+		return Waiter{Submitter: "alice", Since: at(min, id),
+			Need: job.Need{Job: id, N: 4, R: 1, Priority: prio, MemPerProc: mem, SwapSlice: slice}}
+	}
+	swap := func(id, forJob job.ID) Preemption { return Preemption{Job: id, Action: ActionSwap, For: forJob} }
+	tests := []struct {
+		name    string
+		holders []Holder
+		line    []Waiter
+		want    Turn
+	}{
+		{name: "both turns over: the waiting set takes both places",
+			holders: []Holder{h("ja", 0, 10*time.Millisecond), h("jb", 1, 0)},
+			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("ja", "jc"), swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
+		{name: "one turn over: one place",
+			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
+			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("ja", "jc")}, Set: []job.ID{"jc"}}},
+		{name: "the other's turn ends while the first leaves: the second waiting job gets it",
+			holders: []Holder{leaving(h("ja", 0, time.Second)), h("jb", 1, 0)},
+			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
+		{name: "one waiting job: one swapped out, as PlanPreemption does",
+			holders: []Holder{h("ja", 0, 0), h("jb", 1, 0)},
+			line:    []Waiter{w("jc", 2, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("jb", "jc")}, Set: []job.ID{"jc"}}},
+		{name: "the line fits already: nothing to do",
+			holders: []Holder{h("ja", 0, 0)},
+			line:    []Waiter{w("jc", 2, 0, 450*M)}},
+		{name: "first fit: an equal too large for the room is passed over",
+			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
+			line:    []Waiter{w("jc", 2, 0, 900*M), w("jd", 3, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("ja", "jd")}, Set: []job.ID{"jd"}}},
+		{name: "a higher-priority job that cannot be let in holds back the lower ones",
+			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
+			line:    []Waiter{w("jh", 4, 5, 2000*M), w("jc", 2, 0, 450*M)}},
+		{name: "a higher-priority job first; an equal whose turn has not come waits",
+			holders: []Holder{h("ja", 0, -time.Second), h("jb", 1, -time.Second)},
+			line:    []Waiter{w("jh", 4, 5, 450*M), w("jc", 2, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("jb", "jh")}, Set: []job.ID{"jh"}}},
+		{name: "a higher-priority job first, then the equal whose turn came",
+			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
+			line:    []Waiter{w("jh", 4, 5, 450*M), w("jc", 2, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("jb", "jh"), swap("ja", "jc")}, Set: []job.ID{"jh", "jc"}}},
+	}
+	for _, tt := range tests {
+		u := Usage{Jobs: len(tt.holders), Cores: len(tt.holders), Memory: int64(len(tt.holders)) * 450 * M}
+		got := PlanTurn(p, u, tt.holders, tt.line)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // A release's stamp is its submitter's, within bounds.
 func TestReleaseTime(t *testing.T) {
 	now := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)

@@ -329,7 +329,7 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 			// A job swapped out here for one still waiting asks nothing
 			// of it: not to yield its offers, nor to be swapped out.
 			s.askYield(Contender{Submitter: a.Submitter, Need: need, Since: prio, Honoured: honoured})
-			s.preempt(a.Submitter, need, prio)
+			s.preemptForWaiting()
 		}
 		return
 	}
@@ -346,11 +346,11 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 }
 
 // noteYield marks a listed job whose advert says it was swapped out for
-// another (Need.YieldTo) as yielding to it here: so does every host of
-// its run, including those whose own plan did not swap it out.
+// others (Need.YieldTo, YieldWith) as yielding to them here: so does every
+// host of its run, including those whose own plan did not swap it out.
 func (s *Service) noteYield(a flood.Advert, need job.Need, listed bool) {
-	if listed && need.YieldTo != "" && need.YieldTo != need.Job {
-		s.waiting.yieldTo(need.Job, need.YieldTo, a.Job)
+	if listed && need.YieldTo != "" {
+		s.waiting.yieldTo(need.Job, append([]job.ID{need.YieldTo}, need.YieldWith...), a.Job)
 	}
 }
 

@@ -82,18 +82,19 @@ type waitLine struct {
 
 	mu   sync.Mutex
 	jobs map[job.ID]*waitEntry
-	// yields maps a job swapped out for another to that job: it is not
-	// served here while that job waits (preempt_shell.go). A mark comes
-	// from this host's own plan (key "") or from the job's advert
-	// (Need.YieldTo, key its flood key); spent holds, per job, the flood
-	// key whose mark was honoured, so that later copies of the same
-	// flood do not set it again.
+	// yields maps a job swapped out for others to them (the set its
+	// turn let in, PlanTurn): it is not served here while one of them
+	// waits (preempt_shell.go). A mark comes from this host's own plan
+	// (key "") or from the job's advert (Need.YieldTo and YieldWith, key
+	// its flood key); spent holds, per job, the flood key whose mark was
+	// honoured, so that later copies of the same flood do not set it
+	// again.
 	yields map[job.ID]yieldMark
 	spent  map[job.ID]string
 }
 
 type yieldMark struct {
-	to  job.ID
+	to  []job.ID
 	key string
 }
 
@@ -101,62 +102,83 @@ func newWaitLine(cfg WaitConfig) *waitLine {
 	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}, yields: map[job.ID]yieldMark{}, spent: map[job.ID]string{}}
 }
 
-// yieldTo records that job j was swapped out for job to: by this host's
-// plan (key ""), or as j's advert of flood key says. A flood's mark is set
-// once: after it was honoured, its copies change nothing.
-func (w *waitLine) yieldTo(j, to job.ID, key string) {
+// yieldTo records that job j was swapped out for the jobs to: by this
+// host's plan (key ""), or as j's advert of flood key says. A flood's mark
+// is set once: after it was honoured, its copies change nothing.
+func (w *waitLine) yieldTo(j job.ID, to []job.ID, key string) {
+	to = slices.DeleteFunc(slices.Clone(to), func(t job.ID) bool { return t == j })
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if key != "" && w.spent[j] == key {
+	if len(to) == 0 || key != "" && w.spent[j] == key {
 		return
 	}
 	w.yields[j] = yieldMark{to: to, key: key}
 }
 
-// served is told that job to runs here now (its lease is committed):
-// every mark of a job yielding to it has done its work and is forgotten (a
-// flood's mark is spent). Were one left until its job next asked, it could
-// outlive the turn: when to is swapped out in its turn, each would wait
-// for the other. An offer is not enough: a job not yet placeable gives
-// its offers back to an earlier job that asks (DeclineYield), and the job
-// swapped out, earlier than the one it made room for, would ask and take
-// its hosts back one by one, undoing the turn (issue 19's failures).
+// forget ends j's mark (w.mu held); a flood's mark is spent.
+func (w *waitLine) forget(j job.ID, m yieldMark) {
+	delete(w.yields, j)
+	if m.key != "" {
+		w.spent[j] = m.key
+	}
+}
+
+// served is told that job to runs here now (its lease is committed): no
+// job yields to it any more, and a mark whose every job ran here has done
+// its work and is forgotten (a flood's mark is spent). Were one left until
+// its job next asked, it could outlive the turn: when to is swapped out in
+// its turn, each would wait for the other. An offer is not enough: a job
+// not yet placeable gives its offers back to an earlier job that asks
+// (DeclineYield), and the job swapped out, earlier than the one it made
+// room for, would ask and take its hosts back one by one, undoing the turn
+// (issue 19's failures).
 func (w *waitLine) served(to job.ID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for j, m := range w.yields {
-		if m.to == to {
-			delete(w.yields, j)
-			if m.key != "" {
-				w.spent[j] = m.key
-			}
+		if !slices.Contains(m.to, to) {
+			continue
 		}
+		if rest := slices.DeleteFunc(slices.Clone(m.to), func(t job.ID) bool { return t == to }); len(rest) > 0 {
+			w.yields[j] = yieldMark{to: rest, key: m.key}
+			continue
+		}
+		w.forget(j, m)
 	}
 }
 
-// yielding says whether job j, swapped out here for another, must still
-// leave its place to it: that job is listed and its advert live, and it
-// does not run here yet (runs: a committed lease, Leases.Runs). Once it
+// yielding says whether job j, swapped out here for others, must still
+// leave its place to them: one of them is listed with its advert live and
+// does not run here yet (runs: a committed lease, Leases.Runs). Once each
 // does, or leaves the line, the mark is forgotten: j is served in its turn
-// again. While it only holds an offer here, j still yields: it neither
-// takes the slots nor asks that job to give its offer back.
+// again. While one only holds an offer here, j still yields: it neither
+// takes the slots nor asks that job to give its offer back. So a job
+// swapped out for a set waits until the whole set runs: were it served
+// once the first ran, it would take, being earlier in the line, the room
+// its turn made for the others.
 func (w *waitLine) yielding(j job.ID, runs func(job.ID) bool) bool {
 	w.mu.Lock()
 	m, ok := w.yields[j]
+	var waiting []job.ID
 	if ok {
-		e, listed := w.jobs[m.to]
-		ok = listed && time.Now().Before(e.advert.Expires)
+		for _, t := range m.to {
+			if e, listed := w.jobs[t]; listed && time.Now().Before(e.advert.Expires) {
+				waiting = append(waiting, t)
+			}
+		}
 	}
 	w.mu.Unlock()
-	if ok && !runs(m.to) {
-		return true
+	for _, t := range waiting {
+		if !runs(t) {
+			return true
+		}
+	}
+	if !ok {
+		return false
 	}
 	w.mu.Lock()
-	if cur, marked := w.yields[j]; marked && cur == m {
-		delete(w.yields, j)
-		if m.key != "" {
-			w.spent[j] = m.key
-		}
+	if cur, marked := w.yields[j]; marked && cur.key == m.key && slices.Equal(cur.to, m.to) {
+		w.forget(j, m)
 	}
 	w.mu.Unlock()
 	return false
@@ -288,8 +310,8 @@ func (w *waitLine) sweep(now time.Time) {
 		}
 	}
 	for j, m := range w.yields {
-		if _, listed := w.jobs[m.to]; !listed {
-			delete(w.yields, j) // the job yielded to needs nothing more here
+		if !slices.ContainsFunc(m.to, func(t job.ID) bool { _, listed := w.jobs[t]; return listed }) {
+			delete(w.yields, j) // the jobs yielded to need nothing more here
 		}
 	}
 	for j := range w.spent {
