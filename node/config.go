@@ -13,6 +13,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/zorilla-p2p/zorilla/overlay"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // ErrInvalidConfig is wrapped by every Config validation error.
@@ -73,6 +74,10 @@ type Config struct {
 	// MaxSwapSlice caps the swap slice of the jobs here (worker.Policy):
 	// 0, no cap.
 	MaxSwapSlice time.Duration
+	// SwapPolicy is how jobs swapped out by checkpoint for their equals
+	// give way here (worker.Policy): sequential (the default) or
+	// overlapped.
+	SwapPolicy gang.Policy
 	// AllowFile and DenyFile list submitter peer IDs, one per line; empty:
 	// <DataDir>/allow and <DataDir>/deny, which may be absent (empty
 	// lists) and which `zorilla trust` edits. Trust by default: only the

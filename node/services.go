@@ -209,6 +209,7 @@ func (n *Node) policy() (worker.Policy, error) {
 		MaxJobs: n.cfg.MaxJobs, MaxProcs: n.cfg.MaxProcs, Cores: n.cfg.Cores, Memory: n.cfg.Memory,
 		OS: runtime.GOOS, Arch: runtime.GOARCH, Labels: n.cfg.Labels,
 		MaxPriority: n.cfg.MaxPriority, PriorityCaps: n.cfg.PriorityCaps, MaxSwapSlice: n.cfg.MaxSwapSlice,
+		SwapPolicy: n.cfg.SwapPolicy,
 	}
 	n.trust = newTrust(n.cfg, n.h.ID())
 	if err := n.trust.load(); err != nil {

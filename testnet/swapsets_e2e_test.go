@@ -50,7 +50,7 @@ func rotateThreeJobs(t *testing.T, atOnce bool) {
 	})
 	prog := buildExample(t, ln.Nodes[0], "heat")
 	cells := []string{"3000", "3003", "3006"}
-	want := referenceSums(t, ln, prog, cells, 300<<20)
+	want := referenceSums(t, ln, prog, cells, func(c string) job.Description { return setsHeat(c, 300<<20, 0) })
 
 	const slice = 1500 * time.Millisecond
 	var ws []*watcher
@@ -87,14 +87,14 @@ func rotateThreeJobs(t *testing.T, atOnce bool) {
 	}
 }
 
-// referenceSums runs heat on each of cells, all at once, declaring mem per
-// process (so that all fit), none ever swapped out, and returns their
+// referenceSums runs heat (desc) on each of cells, all at once, none ever
+// swapped out (desc declares memory that fits), and returns their
 // checksums: the results a swapped job must end with.
-func referenceSums(t *testing.T, ln *launchNet, prog job.FileRef, cells []string, mem int64) []string {
+func referenceSums(t *testing.T, ln *launchNet, prog job.FileRef, cells []string, desc func(cells string) job.Description) []string {
 	t.Helper()
 	var refs []*watcher
 	for _, c := range cells {
-		refs = append(refs, submitJob(t, ln.Nodes[0], setsHeat(c, mem, 0), prog))
+		refs = append(refs, submitJob(t, ln.Nodes[0], desc(c), prog))
 	}
 	var want []string
 	for _, w := range refs {
@@ -182,7 +182,7 @@ func TestSwapTurnsRotateSets(t *testing.T) {
 	})
 	prog := buildExample(t, ln.Nodes[0], "heat")
 	cells := []string{"3000", "3003", "3006", "3009"}
-	want := referenceSums(t, ln, prog, cells, 200<<20)
+	want := referenceSums(t, ln, prog, cells, func(c string) job.Description { return setsHeat(c, 200<<20, 0) })
 
 	const slice = 1500 * time.Millisecond
 	var ids []job.ID

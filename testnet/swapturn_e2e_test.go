@@ -9,6 +9,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // Issue 19: the agents swap jobs by checkpoint when memory runs out. Two
@@ -73,6 +74,50 @@ func TestSwapTurnsWhenMemoryRunsOut(t *testing.T) {
 		t.Fatalf("%v\na: %s\nb: %s\nleases:\n%s", err, describeRecord(sub, a.id), describeRecord(sub, b.id), describeLeases(leasesOf(ln.Net)))
 	}
 	checkSwapTurns(t, ln, sub, recs[:], want)
+}
+
+// The overlapped swap policy (agent --swap-policy overlapped): the job
+// taking the place of one swapped out is admitted at once and starts while
+// that one runs on to its next checkpoint. A stop waits for the program's
+// next Comm.Checkpoint, which heat calls once a step; with steps of 3 s,
+// the first swap-out (planned at the first checkpoint) waits a whole step
+// and later ones (planned when a resumed run's 1.5 s slice ends) half of
+// one, so the other job, admitted at once, runs meanwhile; under the
+// sequential policy (TestSwapTurnsWhenMemoryRunsOut) it is admitted only
+// once the first has ended.
+func TestSwapTurnsOverlapped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("5 agents, real processes, checkpoints")
+	}
+	ln := shareNet(t, func(cfg *node.Config) {
+		cfg.MaxJobs, cfg.Cores, cfg.MaxProcs, cfg.Memory = 2, 2, 1, 1<<30
+		cfg.SwapPolicy = gang.Overlapped
+	})
+	prog := buildExample(t, ln.Nodes[0], "heat")
+	// heat on 4 ranks, 4 steps of 3 s (12 s alone), checkpointing at
+	// every step.
+	slowHeat := func(cells string, mem int64, slice time.Duration) job.Description {
+		d := job.NewDescription("heat", []string{"4", "3000", cells}, 4)
+		d.Strategy, d.Require.Labels = job.Spread, []string{poolLabel}
+		d.MemPerProc, d.SwapSlice = mem, slice
+		d.CheckpointEvery, d.Deadline = 300*time.Millisecond, 3*time.Minute
+		return d
+	}
+	cells := []string{"3000", "3003"}
+	want := referenceSums(t, ln, prog, cells, func(c string) job.Description { return slowHeat(c, 300<<20, 0) })
+
+	const slice = 1500 * time.Millisecond
+	a := submitJob(t, ln.Nodes[0], slowHeat(cells[0], 700<<20, slice), prog)
+	a.awaitState(t, job.Running)
+	b := submitJob(t, ln.Nodes[0], slowHeat(cells[1], 700<<20, slice), prog)
+	sub := ln.Nodes[0].Submitter()
+	recs := awaitAllDone(t, ln, sub, []job.ID{a.id, b.id}, 3*time.Minute)
+	checkSwapTurns(t, ln, sub, recs, want)
+	together := runningTogether(recs[0], recs[1], time.Now())
+	t.Logf("the two jobs ran together %v", together.Round(time.Millisecond))
+	if together < 500*time.Millisecond {
+		t.Fatalf("the two jobs ran together %v: want the incoming one started while the outgoing one checkpointed", together)
+	}
 }
 
 // checkSwapTurns checks jobs the agents swapped by checkpoint on their

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 var log = logging.Logger("zorilla/worker")
@@ -51,6 +52,10 @@ type Lease struct {
 	// Held is set once the submitter kept the offer (MarkHeld): only
 	// then may it be asked to give the lease back (askYield).
 	Held bool
+	// Leaving is set while the job is being swapped out by checkpoint
+	// (a swap-out asked and not refused): under the overlapped swap
+	// policy (Policy.SwapPolicy) admission counts its place free at once.
+	Leaving bool
 }
 
 // LeaseConfig configures a lease table.
@@ -151,7 +156,7 @@ func (l *Leases) Admit(submitter peer.ID, need job.Need, ttl time.Duration) (Dec
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep()
-	d := Decide(l.policy, l.usage(), submitter, need)
+	d := Decide(l.policy, l.admissionUsage(), submitter, need)
 	if !d.Accept {
 		return d, Lease{}, nil
 	}
@@ -185,7 +190,7 @@ func (l *Leases) reserve(j job.ID, submitter peer.ID, slots, cores int, memory i
 	if _, held := l.byJob[j]; held {
 		return Lease{}, fmt.Errorf("reserve %s: %w", j, ErrJobLeased)
 	}
-	if err := fits(l.policy, l.usage(), slots, cores, memory); err != nil {
+	if err := fits(l.policy, l.admissionUsage(), slots, cores, memory); err != nil {
 		return Lease{}, fmt.Errorf("reserve %s: %w", j, err)
 	}
 	if ttl == 0 {
@@ -384,10 +389,17 @@ func (l *Leases) NextExpiry() (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
-func (l *Leases) usage() Usage {
+func (l *Leases) usage() Usage { return l.usageOf(false) }
+
+// usageOf is what the live leases hold, those Leaving left out with
+// skipLeaving.
+func (l *Leases) usageOf(skipLeaving bool) Usage {
 	var u Usage
 	holds := make([]MemHold, 0, len(l.byKey))
 	for _, ls := range l.byKey {
+		if skipLeaving && ls.Leaving {
+			continue
+		}
 		if !ls.Frozen {
 			u.Jobs++
 			u.Cores += ls.Cores
@@ -396,6 +408,32 @@ func (l *Leases) usage() Usage {
 	}
 	u.Memory = MemoryHeld(holds)
 	return u
+}
+
+// admissionUsage is the usage a new job is admitted against: all of it,
+// except that under the overlapped swap policy a job being swapped out
+// (Lease.Leaving) holds nothing, so the jobs it gives way to restart
+// while it checkpoints (the seed's Figure 5: a shorter switch, both sets
+// briefly in memory). Under the sequential policy they wait until its
+// lease ends, its memory free.
+func (l *Leases) admissionUsage() Usage {
+	return l.usageOf(l.policy.SwapPolicy == gang.Overlapped)
+}
+
+// SetLeaving marks a lease as being swapped out by checkpoint, or no
+// longer (the swap was refused); false when the lease is gone.
+func (l *Leases) SetLeaving(key string, leaving bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls, ok := l.byKey[key]
+	if !ok {
+		return false
+	}
+	if leaving && !ls.Leaving && l.policy.SwapPolicy == gang.Overlapped {
+		l.signalFreed() // the line may offer its place at once
+	}
+	ls.Leaving = leaving
+	return true
 }
 
 // CommitMemory lowers the memory a committed lease holds to what the

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -337,4 +338,51 @@ func checkTable(l *Leases, p Policy, clk *fakeClock) error {
 		return fmt.Errorf("held %+v exceeds policy %+v", u, p)
 	}
 	return nil
+}
+
+// The swap policy decides when the place of a job being swapped out by
+// checkpoint is offered: at once under the overlapped policy (both in
+// memory while it checkpoints), once its lease ends under the sequential
+// one. The planner's usage counts it whatever the policy (it subtracts a
+// leaving job itself, Holder.Leaving).
+func TestLeavingLeaseUnderSwapPolicies(t *testing.T) {
+	const M = int64(1) << 20
+	for _, tt := range []struct {
+		policy gang.Policy
+		admit  bool
+	}{
+		{gang.Sequential, false},
+		{gang.Overlapped, true},
+	} {
+		p := Policy{MaxJobs: 2, MaxProcs: 1, Cores: 2, Memory: 1024 * M, OS: "linux", Arch: "amd64", SwapPolicy: tt.policy}
+		l, _ := newTable(t, p)
+		a, err := l.Reserve("ja", "alice", 1, 1, 600*M, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Commit(a.Key, "ja"); err != nil {
+			t.Fatal(err)
+		}
+		jb := job.Need{Job: "jb", N: 1, R: 1, MemPerProc: 600 * M}
+		if d, _, _ := l.Admit("bob", jb, 0); d.Accept {
+			t.Fatalf("%v: admitted beside a job that holds the memory", tt.policy)
+		}
+		l.SetLeaving(a.Key, true)
+		d, b, err := l.Admit("bob", jb, 0)
+		if err != nil || d.Accept != tt.admit {
+			t.Fatalf("%v: the leaving job's place: accept %v (%s, %v), want %v", tt.policy, d.Accept, d.Reason, err, tt.admit)
+		}
+		if u := l.Usage(); u.Memory < 600*M || u.Jobs < 1 {
+			t.Errorf("%v: the planner's usage %+v leaves the leaving job out", tt.policy, u)
+		}
+		if tt.admit {
+			if _, err := l.Release(b.Key); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.SetLeaving(a.Key, false) // the swap refused: it runs on
+		if d, _, _ := l.Admit("bob", jb, 0); d.Accept {
+			t.Errorf("%v: admitted beside a job whose swap was refused", tt.policy)
+		}
+	}
 }

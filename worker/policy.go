@@ -10,6 +10,7 @@ import (
 	"github.com/pbnjay/memory"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // Policy is what the owner of a machine lends to the network (P2P-MPI's
@@ -44,6 +45,13 @@ type Policy struct {
 	// it has run this long. A job that asked for none (submit
 	// --swap-slice 0) is not swapped out for its equals here either.
 	MaxSwapSlice time.Duration
+	// SwapPolicy is how this host switches jobs swapped out by checkpoint
+	// for their equals (agent --swap-policy): gang.Sequential (the
+	// default) admits the incoming jobs once the outgoing ones have ended
+	// and freed their memory; gang.Overlapped admits them at once, so
+	// they restart while the outgoing ones checkpoint (a shorter switch,
+	// the memory of both held meanwhile).
+	SwapPolicy gang.Policy
 }
 
 // SwapSlice is the swap slice this owner gives a job that asked for
@@ -108,6 +116,9 @@ func (p Policy) Validate() error {
 	}
 	if p.MaxSwapSlice < 0 || p.MaxSwapSlice > job.MaxSwapSlice {
 		return fmt.Errorf("max-swap-slice: must be 0..%v, got %v", job.MaxSwapSlice, p.MaxSwapSlice)
+	}
+	if p.SwapPolicy != gang.Sequential && p.SwapPolicy != gang.Overlapped {
+		return fmt.Errorf("swap-policy: want sequential or overlapped, got %v", p.SwapPolicy)
 	}
 	if err := job.CheckPriority(p.MaxPriority); err != nil {
 		return fmt.Errorf("max-%w", err)

@@ -104,12 +104,13 @@ func TestPolicyValidate(t *testing.T) {
 		t.Fatalf("default policy %+v", d)
 	}
 	bad := map[string]func(p *Policy){
-		"max-jobs":  func(p *Policy) { p.MaxJobs = -1 },
-		"max-procs": func(p *Policy) { p.MaxProcs = job.MaxProcs + 1 },
-		"cores":     func(p *Policy) { p.Cores = -1 },
-		"memory":    func(p *Policy) { p.Memory = -1 },
-		"os":        func(p *Policy) { p.OS = "Linux" },
-		"label":     func(p *Policy) { p.Labels = []string{"a b"} },
+		"max-jobs":    func(p *Policy) { p.MaxJobs = -1 },
+		"max-procs":   func(p *Policy) { p.MaxProcs = job.MaxProcs + 1 },
+		"cores":       func(p *Policy) { p.Cores = -1 },
+		"memory":      func(p *Policy) { p.Memory = -1 },
+		"os":          func(p *Policy) { p.OS = "Linux" },
+		"label":       func(p *Policy) { p.Labels = []string{"a b"} },
+		"swap-policy": func(p *Policy) { p.SwapPolicy = 7 },
 	}
 	for field, mut := range bad {
 		p := host()

@@ -97,6 +97,7 @@ func (s *Service) preemptForWaiting() {
 		// stays when the swap is refused: every host of the job asks, and
 		// all but the first are refused, the job being stopped already.
 		s.waiting.yieldTo(r.id, set, "")
+		s.leases.SetLeaving(r.lease, true) // overlapped: its place is offered at once
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -257,6 +258,7 @@ func (s *Service) swapOut(r *running, set []job.ID, prio int) {
 	err := s.ep.Call(ctx, r.submitter, job.PreemptProtocol, msg, &reply, job.MaxPreemptSize)
 	if err != nil || !reply.Stopped {
 		log.Infow("job not swapped out; it runs on", "job", r.id, "for", forJob, "err", err, "reason", reply.Reason)
+		s.leases.SetLeaving(r.lease, false)
 		r.pre.preempted.Store(false)
 	}
 }

@@ -51,6 +51,8 @@ func agentFlags() []cli.Flag {
 			Usage: "highest job priority (submit --priority) honoured from a submitter without a --priority-cap; a job of higher honoured priority may swap out or freeze lower ones here (-100..100)"},
 		&cli.DurationFlag{Name: "max-swap-slice", EnvVars: []string{"ZORILLA_MAX_SWAP_SLICE"},
 			Usage: "the longest a job runs here (its submit --swap-slice, capped) before a job of equal priority waiting for its memory may swap it out by checkpoint; 0: no cap", DefaultText: "no cap"},
+		&cli.StringFlag{Name: "swap-policy", EnvVars: []string{"ZORILLA_SWAP_POLICY"}, Value: "sequential",
+			Usage: "how a job swapped out by checkpoint gives way here: sequential (the jobs taking its place start once it has ended and freed its memory) or overlapped (they start at once, while it checkpoints: a shorter switch, both in memory meanwhile)"},
 		&cli.StringSliceFlag{Name: "priority-cap", EnvVars: []string{"ZORILLA_PRIORITY_CAP"},
 			Usage: "`PEER=N`: the highest priority honoured from the submitter PEER (repeatable; overrides --max-priority for it)"},
 		&cli.StringSliceFlag{Name: "label", EnvVars: []string{"ZORILLA_LABEL", "ZORILLA_LABELS"},

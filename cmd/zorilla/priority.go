@@ -11,15 +11,21 @@ import (
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
+	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
-// priorityConfig reads --max-priority, --priority-cap PEER=N and
-// --max-swap-slice.
+// priorityConfig reads --max-priority, --priority-cap PEER=N,
+// --max-swap-slice and --swap-policy.
 func priorityConfig(c *cli.Context, cfg *node.Config) error {
 	cfg.MaxSwapSlice = c.Duration("max-swap-slice")
 	if cfg.MaxSwapSlice < 0 || cfg.MaxSwapSlice > job.MaxSwapSlice {
 		return usageErrorf("--max-swap-slice: must be 0..%v, got %v", job.MaxSwapSlice, cfg.MaxSwapSlice)
 	}
+	sp, err := gang.ParsePolicy(strings.TrimSpace(c.String("swap-policy")))
+	if err != nil {
+		return usageErrorf("--swap-policy: %q: want sequential or overlapped", c.String("swap-policy"))
+	}
+	cfg.SwapPolicy = sp
 	cfg.MaxPriority = c.Int("max-priority")
 	if err := job.CheckPriority(cfg.MaxPriority); err != nil {
 		return usageErrorf("--max-%v", err)

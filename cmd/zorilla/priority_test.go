@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// Bad --priority, --mem-per-proc, --max-priority and --priority-cap are
-// usage errors (exit 2, one line) before anything starts.
+// Bad --priority, --mem-per-proc, --max-priority, --priority-cap and
+// --swap-policy are usage errors (exit 2, one line) before anything
+// starts.
 func TestPriorityFlagsRefuseBadValues(t *testing.T) {
 	dd := t.TempDir()
 	prog := script(t, "true")
@@ -36,6 +37,7 @@ func TestPriorityFlagsRefuseBadValues(t *testing.T) {
 		{[]string{"--priority-cap", somePeer}, "want PEER=N"},
 		{[]string{"--priority-cap", somePeer + "=x"}, "is not a whole number"},
 		{[]string{"--priority-cap", somePeer + "=500"}, "priority: must be -100..100, got 500"},
+		{[]string{"--swap-policy", "eager"}, `--swap-policy: "eager": want sequential or overlapped`},
 	} {
 		args := append([]string{"agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false"}, c.args...)
 		r := zorilla(args...)
