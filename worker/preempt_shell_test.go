@@ -350,3 +350,37 @@ func lineWith(now time.Time, ids ...job.ID) *waitLine {
 func oneOf(ids ...job.ID) func(job.ID) bool {
 	return func(j job.ID) bool { return slices.Contains(ids, j) }
 }
+
+// Marks that close a circle (each job yielding, directly or through
+// others, to itself) would hold every job of it back for as long as all
+// are listed: a job does not wait for one that waits for it.
+func TestWaitLineYieldCircles(t *testing.T) {
+	now := time.Now()
+	for _, tt := range []struct {
+		name  string
+		marks map[job.ID][]job.ID
+		ja    bool // ja yields
+	}{
+		{name: "each for the other", marks: map[job.ID][]job.ID{"ja": {"jb"}, "jb": {"ja"}}},
+		{name: "a circle of three", marks: map[job.ID][]job.ID{"ja": {"jb"}, "jb": {"jc"}, "jc": {"ja"}}},
+		{name: "the rest of the set still waited for", marks: map[job.ID][]job.ID{"ja": {"jb", "jc"}, "jb": {"ja"}}, ja: true},
+		{name: "a chain, no circle", marks: map[job.ID][]job.ID{"ja": {"jb"}, "jb": {"jc"}}, ja: true},
+	} {
+		w := lineWith(now, "ja", "jb", "jc")
+		for j, to := range tt.marks {
+			w.yieldTo(j, to, "")
+		}
+		if got := w.yielding("ja", oneOf()); got != tt.ja {
+			t.Errorf("%s: ja yields %v, want %v", tt.name, got, tt.ja)
+		}
+		waiting := 0
+		for _, j := range []job.ID{"ja", "jb", "jc"} {
+			if !w.yielding(j, oneOf()) {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			t.Errorf("%s: every job yields: none is ever served", tt.name)
+		}
+	}
+}

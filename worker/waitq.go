@@ -162,7 +162,7 @@ func (w *waitLine) yielding(j job.ID, runs func(job.ID) bool) bool {
 	var waiting []job.ID
 	if ok {
 		for _, t := range m.to {
-			if e, listed := w.jobs[t]; listed && time.Now().Before(e.advert.Expires) {
+			if e, listed := w.jobs[t]; listed && time.Now().Before(e.advert.Expires) && !w.waitsFor(t, j, map[job.ID]bool{}) {
 				waiting = append(waiting, t)
 			}
 		}
@@ -181,6 +181,25 @@ func (w *waitLine) yielding(j job.ID, runs func(job.ID) bool) bool {
 		w.forget(j, m)
 	}
 	w.mu.Unlock()
+	return false
+}
+
+// waitsFor says whether job t yields, itself or through the jobs it yields
+// to, to job j (w.mu held): then j does not wait for t, or each would wait
+// for the other for as long as both are listed. Marks from adverts can
+// meet so: a resumed job's advert, naming the jobs that waited when it was
+// swapped out, reaching a host where one of them ran and was swapped out
+// for it since.
+func (w *waitLine) waitsFor(t, j job.ID, seen map[job.ID]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	for _, u := range w.yields[t].to {
+		if u == j || w.waitsFor(u, j, seen) {
+			return true
+		}
+	}
 	return false
 }
 
