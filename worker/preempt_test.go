@@ -281,6 +281,20 @@ func TestPlanTurn(t *testing.T) {
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
 			want:    Turn{Plan: []Preemption{swap("ja", "jc")}, Set: []job.ID{"jc"}}},
+		// Released 0.5 s after ja (a set's second job placed later): its
+		// turn is nearly over, and goes with ja's, so the set let in is
+		// released together.
+		{name: "the other's turn nearly over: the set switches whole",
+			holders: []Holder{h("ja", 0, 0), h("jb", 1, -500*time.Millisecond)},
+			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("ja", "jc"), swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
+		{name: "nearly over counts only once a job leaves: a job that needs both waits",
+			holders: []Holder{h("ja", 0, 0), h("jb", 1, -500*time.Millisecond)},
+			line:    []Waiter{w("jc", 2, 0, 900*M)}},
+		{name: "a switch under way (ja leaving): the nearly done goes too",
+			holders: []Holder{leaving(h("ja", 0, time.Second)), h("jb", 1, -500*time.Millisecond)},
+			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
+			want:    Turn{Plan: []Preemption{swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
 		{name: "the other's turn ends while the first leaves: the second waiting job gets it",
 			holders: []Holder{leaving(h("ja", 0, time.Second)), h("jb", 1, 0)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
