@@ -48,7 +48,7 @@ func testGang(t *testing.T, jobs int) {
 		cfg.MaxProcs = 1 // one rank of each job per host: every job on the same 4 hosts
 		cfg.Services.Worker.Gang = gang.Config{Slice: gangSlice, Columns: jobs}
 	})
-	prog := uploadScript(t, ln.Nodes[0], gangScript(400))
+	prog := uploadScript(t, ln.Nodes[0], gangScript(250))
 	var ws []*watcher
 	for range jobs {
 		d := job.NewDescription("prog.sh", nil, 4)

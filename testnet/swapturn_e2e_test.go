@@ -42,7 +42,9 @@ func TestSwapTurnsWhenMemoryRunsOut(t *testing.T) {
 	// The solo runs, one after the other.
 	var want []string
 	for _, c := range cells {
-		w := submitJob(t, ln.Nodes[0], turnHeat(c, 0), prog)
+		d := turnHeat(c, 0)
+		d.Args[1] = "0" // no pause: the same result, sooner
+		w := submitJob(t, ln.Nodes[0], d, prog)
 		if rec := w.wait(t); rec.State != job.Done || len(rec.Runs) != 1 {
 			t.Fatalf("solo run ended %s after %d runs: %s\n%s", rec.State, len(rec.Runs), rec.Reason, w.describe())
 		}
@@ -96,7 +98,7 @@ func TestSwapTurnsOverlapped(t *testing.T) {
 	prog := buildExample(t, ln.Nodes[0], "heat")
 	// heat on 4 ranks, 4 steps of 3 s (12 s alone), checkpointing at
 	// every step.
-	slowHeat := func(cells string, mem int64, slice time.Duration) job.Description {
+	heat := func(cells string, mem int64, slice time.Duration) job.Description {
 		d := job.NewDescription("heat", []string{"4", "3000", cells}, 4)
 		d.Strategy, d.Require.Labels = job.Spread, []string{poolLabel}
 		d.MemPerProc, d.SwapSlice = mem, slice
@@ -104,12 +106,12 @@ func TestSwapTurnsOverlapped(t *testing.T) {
 		return d
 	}
 	cells := []string{"3000", "3003"}
-	want := referenceSums(t, ln, prog, cells, func(c string) job.Description { return slowHeat(c, 300<<20, 0) })
+	want := referenceSums(t, ln, prog, cells, func(c string) job.Description { return heat(c, 300<<20, 0) })
 
 	const slice = 1500 * time.Millisecond
-	a := submitJob(t, ln.Nodes[0], slowHeat(cells[0], 700<<20, slice), prog)
+	a := submitJob(t, ln.Nodes[0], heat(cells[0], 700<<20, slice), prog)
 	a.awaitState(t, job.Running)
-	b := submitJob(t, ln.Nodes[0], slowHeat(cells[1], 700<<20, slice), prog)
+	b := submitJob(t, ln.Nodes[0], heat(cells[1], 700<<20, slice), prog)
 	sub := ln.Nodes[0].Submitter()
 	recs := awaitAllDone(t, ln, sub, []job.ID{a.id, b.id}, 3*time.Minute)
 	checkSwapTurns(t, ln, sub, recs, want)
