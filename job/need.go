@@ -42,14 +42,14 @@ type Need struct {
 	// it out for job YieldTo: every host of the run, whether it planned
 	// the swap or not, serves YieldTo first (worker's waitLine.yieldTo).
 	// It only holds this job back, so a host may trust it. YieldWith are
-	// the other jobs let in at the same turn (the set that host's plan
-	// made room for, worker.PlanTurn): the job yields to them all.
+	// the other jobs it yields to: the rest of the set let in at that
+	// turn and the jobs that waited there with it (worker's yieldSet).
 	YieldTo   ID   `json:"yield_to,omitempty"`
 	YieldWith []ID `json:"yield_with,omitempty"`
 }
 
 // MaxYieldWith bounds Need.YieldWith and PreemptMsg.With: the other jobs
-// one turn lets into a host, each holding a place among its J.
+// a job swapped out yields to, the earliest of a host's waiting line.
 const MaxYieldWith = 16
 
 // checkYieldSet checks the jobs a swapped-out job yields to besides the

@@ -39,8 +39,9 @@ type PreemptMsg struct {
 	Lease    string `json:"lease"`    // its lease on the asking host
 	For      ID     `json:"for"`      // the job taking its place on the host
 	Priority int    `json:"priority"` // that job's priority as the host honours it
-	// With are the other jobs let in at the same turn (worker.PlanTurn's
-	// set): the resumed job's adverts name them all (Need.YieldWith).
+	// With are the other jobs it yields to (the rest of the set let in
+	// at that turn, then the jobs that waited with it): the resumed
+	// job's adverts name them all (Need.YieldWith).
 	With []ID `json:"with,omitempty"`
 }
 
