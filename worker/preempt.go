@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -181,17 +182,15 @@ type Turn struct {
 func PlanTurn(p Policy, u Usage, holders []Holder, line []Waiter) Turn {
 	hs := append([]Holder(nil), holders...)
 	var t Turn
-	blocked, isBlocked := 0, false
+	blocked := math.MinInt // the highest priority of a job not let in
 	for _, w := range line {
 		prio := p.HonouredPriority(w.Submitter, w.Need.Priority)
-		if isBlocked && prio < blocked {
+		if prio < blocked {
 			continue
 		}
 		plan, d := PlanPreemption(p, u, duringSwitch(hs), w.Submitter, w.Need, w.Since)
 		if !d.Accept {
-			if !isBlocked || prio > blocked {
-				blocked, isBlocked = prio, true
-			}
+			blocked = max(blocked, prio)
 			continue
 		}
 		for _, pr := range plan {
