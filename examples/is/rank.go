@@ -117,7 +117,7 @@ func (r *ranker) rankKeys(it int, totals []int32, pl plan, recv []int32) (int, [
 	r.lesserKeys = pl.lesser(totals, r.rank)
 	n := max(int(hi-lo+1), 0)
 	if cap(r.counts) < n {
-		r.counts = make([]int32, n)
+		r.counts = make([]int32, n, n+n/2) // room for the next iterations' (see x.recv)
 	}
 	counts := r.counts[:n]
 	clear(counts)

@@ -150,7 +150,12 @@ func (x *exchange) iterate(ctx context.Context, it int) (int, []string, error) {
 	}
 	x.recvDispls = fillDispls(resize(x.recvDispls, size), x.recvCounts)
 	if cap(x.recv) < total {
-		x.recv = make([]int32, total)
+		// With room to spare, as NPB's key_buff2 (3/2 of a rank's keys):
+		// the keys a rank receives change a little every iteration, and
+		// a buffer made to measure was made anew nearly every time, its
+		// pages faulted in again during the exchange (rank 0 spent a
+		// millisecond an iteration so on 4 ranks).
+		x.recv = make([]int32, total, max(total, int(3*r.avg/2)))
 	}
 	x.recv = x.recv[:total]
 	if err := x.c.Alltoallv(ctx, r.grouped, pl.sendCounts, pl.sendDispls, x.recv, x.recvCounts, x.recvDispls); err != nil {
