@@ -106,6 +106,9 @@ func alltoallvPosted[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd [
 		src := (me - i + n) % n
 		recvs[src] = c.irecv(c.coll, out[rd[src]*e:(rd[src]+rc[src])*e], 1, src, c.tags+tag)
 	}
+	if eng := c.s.startEngine(c.peers()); eng != nil {
+		return alltoallvEngine(c, eng, send, sc, sd, recv, rc, rd, tag, recvs)
+	}
 	sends := make([]*Request, 0, 2*(n-1))
 	ready := make([]*Request, n) // by destination: it posted its receives
 	for i := 1; i < n; i++ {
@@ -137,4 +140,59 @@ func alltoallvPosted[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd [
 		err = werr
 	}
 	return err
+}
+
+// alltoallvEngine is alltoallvPosted run by the exchange engine
+// (shm_engine.go): the same messages in the same order, each ready first
+// and each block once its destination said it is ready, all moved by the
+// calling goroutine. The receives are posted.
+func alltoallvEngine[T Elem](c *Comm, eng *shmEngine, send []T, sc, sd []int, recv []T, rc, rd []int, tag int, recvs []*Request) error {
+	n, me, e := c.size, c.rank, sizeOf[T]()
+	w, out := wireOf(send), view(recv)
+	ready := make([]*Request, n) // by destination: it posted its receives
+	for i := 1; i < n; i++ {
+		src, dst := (me-i+n)%n, (me+i)%n
+		eng.send(c.coll, nil, c.worldRank(src), c.tags+tagReady, nil)
+		ready[dst] = c.irecv(c.coll, nil, 1, dst, c.tags+tagReady)
+	}
+	for i := 1; i < n; i++ {
+		dst := (me + i) % n
+		eng.send(c.coll, w[sd[dst]*e:(sd[dst]+sc[dst])*e], c.worldRank(dst), c.tags+tag, ready[dst])
+	}
+	_, err := eng.write0()
+	copy(recv[rd[me]:rd[me]+rc[me]], send[sd[me]:sd[me]+sc[me]])
+	if err == nil {
+		err = eng.run(func() bool {
+			for _, r := range recvs {
+				if r != nil && !r.completed() {
+					return false
+				}
+			}
+			return eng.written()
+		})
+	}
+	eng.stop()
+	for i := 1; i < n; i++ {
+		src, dst := (me-i+n)%n, (me+i)%n
+		rb := out[rd[src]*e : (rd[src]+rc[src])*e]
+		if werr := c.cwait(recvs[src], len(rb), src); werr != nil && err == nil {
+			err = werr
+		}
+		fromWire(rb, e)
+		if _, werr := ready[dst].Wait(); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// peers returns the world ranks of c's other ranks.
+func (c *Comm) peers() []int {
+	p := make([]int, 0, c.size-1)
+	for r := range c.size {
+		if r != c.rank {
+			p = append(p, c.worldRank(r))
+		}
+	}
+	return p
 }

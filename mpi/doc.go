@@ -45,7 +45,9 @@
 // directly). When all of a communicator's ranks share this host (every
 // peer through a ring), Alltoall and Alltoallv post every block at once
 // instead of pairwise steps, each block as soon as its destination says
-// it posted its receives. For Gatherv and Scatterv, whose counts only the root knows,
+// it posted its receives, and the calling goroutine moves them all itself
+// (no other thread to wake) unless another send of the process is under
+// way. For Gatherv and Scatterv, whose counts only the root knows,
 // each host leader first gathers its own ranks' counts.
 //
 // Sends are eager: Send returns once the data has been handed to the agent,

@@ -23,6 +23,9 @@ func (c *Comm) ShmFrames() (polled, standby int64) {
 	return c.s.shm.polled.Load(), c.s.shm.standby.Load()
 }
 
+// EngineRuns is how many collectives the exchange engine moved here.
+func (c *Comm) EngineRuns() int64 { return c.s.shm.engineRuns.Load() }
+
 // ScribbleShm writes raw bytes into this rank's ring towards dst, as a
 // misbehaving rank would.
 func (c *Comm) ScribbleShm(dst int, junk []byte) error {

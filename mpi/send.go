@@ -58,6 +58,14 @@ func (s *Session) sendNow(h proto.MsgHeader, data []byte) (sent bool, err error)
 	s.sendMu.Unlock()
 	sr := sendReq{h: h, data: data}
 	err = s.write(&sr)
+	s.releaseWriter()
+	return true, err
+}
+
+// releaseWriter gives the right to write back (s.writing, taken by a
+// caller that wrote without the queue), handing the sends queued meanwhile
+// to a goroutine.
+func (s *Session) releaseWriter() {
 	s.sendMu.Lock()
 	more := len(s.sendq) > 0
 	s.writing = more
@@ -65,7 +73,6 @@ func (s *Session) sendNow(h proto.MsgHeader, data []byte) (sent bool, err error)
 	if more {
 		go s.drain(nil)
 	}
-	return true, err
 }
 
 // postControl queues a control frame that ends sending (Finalize, Abort);

@@ -38,7 +38,9 @@ import (
 // request like any other, and the standby reader goroutine (shmReadLoop),
 // which sleeps on the ring's futex meanwhile without asking for wake-ups,
 // reads what comes. Probe, Waitany and the other waits rely on the standby
-// reader alone.
+// reader alone. An Alltoall(v) among ranks that all have rings is moved by
+// its calling goroutine alone, holding its peers' rings for its duration
+// (the exchange engine, shm_engine.go).
 
 // shmState is a session's rings.
 type shmState struct {
@@ -58,6 +60,7 @@ type shmState struct {
 	// (which the fast path makes rare in a ping-pong: tests look).
 	polled, standby atomic.Int64
 	cmaIn           atomic.Int64 // messages received single-copy (shm_cma.go)
+	engineRuns      atomic.Int64 // collectives the exchange engine moved (shm_engine.go)
 }
 
 type shmKey struct {
@@ -245,6 +248,8 @@ type inRing struct {
 	token uint64
 	pid   int
 	noCma bool
+
+	eng engineFrame // a frame the exchange engine began reading (shm_engine.go); guarded by mu
 }
 
 // stamp does to a header read from the ring what the agent does to one it
@@ -272,19 +277,26 @@ func (s *Session) shmDrain(ir *inRing, stop *Request, count *atomic.Int64) error
 		if stop != nil && stop.completed() {
 			return nil
 		}
-		err := s.shmReadMsg(ir)
-		if err != nil {
-			ir.bad = true
-			if cmaGone(err) {
-				go s.refuseUnlessFailed(ir.src, err)
-			} else if s.alive() == nil {
-				s.shmRefuse(ir.src, err)
-			}
-			return err
+		if err := s.shmReadMsg(ir); err != nil {
+			return s.ringFailed(ir, err)
 		}
 		count.Add(1)
 	}
 	return nil
+}
+
+// ringFailed marks ir bad after a read failed with err, and ends the job
+// unless the session ended anyway: at once when the peer broke the rules,
+// and only if the agent does not fail the job first when the peer's
+// process is gone (cmaGone). It returns err. mu is held.
+func (s *Session) ringFailed(ir *inRing, err error) error {
+	ir.bad = true
+	if cmaGone(err) {
+		go s.refuseUnlessFailed(ir.src, err)
+	} else if s.alive() == nil {
+		s.shmRefuse(ir.src, err)
+	}
+	return err
 }
 
 // shmReadMsg reads one MSG frame from the ring, checked like one from the
@@ -365,6 +377,11 @@ func (s *Session) shmReadLoop(ir *inRing) {
 			ir.mu.Lock()
 			err = s.shmDrain(ir, nil, &s.shm.standby)
 			ir.mu.Unlock()
+			// A receive this drain completed waits in this thread's queue;
+			// yield so it runs here now, rather than when another thread
+			// wakes for it (a core away on a full machine) or after the
+			// futex sleep below has kept this P for up to sysmon's 10 ms.
+			runtime.Gosched()
 		} else if s.alive() == nil {
 			ir.mu.Lock()
 			ir.bad = true

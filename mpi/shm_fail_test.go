@@ -33,6 +33,15 @@ func init() {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(2)
 	}
+	if os.Getenv(envChild) == "alltoallv" { // exchanges 1 MiB blocks with rank 0 until killed
+		send, recv := make([]int32, 2*engineBlock), make([]int32, 2*engineBlock)
+		for {
+			if err := mpi.Alltoall(mpi.World(), send, recv); err != nil {
+				fmt.Fprintln(os.Stderr, "child:", err)
+				os.Exit(3)
+			}
+		}
+	}
 	if os.Getenv(envChild) == "reader" { // waits in a receive nobody answers
 		_, err := mpi.Recv(mpi.World(), make([]byte, 1), 0, 99)
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -125,13 +134,45 @@ func killedWriter(t *testing.T) {
 	// MPI or MPICH in a bench beside the test) come and go in /dev/shm.
 	devShm := func() []string { names, _ := filepath.Glob("/dev/shm/*zorilla*"); return names }
 	before := devShm()
+	buf := make([]byte, 1<<20)
+	recv := func(s *mpi.Session) error {
+		_, err := mpi.Recv(s.World(), buf, 1, 1)
+		return err
+	}
+	killPeer(t, "writer", "receive", func(s *mpi.Session) error {
+		if got := s.World().ShmPeers(); !slices.Equal(got, []int{1}) {
+			return fmt.Errorf("shared memory with %v", got)
+		}
+		for i := 0; i < 20; i++ { // the stream runs
+			if err := recv(s); err != nil {
+				return err
+			}
+		}
+		single, got := os.Getenv(mpi.EnvCmaMin) != "", s.World().CmaIn()
+		if single && got < 20 || !single && got != 0 {
+			return fmt.Errorf("%d of 20 messages from another process single-copy (want all: %v)", got, single)
+		}
+		return nil
+	}, recv)
+	if after := devShm(); !slices.Equal(after, before) {
+		t.Fatalf("/dev/shm was %v, is %v", before, after)
+	}
+}
+
+// killPeer runs a job of two ranks on one agent: rank 1 this test binary
+// in mode (startChild), rank 0 here. Once warm has run on rank 0, rank 1
+// is killed (SIGKILL) and rank 0 repeats call until it fails, which must
+// be within the bounded time and name rank 1 as lost; when the job is
+// over no ring is left. what names call in the messages.
+func killPeer(t *testing.T, mode, what string, warm, call func(*mpi.Session) error) {
+	t.Helper()
 	j, err := cluster.AddJob(2, func(int) int { return 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	child := startChild(t, ctx, j.Opts[1], "writer")
+	child := startChild(t, ctx, j.Opts[1], mode)
 	type result struct {
 		err     error
 		elapsed time.Duration
@@ -139,33 +180,19 @@ func killedWriter(t *testing.T) {
 	res := make(chan result, 1)
 	go func() {
 		s, err := mpi.InitWith(ctx, j.Opts[0])
+		if err == nil {
+			err = warm(s)
+		}
+		if err == nil {
+			err = child.Process.Kill()
+		}
 		if err != nil {
-			res <- result{err: err}
-			return
-		}
-		if got := s.World().ShmPeers(); !slices.Equal(got, []int{1}) {
-			res <- result{err: fmt.Errorf("shared memory with %v", got)}
-			return
-		}
-		buf := make([]byte, 1<<20)
-		for i := 0; i < 20; i++ { // the stream runs
-			if _, err := mpi.Recv(s.World(), buf, 1, 1); err != nil {
-				res <- result{err: err}
-				return
-			}
-		}
-		single, got := os.Getenv(mpi.EnvCmaMin) != "", s.World().CmaIn()
-		if single && got < 20 || !single && got != 0 {
-			res <- result{err: fmt.Errorf("%d of 20 messages from another process single-copy (want all: %v)", got, single)}
-			return
-		}
-		if err := child.Process.Kill(); err != nil {
 			res <- result{err: err}
 			return
 		}
 		killed := time.Now()
 		for {
-			if _, err := mpi.Recv(s.World(), buf, 1, 1); err != nil {
+			if err := call(s); err != nil {
 				res <- result{err: err, elapsed: time.Since(killed)}
 				return
 			}
@@ -180,14 +207,35 @@ func killedWriter(t *testing.T) {
 		t.Fatalf("rank 0: %v, want rank 1 lost", r.err)
 	}
 	if r.elapsed > 5*time.Second {
-		t.Fatalf("rank 0's receive failed %v after rank 1 was killed", r.elapsed)
+		t.Fatalf("rank 0's %s failed %v after rank 1 was killed", what, r.elapsed)
 	}
 	_ = child.Wait()
 	j.Remove()
 	waitNoRings(t)
-	if after := devShm(); !slices.Equal(after, before) {
-		t.Fatalf("/dev/shm was %v, is %v", before, after)
-	}
+}
+
+// engineBlock is the int32s a block of TestShmEngineKilledPeer: 1 MiB,
+// the size of a ring, so blocks wait for room.
+const engineBlock = 256 << 10
+
+// TestShmEngineKilledPeer: a rank process exchanging blocks with rank 0
+// through the exchange engine (Alltoall on one agent) is killed (SIGKILL);
+// rank 0's exchange fails within the bounded time with the lost rank, and
+// no ring is left when the job is over.
+func TestShmEngineKilledPeer(t *testing.T) {
+	send, recv := make([]int32, 2*engineBlock), make([]int32, 2*engineBlock)
+	exchange := func(s *mpi.Session) error { return mpi.Alltoall(s.World(), send, recv) }
+	killPeer(t, "alltoallv", "exchange", func(s *mpi.Session) error {
+		for i := 0; i < 10; i++ { // the exchanges run
+			if err := exchange(s); err != nil {
+				return err
+			}
+		}
+		if s.World().EngineRuns() == 0 {
+			return errors.New("10 exchanges on one agent, none through the engine")
+		}
+		return nil
+	}, exchange)
 }
 
 // startChild starts this test binary as rank opt.Rank in the given mode;
