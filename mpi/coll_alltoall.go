@@ -159,7 +159,7 @@ func alltoallvEngine[T Elem](c *Comm, eng *shmEngine, send []T, sc, sd []int, re
 		dst := (me + i) % n
 		eng.send(c.coll, w[sd[dst]*e:(sd[dst]+sc[dst])*e], c.worldRank(dst), c.tags+tag, ready[dst])
 	}
-	_, err := eng.write0()
+	err := eng.writeAll()
 	copy(recv[rd[me]:rd[me]+rc[me]], send[sd[me]:sd[me]+sc[me]])
 	if err == nil {
 		err = eng.run(func() bool {

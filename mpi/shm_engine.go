@@ -9,8 +9,8 @@ import (
 
 // The exchange engine: an Alltoall(v) among ranks that all share this host
 // moves its messages with the calling goroutine alone. It takes the right
-// to write (no other send under way) and the right to read every in ring,
-// then loops: it reads whatever frames its rings hold (any message, placed
+// to write (no other send under way) and the right to read the rings from
+// the collective's other ranks, then loops: it reads whatever frames its rings hold (any message, placed
 // as the standby reader would place it), writes whatever its out rings
 // have room for, and when neither moves it sleeps until one of them
 // changes (shm.Sleep). So each block crosses as the two copies of the
@@ -58,11 +58,11 @@ type shmEngine struct {
 
 // startEngine takes the right to write, and to read the rings from
 // peers (world ranks, all with rings), or returns nil when this session
-// cannot run the engine now: it is replicated, or a send is under way or
-// queued. Only the peers' rings are held, so a rank outside the collective
+// cannot run the engine now: it is replicated, a send is under way or
+// queued, or it has more peers than one Sleep can watch. Only the peers' rings are held, so a rank outside the collective
 // that is slow to finish a frame does not hold it up.
 func (s *Session) startEngine(peers []int) *shmEngine {
-	if s.rep != nil || len(peers) == 0 {
+	if s.rep != nil || len(peers) == 0 || 2*len(peers) > shm.MaxSleepRings {
 		return nil
 	}
 	s.sendMu.Lock()
@@ -107,18 +107,15 @@ func (e *shmEngine) send(ctx uint32, data []byte, dst, tag int, after *Request) 
 	e.outs = append(e.outs, &engineOut{ring: s.shm.out[dst], dst: dst, queue: []*engineSend{m}})
 }
 
-// write0 writes what it can of every message at once (the readys), before
-// the caller copies its own block.
-func (e *shmEngine) write0() (bool, error) {
-	moved := false
+// writeAll writes what the rings take now of every queue (the ready
+// messages, first thing, before the caller copies its own block).
+func (e *shmEngine) writeAll() error {
 	for _, o := range e.outs {
-		m, _, err := e.write(o)
-		if err != nil {
-			return moved, e.s.shmWriteErr(o.dst, err)
+		if _, _, err := e.write(o); err != nil {
+			return e.s.shmWriteErr(o.dst, err)
 		}
-		moved = moved || m
 	}
-	return moved, nil
+	return nil
 }
 
 // written is whether every message is written.

@@ -102,10 +102,10 @@ func Sleep(reads, writes []*Ring, d time.Duration) error {
 		time.Sleep(d)
 		return nil
 	}
-	if n > maxSleepRings {
+	if n > MaxSleepRings {
 		return errors.New("shm: Sleep on too many rings")
 	}
-	var ws [maxSleepRings]futexWaitv
+	var ws [MaxSleepRings]futexWaitv
 	for i, r := range reads {
 		r.count(&r.sleepers, 1)
 		ws[i] = futexWaitv{val: uint64(atomic.LoadUint32(r.u32(offWake))), uaddr: uint64(uintptr(unsafe.Pointer(r.u32(offWake)))), flags: futex2SizeU32}
@@ -140,9 +140,9 @@ func Sleep(reads, writes []*Ring, d time.Duration) error {
 	return nil
 }
 
-// maxSleepRings bounds the rings of one Sleep: a rank's in and out rings
-// with up to MaxShmPeers (proto) peers each way.
-const maxSleepRings = 128
+// MaxSleepRings bounds the rings of one Sleep (futex_waitv takes at most
+// 128 words).
+const MaxSleepRings = 128
 
 // futexWaitv is the kernel's struct futex_waitv.
 type futexWaitv struct {
