@@ -34,16 +34,22 @@ func pair(t testing.TB, capacity int) (w, r *Ring) {
 
 func never() error { return nil }
 
+// streamSource is the bytes the stream tests pass through a ring.
+func streamSource(n int) []byte {
+	src := make([]byte, n)
+	for i := range src {
+		src[i] = byte(i * 7 / 3)
+	}
+	return src
+}
+
 // TestRingStream: chunks of random sizes, many larger than the ring, some
 // written as two-part frames, come out in order and intact while writer and
 // reader run concurrently.
 func TestRingStream(t *testing.T) {
 	w, r := pair(t, MinCap)
 	const total = 1 << 20
-	src := make([]byte, total)
-	for i := range src {
-		src[i] = byte(i * 7 / 3)
-	}
+	src := streamSource(total)
 	errc := make(chan error, 1)
 	go func() {
 		rng := rand.New(rand.NewPCG(1, 2))

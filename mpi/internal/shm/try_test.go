@@ -16,10 +16,7 @@ func TestTryStream(t *testing.T) {
 		noWaitv.Store(noV) // the fallback without futex_waitv too
 		w, r := pair(t, MinCap)
 		const total = 1 << 20
-		src := make([]byte, total)
-		for i := range src {
-			src[i] = byte(i * 7 / 3)
-		}
+		src := streamSource(total)
 		errc := make(chan error, 1)
 		go func() {
 			rng := rand.New(rand.NewPCG(1, 2))
