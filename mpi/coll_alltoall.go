@@ -1,6 +1,9 @@
 package mpi
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Alltoall sends block j of send to rank j and receives rank j's block into
 // block j of recv; both hold Size() equal blocks. Pairwise exchange: in step
@@ -128,16 +131,28 @@ func alltoallvPosted[T Elem](c *Comm, send []T, sc, sd []int, recv []T, rc, rd [
 		}
 		sends = append(sends, c.isend(c.coll, w[sd[dst]*e:(sd[dst]+sc[dst])*e], dst, c.tags+tag, false))
 	}
-	for i := 1; i < n; i++ {
-		src := (me - i + n) % n
-		rb := out[rd[src]*e : (rd[src]+rc[src])*e]
-		if werr := c.cwait(recvs[src], len(rb), src); werr != nil && err == nil {
-			err = werr
-		}
-		fromWire(rb, e)
+	if werr := waitBlocks(c, recvs, out, rc, rd, e); err == nil {
+		err = werr
 	}
 	if werr := Waitall(sends...); err == nil {
 		err = werr
+	}
+	return err
+}
+
+// waitBlocks waits for the posted receives of alltoallvPosted, each of
+// block src of out, and returns the first error.
+func waitBlocks(c *Comm, recvs []*Request, out []byte, rc, rd []int, e int) error {
+	var err error
+	for src, r := range recvs {
+		if r == nil {
+			continue
+		}
+		rb := out[rd[src]*e : (rd[src]+rc[src])*e]
+		if werr := c.cwait(r, len(rb), src); werr != nil && err == nil {
+			err = werr
+		}
+		fromWire(rb, e)
 	}
 	return err
 }
@@ -172,16 +187,11 @@ func alltoallvEngine[T Elem](c *Comm, eng *shmEngine, send []T, sc, sd []int, re
 		})
 	}
 	eng.stop()
-	for i := 1; i < n; i++ {
-		src, dst := (me-i+n)%n, (me+i)%n
-		rb := out[rd[src]*e : (rd[src]+rc[src])*e]
-		if werr := c.cwait(recvs[src], len(rb), src); werr != nil && err == nil {
-			err = werr
-		}
-		fromWire(rb, e)
-		if _, werr := ready[dst].Wait(); werr != nil && err == nil {
-			err = werr
-		}
+	if werr := waitBlocks(c, recvs, out, rc, rd, e); err == nil {
+		err = werr
+	}
+	if werr := Waitall(slices.DeleteFunc(ready, func(r *Request) bool { return r == nil })...); err == nil {
+		err = werr
 	}
 	return err
 }

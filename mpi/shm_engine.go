@@ -285,7 +285,7 @@ func (e *shmEngine) read(ir *inRing) (moved bool, err error) {
 func (e *shmEngine) stop() {
 	s := e.s
 	for _, ir := range e.ins {
-		for (ir.eng.hn > 0 || ir.eng.body) && !ir.bad && s.alive() == nil {
+		for ir.eng.begun() && !ir.bad && s.alive() == nil {
 			if m, err := e.read(ir); err != nil {
 				_ = s.ringFailed(ir, err)
 			} else if !m {
@@ -309,3 +309,6 @@ type engineFrame struct {
 	in      *inMsg
 	dst     []byte
 }
+
+// begun is whether part of a frame was read.
+func (f *engineFrame) begun() bool { return f.hn > 0 || f.body }

@@ -219,10 +219,11 @@ func TestShmAlltoallvPosted(t *testing.T) {
 // TestShmEngineAmidTraffic: the exchange engine moves Alltoallv's blocks
 // while other messages share the rings: a message on another communicator
 // sent before the collective and received after it (read by the engine in
-// the middle of the blocks, and matched later), and a large Isend still
-// being written when the collective starts (the engine then stands aside
-// and the posted path runs). Everything arrives whole, in order, on 2..4
-// ranks, and on the halves of a split.
+// the middle of the blocks, and matched later), and a large Isend that
+// may still be being written when the collective starts (the engine then
+// stands aside and the posted path runs; which path ran is not checked,
+// what arrived is). Everything arrives whole, in order, on 2..4 ranks, and
+// on the halves of a split.
 func TestShmEngineAmidTraffic(t *testing.T) {
 	for n := 2; n <= 4; n++ {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {

@@ -106,13 +106,20 @@ func Sleep(reads, writes []*Ring, d time.Duration) error {
 		return errors.New("shm: Sleep on too many rings")
 	}
 	var ws [MaxSleepRings]futexWaitv
+	var first *uint32 // the word a kernel without futex_waitv sleeps on
+	add := func(i int, word *uint32) {
+		ws[i] = futexWaitv{val: uint64(atomic.LoadUint32(word)), uaddr: uint64(uintptr(unsafe.Pointer(word))), flags: futex2SizeU32}
+		if i == 0 {
+			first = word
+		}
+	}
 	for i, r := range reads {
 		r.count(&r.sleepers, 1)
-		ws[i] = futexWaitv{val: uint64(atomic.LoadUint32(r.u32(offWake))), uaddr: uint64(uintptr(unsafe.Pointer(r.u32(offWake)))), flags: futex2SizeU32}
+		add(i, r.u32(offWake))
 	}
 	for i, r := range writes {
 		r.armWriter()
-		ws[len(reads)+i] = futexWaitv{val: uint64(atomic.LoadUint32(r.u32(offTail))), uaddr: uint64(uintptr(unsafe.Pointer(r.u32(offTail)))), flags: futex2SizeU32}
+		add(len(reads)+i, r.u32(offTail))
 	}
 	defer func() {
 		for _, r := range reads {
@@ -135,7 +142,6 @@ func Sleep(reads, writes []*Ring, d time.Duration) error {
 			return err
 		}
 	}
-	first := r0(reads, writes)
 	futexWaitAny(ws[:n], first, d)
 	return nil
 }
@@ -161,14 +167,6 @@ const sleepFallback = time.Millisecond
 
 // noWaitv is set once futex_waitv was found missing.
 var noWaitv atomic.Bool
-
-// r0 is the futex word of the first ring of a Sleep.
-func r0(reads, writes []*Ring) *uint32 {
-	if len(reads) > 0 {
-		return reads[0].u32(offWake)
-	}
-	return writes[0].u32(offTail)
-}
 
 // futexWaitAny sleeps until a word of ws no longer holds its value, one
 // is woken, or d has passed. first is ws[0]'s word, the one a kernel
