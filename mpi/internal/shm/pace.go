@@ -13,37 +13,39 @@ import (
 // Pacing a poll. A poll looks at shared memory in a loop and, now and
 // then, gives the processor away (yield): on a machine with more runnable
 // threads than cores, the peer that will write may be the thread waiting
-// for the core the poller holds, and in one process the writer may be a
-// goroutine waiting for the poller's P. But a yield is not free: here
-// runtime.Gosched costs about 2 µs when the process has an idle P (it wakes
-// a thread to look for work), and a message that lands meanwhile waits for
-// it. Yielding every 64 looks made the quiet-machine floor of an 8-byte
-// ping-pong between two processes 2.4 µs; yielding every 4096, 0.4 µs, but
-// with both processes on one core (the other busy) each message then waits
-// for the poller's next yield.
+// for the core the poller holds. But a yield is not free: it is a system
+// call (sched_yield), and one to count the thread's context switches
+// (getrusage), each 0.1 µs on some machines and 1.1 µs on others (a VM
+// here), and a message that lands meanwhile waits for it. Yielding every
+// 64 looks made the quiet-machine floor of an 8-byte ping-pong between two
+// processes 2.4 µs; yielding every 4096, 0.4 µs, but with both processes
+// on one core (the other busy) each message then waits for the poller's
+// next yield.
 //
 // So the poll adapts to what its yields show. A yield that let another
-// thread or goroutine run means the core (or the process's Ps) is
-// oversubscribed: the poll yields at every check. A long run of yields
-// that let nobody run (the thread was not switched out, and each came back
-// at once) means nobody wants this core: the poll spins longer before it
-// yields again, doubling the span up to spanMax. One quick yield proves
-// nothing: under the EEVDF scheduler a sched_yield with a runnable peer on
-// the same core returns without running it about 15 times in 16 (each
-// yield only pushes the yielder's deadline back), and the time alone does
-// not tell either, as one that runs the peer comes back in 2 to 10 µs, as
-// long as an idle Gosched that wakes a thread. So the thread's own count of
-// context switches (getrusage) says whether the kernel ran another thread,
-// and the time whether Gosched ran a goroutine for long. The pacing is
-// shared by every poll of the process, as the machine's state is.
+// thread run, or a spin since the last yield that was switched out, means
+// the core is oversubscribed: the poll yields at every check. A long run
+// of yields that let nobody run means nobody wants this core: the poll
+// spins longer before it yields again, doubling the span up to spanMax.
+// One quick yield proves nothing: under the EEVDF scheduler a sched_yield
+// with a runnable peer on the same core returns without running it about
+// 15 times in 16 (each yield only pushes the yielder's deadline back), and
+// its time does not tell either (a yield that runs the peer can come back
+// as fast as a system call on a slow VM), so the thread's own count of
+// context switches says whether the kernel ran another thread. The pacing
+// is shared by every poll of the process, as the machine's state is.
+//
+// The process's own goroutines are another matter: the poll lets them run
+// (runtime.Gosched) every goschedEvery, whatever the pacing says, and does
+// not judge the machine by it. A Gosched is dearer than it looks: with an
+// idle P it wakes another thread to look for work (the runtime's wakep),
+// which takes a core for microseconds, and a sched_yield right after it
+// then runs that thread about one time in two, which looked like a busy
+// core to pacing that counted it. A poll is bounded anyway (Poll), so a
+// goroutine it keeps waiting waits at most that long.
 
 // Pacing constants.
 const (
-	// quickYield: a yield that took this long let another thread or
-	// goroutine run, whatever the switch count says (a goroutine's turn
-	// after Gosched, a preemption). Here an idle Gosched plus sched_yield
-	// takes 0.2 to 2.5 µs.
-	quickYield = 4 * time.Microsecond
 	// quietRun: this many yields in a row that let nobody run double the
 	// span. With a peer runnable on the same core about one yield in 16
 	// runs it: a run of 64 without is rare then (2%), and on a quiet
@@ -55,6 +57,9 @@ const (
 	// spanMax bounds the span, well below Poll, so that every long poll
 	// still yields a few times and notices when the machine fills up.
 	spanMax = 8 * time.Microsecond
+	// goschedEvery: a poll lets the process's other goroutines run this
+	// often.
+	goschedEvery = 16 * time.Microsecond
 	// checkEvery: a poll reads the clock (and may yield) once in this
 	// many looks; a look is a few nanoseconds, a clock read some 35 ns.
 	checkEvery = 64
@@ -67,11 +72,11 @@ type pacing struct {
 	quiet int
 }
 
-// next is the pacing after a yield that took took, during which the kernel
-// switched to another thread or not.
-func (p pacing) next(took time.Duration, switched bool) pacing {
-	if switched || took >= quickYield {
-		return pacing{} // another thread or goroutine ran: yield at every check
+// next is the pacing after a yield during (or since the last yield before)
+// which the kernel switched to another thread, or not.
+func (p pacing) next(switched bool) pacing {
+	if switched {
+		return pacing{} // another thread ran: yield at every check
 	}
 	if p.quiet++; p.quiet >= quietRun {
 		p.span, p.quiet = min(max(2*p.span, spanStep), spanMax), 0
@@ -90,14 +95,16 @@ var (
 // Poller paces one poll: call Next after every look that found nothing.
 type Poller struct {
 	start, last time.Time // when the poll began, and its last yield ended
+	gosched     time.Time // when the poll last let the process's goroutines run
 	limit       time.Duration
 	looks       int
+	seen        int64 // the thread's context switches at the last yield; -1: not counted yet
 }
 
 // StartPoll starts a poll that lasts at most limit.
 func StartPoll(limit time.Duration) Poller {
 	now := time.Now()
-	return Poller{start: now, last: now, limit: limit}
+	return Poller{start: now, last: now, gosched: now, limit: limit, seen: -1}
 }
 
 // Next yields the processor when the span is up and reports whether the
@@ -111,37 +118,48 @@ func (p *Poller) Next() bool {
 	if now.Sub(p.start) > p.limit {
 		return false
 	}
-	cur := time.Duration(span.Load())
-	if now.Sub(p.last) < cur {
+	if now.Sub(p.gosched) >= goschedEvery {
+		runtime.Gosched()
+		p.gosched = time.Now()
+		p.last, p.seen = p.gosched, -1 // the goroutine may go on on another thread
 		return true
 	}
-	switched := yield()
+	if now.Sub(p.last) < time.Duration(span.Load()) {
+		return true
+	}
+	switched := p.yield()
 	p.last = time.Now()
 	paceMu.Lock()
-	pace = pace.next(p.last.Sub(now), switched)
+	pace = pace.next(switched)
 	span.Store(int64(pace.span))
 	paceMu.Unlock()
 	return true
 }
 
-// yield gives the processor away for a moment, to this program's other
-// goroutines and to other processes, and reports whether the kernel ran
-// another thread meanwhile (this thread's context switch count moved).
-func yield() (switched bool) {
-	runtime.Gosched()
-	// The goroutine stays on its thread from here to the end (raw system
-	// calls keep the P); a rare preemption in between only makes this
-	// yield look like one that ran another thread.
-	before, ok := switches()
+// yield gives the processor to other threads for a moment and reports
+// whether the kernel ran another one on this thread's core since the last
+// yield: the thread's count of context switches moved (a sched_yield that
+// runs another thread counts as involuntary, as does a preemption of the
+// spin before it). The goroutine stays on its thread between two counts
+// (raw system calls keep the P, and Next forgets the count when it calls
+// Gosched); a rare preemption between them only makes this yield look
+// like one that ran another thread.
+func (p *Poller) yield() (switched bool) {
+	before := p.seen
+	if before < 0 {
+		before = switches()
+	}
 	_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	after, ok2 := switches()
-	return ok && ok2 && after != before
+	p.seen = switches()
+	return before >= 0 && p.seen >= 0 && p.seen != before
 }
 
 // switches is the calling thread's count of context switches, voluntary or
-// not (a sched_yield that runs another thread counts as involuntary).
-func switches() (int64, bool) {
+// not, or -1 if the kernel cannot tell.
+func switches() int64 {
 	var ru unix.Rusage
-	_, _, e := unix.RawSyscall(unix.SYS_GETRUSAGE, uintptr(unix.RUSAGE_THREAD), uintptr(unsafe.Pointer(&ru)), 0)
-	return ru.Nvcsw + ru.Nivcsw, e == 0
+	if _, _, e := unix.RawSyscall(unix.SYS_GETRUSAGE, uintptr(unix.RUSAGE_THREAD), uintptr(unsafe.Pointer(&ru)), 0); e != 0 {
+		return -1
+	}
+	return ru.Nvcsw + ru.Nivcsw
 }

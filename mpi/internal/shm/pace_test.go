@@ -11,38 +11,31 @@ import (
 
 // TestPacing: a run of quietRun yields that let nobody run doubles the
 // span, from spanStep up to spanMax; one that let another thread run
-// (switched, or slow) brings it back to 0 (yield at every check) and
-// starts the run again.
+// brings it back to 0 (yield at every check) and starts the run again.
 func TestPacing(t *testing.T) {
 	const us = time.Microsecond
 	for _, c := range []struct {
 		name     string
 		from     pacing
-		took     time.Duration
 		switched bool
 		want     pacing
 	}{
-		{"a quick yield counts", pacing{0, 0}, 1 * us, false, pacing{0, 1}},
-		{"one short of a run", pacing{0, quietRun - 2}, 1 * us, false, pacing{0, quietRun - 1}},
-		{"a run: the first span", pacing{0, quietRun - 1}, 1 * us, false, pacing{spanStep, 0}},
-		{"a run doubles", pacing{2 * us, quietRun - 1}, 2 * us, false, pacing{4 * us, 0}},
-		{"a run stops at the bound", pacing{5 * us, quietRun - 1}, 1 * us, false, pacing{spanMax, 0}},
-		{"a run at the bound", pacing{spanMax, quietRun - 1}, 1 * us, false, pacing{spanMax, 0}},
-		{"within a run the span stays", pacing{4 * us, 3}, 1 * us, false, pacing{4 * us, 4}},
-		{"just under the threshold is quick", pacing{2 * us, 0}, quickYield - 1, false, pacing{2 * us, 1}},
-		{"a zero yield is quick", pacing{0, 0}, 0, false, pacing{0, 1}},
-		{"the kernel ran another thread, however fast", pacing{spanMax, 10}, 2 * us, true, pacing{}},
-		{"switched at the end of a run", pacing{spanMax, quietRun - 1}, 1 * us, true, pacing{}},
-		{"switched and slow", pacing{4 * us, 0}, 7 * us, true, pacing{}},
-		{"at the threshold: a goroutine ran", pacing{2 * us, 5}, quickYield, false, pacing{}},
-		{"a whole slice", pacing{spanMax, 0}, 3 * time.Millisecond, false, pacing{}},
+		{"a quiet yield counts", pacing{0, 0}, false, pacing{0, 1}},
+		{"one short of a run", pacing{0, quietRun - 2}, false, pacing{0, quietRun - 1}},
+		{"a run: the first span", pacing{0, quietRun - 1}, false, pacing{spanStep, 0}},
+		{"a run doubles", pacing{2 * us, quietRun - 1}, false, pacing{4 * us, 0}},
+		{"a run stops at the bound", pacing{5 * us, quietRun - 1}, false, pacing{spanMax, 0}},
+		{"a run at the bound", pacing{spanMax, quietRun - 1}, false, pacing{spanMax, 0}},
+		{"within a run the span stays", pacing{4 * us, 3}, false, pacing{4 * us, 4}},
+		{"the kernel ran another thread", pacing{spanMax, 10}, true, pacing{}},
+		{"switched at the end of a run", pacing{spanMax, quietRun - 1}, true, pacing{}},
 	} {
-		if got := c.from.next(c.took, c.switched); got != c.want {
-			t.Errorf("%s: %+v.next(%v, %v) = %+v, want %+v", c.name, c.from, c.took, c.switched, got, c.want)
+		if got := c.from.next(c.switched); got != c.want {
+			t.Errorf("%s: %+v.next(%v) = %+v, want %+v", c.name, c.from, c.switched, got, c.want)
 		}
 	}
-	if spanMax >= Poll || spanStep > spanMax || quickYield <= 0 || quietRun < 1 {
-		t.Errorf("span bounds %v..%v must lie below the poll's %v", spanStep, spanMax, Poll)
+	if spanMax >= Poll || spanStep > spanMax || goschedEvery >= Poll || quietRun < 1 {
+		t.Errorf("span bounds %v..%v and the Gosched period %v must lie below the poll's %v", spanStep, spanMax, goschedEvery, Poll)
 	}
 }
 
@@ -50,7 +43,7 @@ func TestPacing(t *testing.T) {
 // process spins on the same core is switched out sooner or later, and
 // yield says so.
 func TestYieldSeesASwitch(t *testing.T) {
-	if _, ok := switches(); !ok {
+	if switches() < 0 {
 		t.Skip("getrusage(RUSAGE_THREAD) unavailable")
 	}
 	// The spinner must be a running thread, not a goroutine waiting for
@@ -82,7 +75,8 @@ func TestYieldSeesASwitch(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !yield() {
+	p := StartPoll(time.Hour)
+	for !p.yield() {
 		if time.Now().After(deadline) {
 			t.Fatal("5 s of yields beside a thread spinning on the same core, and none switched")
 		}
