@@ -29,6 +29,8 @@ type edgeNet struct {
 	reach   int
 	blobs   *blob.Store
 
+	late map[peer.ID]time.Duration // how long a worker takes to offer (a loaded host)
+
 	mu      sync.Mutex
 	offered map[peer.ID]bool
 	radii   []int       // flooded, in order
@@ -83,6 +85,11 @@ func (n *edgeNet) offer(ctx context.Context, job string, w host.Host) {
 		return
 	}
 	go func() {
+		select {
+		case <-time.After(n.late[w.ID()]):
+		case <-ctx.Done():
+			return
+		}
 		ep := rpc.New(w)
 		defer ep.Close()
 		var reply OfferReply
@@ -142,9 +149,30 @@ func TestReserveSendsDirect(t *testing.T) {
 	}
 }
 
+// A job that only every agent together can hold is placed when the last
+// agent answers late, well after the others (a loaded host): an agent the
+// overlay knows has not answered, so the flood has not reached every agent
+// it can, and the job is not hopeless yet.
+func TestReserveWaitsForALateAgent(t *testing.T) {
+	n, sub := startEdgeNet(t, 4, 4, 0, func(c *SubmitterConfig) {
+		// The testnets' schedule: the radii's times, at which the loop
+		// looks whether the job is hopeless, come every few seconds.
+		c.Schedule = flood.Schedule{First: 100 * time.Millisecond, Factor: 2, MaxRadius: 4}
+	})
+	last := n.workers[3].ID()
+	n.late = map[peer.ID]time.Duration{last: quietAfter + 1500*time.Millisecond}
+	d := NewDescription("hostname.sh", nil, 16) // spread: 16 processes, 4 hosts of 4 slots
+	d.Strategy = Spread
+	end := runDry(t, sub, d, n.program(t))
+	if len(end.Plan.Hosts) != len(n.workers) {
+		t.Fatalf("placed on %d hosts of %d", len(end.Plan.Hosts), len(n.workers))
+	}
+}
+
 // startEdgeNet starts a submitter and workers on mocknet, each radius
-// reaching reach more of them.
-func startEdgeNet(t *testing.T, workers, reach, direct int) (*edgeNet, *Submitter) {
+// reaching reach more of them; tune, if given, changes the submitter's
+// config.
+func startEdgeNet(t *testing.T, workers, reach, direct int, tune ...func(*SubmitterConfig)) (*edgeNet, *Submitter) {
 	mn, err := mocknet.FullMeshConnected(1 + workers)
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +197,9 @@ func startEdgeNet(t *testing.T, workers, reach, direct int) (*edgeNet, *Submitte
 	cfg.OfferGrace = 200 * time.Millisecond
 	cfg.AnswerGap = 50 * time.Millisecond
 	cfg.Direct = direct
+	for _, f := range tune {
+		f(&cfg)
+	}
 	ep := rpc.New(n.sub)
 	t.Cleanup(func() { _ = ep.Close() })
 	sub, err := NewSubmitter(n.sub, ep, cfg, n, n, blobs, store)

@@ -294,7 +294,12 @@ func (ss *session) reserve() (Plan, error) {
 			steer(feasible)
 			// A radius that brought no answer at all, long enough after the
 			// last one: the flood has reached every agent it can.
-			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(rs.last) >= quietAfter
+			unheard := false // a live peer the agent knows has not answered
+			if knower != nil {
+				known := knower.Known()
+				unheard = !AllKnownHeard(known, func(p peer.ID) bool { return rs.heard[p] })
+			}
+			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(rs.last) >= quietWait(unheard)
 			answers = ss.answers()
 			if Hopeless(quiet, feasible, ss.declined.counts()) {
 				return Plan{}, ss.notEnough("the flood reached every agent it could")

@@ -151,8 +151,26 @@ func (ss *session) attempts(resumed bool) error {
 
 // quietAfter is how long after the last answer a radius with no new one
 // counts as the flood having reached every agent: answers of a loaded
-// network may take longer than the first radii's short waits.
-const quietAfter = 2 * time.Second
+// network may take longer than the first radii's short waits. While an
+// agent this one knows as live has not answered, quietUnheard: its answer
+// may be on its way from a loaded host (one of a CI machine's test agents
+// answered 2 s after the others, and a job that four agents could hold
+// failed as hopeless with three), and a job that waits for nothing only
+// fails later.
+const (
+	quietAfter   = 2 * time.Second
+	quietUnheard = 10 * time.Second
+)
+
+// quietWait is how long after the last answer the flood counts as having
+// reached every agent, unheard telling whether a live peer the agent knows
+// has not answered.
+func quietWait(unheard bool) time.Duration {
+	if unheard {
+		return quietUnheard
+	}
+	return quietAfter
+}
 
 // answers counts the agents that answered the flood so far.
 func (ss *session) answers() int { return len(ss.rlist) + len(ss.declined.by) }
