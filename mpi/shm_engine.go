@@ -12,8 +12,9 @@ import (
 // to write (no other send under way) and the right to read the rings from
 // the collective's other ranks, then loops: it reads whatever frames its rings hold (any message, placed
 // as the standby reader would place it), writes whatever its out rings
-// have room for, and when neither moves it sleeps until one of them
-// changes (shm.Sleep). So each block crosses as the two copies of the
+// have room for, and when neither moves it polls them for as long as a
+// blocked receive would (none on a host with more ranks than cores), then
+// sleeps until one of them changes (shm.Sleep). So each block crosses as the two copies of the
 // rings, with one thread a rank: no writer goroutine and no standby
 // reader to hand a message over to. On a 2-core machine, 4 ranks each
 // waking four threads (the caller, the writer, a standby reader per peer)
@@ -133,6 +134,8 @@ func (e *shmEngine) written() bool {
 func (e *shmEngine) run(until func() bool) error {
 	s := e.s
 	var writes []*shm.Ring
+	var poll shm.Poller // since the last move, while polling
+	polling := false
 	for {
 		moved := false
 		for _, ir := range e.ins {
@@ -159,7 +162,18 @@ func (e *shmEngine) run(until func() bool) error {
 		if err := s.alive(); err != nil {
 			return err
 		}
-		if !moved {
+		// A futex sleep and its wake-up cost the two ranks tens of
+		// microseconds on a VM; the other rank's next move is often
+		// sooner (the median exchange of 8 MiB blocks on 2 ranks: 2.2-3.0
+		// ms polling first, 3.3-3.8 sleeping at once).
+		switch {
+		case moved:
+			polling = false
+		case !polling && s.shm.poll > 0:
+			poll, polling = shm.StartPoll(s.shm.poll), true
+		case polling && poll.Next():
+		default:
+			polling = false
 			if err := shm.Sleep(e.reads, writes, shm.Nap); err != nil {
 				return err
 			}
