@@ -97,6 +97,11 @@ func (rs *reservation) laterIn(now time.Time) time.Duration {
 	return max(rs.gap, max(rs.wait(), rs.grace)-since)
 }
 
+// heardAll reports whether every live peer of known has answered.
+func (rs *reservation) heardAll(known []PeerRTT) bool {
+	return AllKnownHeard(known, func(p peer.ID) bool { return rs.heard[p] })
+}
+
 // look takes the agent's known peers again and says whether all of them
 // have answered.
 func (rs *reservation) look(k Knower) {
@@ -107,7 +112,7 @@ func (rs *reservation) look(k Knower) {
 			rs.live++
 		}
 	}
-	rs.allIn = AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }) && !Learnt(rs.start, rs.known)
+	rs.allIn = rs.heardAll(rs.known) && !Learnt(rs.start, rs.known)
 }
 
 // encodeYielding encodes need for an advert with the jobs it yields to
@@ -294,11 +299,7 @@ func (ss *session) reserve() (Plan, error) {
 			steer(feasible)
 			// A radius that brought no answer at all, long enough after the
 			// last one: the flood has reached every agent it can.
-			unheard := false // a live peer the agent knows has not answered
-			if knower != nil {
-				known := knower.Known()
-				unheard = !AllKnownHeard(known, func(p peer.ID) bool { return rs.heard[p] })
-			}
+			unheard := knower != nil && !rs.heardAll(knower.Known()) // a live peer the agent knows has not answered
 			quiet := ss.answers() == answers && ss.pending.Load() == 0 && time.Since(rs.last) >= quietWait(unheard)
 			answers = ss.answers()
 			if Hopeless(quiet, feasible, ss.declined.counts()) {
@@ -376,7 +377,7 @@ func (ss *session) answeredStep(rs *reservation, at time.Duration, measuring boo
 		feasible:  ss.feasible(),
 		measuring: measuring,
 		trickling: time.Since(rs.last) < rs.gap,
-		allKnown:  AllKnownHeard(rs.known, func(p peer.ID) bool { return rs.heard[p] }),
+		allKnown:  rs.heardAll(rs.known),
 		stable:    rs.start != nil && !Learnt(rs.start, rs.known),
 		fresh:     len(rs.heard) - rs.before,
 		quiet:     rs.radius - rs.lastFresh,

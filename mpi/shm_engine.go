@@ -10,18 +10,19 @@ import (
 // The exchange engine: an Alltoall(v) among ranks that all share this host
 // moves its messages with the calling goroutine alone. It takes the right
 // to write (no other send under way) and the right to read the rings from
-// the collective's other ranks, then loops: it reads whatever frames its rings hold (any message, placed
-// as the standby reader would place it), writes whatever its out rings
-// have room for, and when neither moves it polls them for as long as a
-// blocked receive would (none on a host with more ranks than cores), then
-// sleeps until one of them changes (shm.Sleep). So each block crosses as the two copies of the
-// rings, with one thread a rank: no writer goroutine and no standby
-// reader to hand a message over to. On a 2-core machine, 4 ranks each
-// waking four threads (the caller, the writer, a standby reader per peer)
-// spent 11-12 ms in an exchange of 2 MiB blocks after compute where the
-// same rings driven by one thread a process took 4.8 and Open MPI 5.3-6
-// (BENCHMARKS.md, issue 17). A session that is writing, or a replicated
-// one, takes the usual path instead.
+// the collective's other ranks, then loops: it reads whatever frames its
+// rings hold (any message, placed as the standby reader would place it),
+// writes whatever its out rings have room for, and when neither moves it
+// polls them for as long as a blocked receive would (none on a host with
+// more ranks than cores), then sleeps until one of them changes
+// (shm.Sleep). So each block crosses as the two copies of the rings, with
+// one thread a rank: no writer goroutine and no standby reader to hand a
+// message over to. On a 2-core machine, 4 ranks each waking four threads
+// (the caller, the writer, a standby reader per peer) spent 11-12 ms in an
+// exchange of 2 MiB blocks after compute where the same rings driven by one
+// thread a process took 4.8 and Open MPI 5.3-6 (BENCHMARKS.md, issue 17). A
+// session that is writing, or a replicated one, takes the usual path
+// instead.
 
 // engineSend is a message the engine writes: its frames are made one at a
 // time, as the ring takes them.
@@ -171,7 +172,7 @@ func (e *shmEngine) run(until func() bool) error {
 			polling = false
 		case !polling && s.shm.poll > 0:
 			poll, polling = shm.StartPoll(s.shm.poll), true
-		case polling && poll.Next():
+		case polling && poll.Next(): // look again
 		default:
 			polling = false
 			if err := shm.Sleep(e.reads, writes, shm.Nap); err != nil {
