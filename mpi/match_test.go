@@ -3,8 +3,12 @@ package mpi
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"net"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
@@ -58,12 +62,37 @@ func TestMatcher(t *testing.T) {
 }
 
 // testSession is a session that reads from a byte stream, for the reader's
-// fuzz target.
+// fuzz target, with no connection to write to (see discardConn).
 func testSession(size int) *Session {
-	s := &Session{rank: 0, size: size, maxData: 64, seq: make([]uint64, size),
-		partial: make([]*inMsg, size), started: make(chan struct{}), dead: make(chan struct{})}
-	s.world = &Comm{s: s, rank: 0, size: size, p2p: proto.CtxWorld, coll: proto.CtxWorldColl}
-	return s
+	return newSession(nil, Options{Rank: 0, Size: size}, 64)
+}
+
+// discardConn is one end of a socket pair whose other end, the agent's,
+// reads and drops what the session writes (a replicated lead's choices,
+// for instance). Both ends close when the test ends.
+func discardConn(tb testing.TB) *net.UnixConn {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	near, far := os.NewFile(uintptr(fds[0]), "session"), os.NewFile(uintptr(fds[1]), "agent")
+	c, err := net.FileConn(near)
+	_ = near.Close()
+	if err != nil {
+		_ = far.Close()
+		tb.Fatal(err)
+	}
+	drained := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, far) // until the session's end closes
+		close(drained)
+	}()
+	tb.Cleanup(func() {
+		_ = c.Close()
+		<-drained
+		_ = far.Close()
+	})
+	return c.(*net.UnixConn)
 }
 
 // FuzzReader feeds arbitrary bytes to a session's reader as if the agent
@@ -80,9 +109,12 @@ func FuzzReader(f *testing.F) {
 	f.Add(msg(proto.MsgHeader{Src: 9, Total: 1}, "x"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := testSession(3)
+		s.conn = discardConn(t)
 		small := make([]byte, 4)
 		r := s.world.irecv(proto.CtxWorld, small, 1, AnySource, AnyTag)
 		err := s.readFrames(bufio.NewReader(bytes.NewReader(data)))
+		s.rerr = err // as readLoop ends: a backup's wildcard receive waits for its lead's choice until then
+		close(s.dead)
 		if err == nil {
 			t.Fatal("reader ended without an error")
 		}

@@ -119,12 +119,7 @@ func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
 		closeFds(fds)
 		return nil, err
 	}
-	s := &Session{
-		conn: conn, rank: opt.Rank, size: opt.Size, replica: opt.Replica,
-		maxData: int(w.MaxData), hostOf: make([]int, opt.Size), siteOf: make([]int, opt.Size),
-		seq: make([]uint64, opt.Size), partial: make([]*inMsg, opt.Size),
-		started: make(chan struct{}), dead: make(chan struct{}),
-	}
+	s := newSession(conn, opt, int(w.MaxData))
 	s.shm.fds = fds
 	for i, h := range w.HostOf {
 		s.hostOf[i] = int(h)
@@ -132,8 +127,6 @@ func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
 	for i, site := range w.SiteOf {
 		s.siteOf[i] = int(site)
 	}
-	s.world = &Comm{s: s, rank: opt.Rank, size: opt.Size, p2p: proto.CtxWorld, coll: proto.CtxWorldColl, hosts: new(hostsOnce)}
-	s.ck = newCheckpoints(opt)
 	if opt.Restore != "" {
 		if err := s.restore(opt.Restore); err != nil {
 			return nil, err
@@ -141,6 +134,20 @@ func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
 	}
 	go s.readLoop(br)
 	return s, nil
+}
+
+// newSession is a session of rank opt.Rank over conn, before its reader
+// starts: every rank on host 0 and site 0 until the welcome says otherwise.
+func newSession(conn *net.UnixConn, opt Options, maxData int) *Session {
+	s := &Session{
+		conn: conn, rank: opt.Rank, size: opt.Size, replica: opt.Replica,
+		maxData: maxData, hostOf: make([]int, opt.Size), siteOf: make([]int, opt.Size),
+		seq: make([]uint64, opt.Size), partial: make([]*inMsg, opt.Size),
+		started: make(chan struct{}), dead: make(chan struct{}),
+	}
+	s.world = &Comm{s: s, rank: opt.Rank, size: opt.Size, p2p: proto.CtxWorld, coll: proto.CtxWorldColl, hosts: new(hostsOnce)}
+	s.ck = newCheckpoints(opt)
+	return s
 }
 
 // sitesSplitHost reports whether w puts two ranks of one host on two sites.
