@@ -103,3 +103,37 @@ func pinned(t *testing.T, cpu int) int {
 	}
 	return cpu
 }
+
+// TestPollLetsReadyGoroutinesRun: with one P, a goroutine made ready
+// while the process polls is seen waiting, and the poll lets it run.
+func TestPollLetsReadyGoroutinesRun(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var ran atomic.Bool
+	p := StartPoll(time.Hour)
+	go ran.Store(true) // ready, and waiting for the only P this goroutine holds
+	if !othersReady() && !ran.Load() {
+		t.Fatal("a goroutine waits for the only P, and the poll does not see it")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !ran.Load() {
+		if !p.Next() || time.Now().After(deadline) {
+			t.Fatal("10 s of polling with one P, and the goroutine made ready never ran")
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { othersReady() }); n != 0 {
+		t.Errorf("asking the runtime for ready goroutines allocates %v times", n)
+	}
+}
+
+// TestPollDoesNotAllocate: a poll runs between every two messages; one
+// that allocated would bring the collector, and its stalls, to every
+// ping-pong.
+func TestPollDoesNotAllocate(t *testing.T) {
+	n := testing.AllocsPerRun(20, func() {
+		for p := StartPoll(2 * goschedEvery); p.Next(); {
+		}
+	})
+	if n != 0 {
+		t.Errorf("a poll allocates %v times", n)
+	}
+}
