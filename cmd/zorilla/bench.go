@@ -52,7 +52,8 @@ func benchPingpongCommand() *cli.Command {
 			"NetPIPE over TCP (NPtcp) and over Open MPI's TCP transport (NPmpi), back to back. It prints,\n" +
 			"per size, the median one-way latency and bandwidth of each, and the median of the per-round\n" +
 			"ratios zorilla / that configuration. Sizes other than the largest must be powers of two:\n" +
-			"the ping-pong measures every power of two up to the largest, as NetPIPE does. --colocated adds\n" +
+			"the ping-pong measures every power of two up to the largest, as NetPIPE does, and a round's\n" +
+			"figure for a size is the fastest of three trials, as NetPIPE's is. --colocated adds\n" +
 			"two ranks on one agent (shared memory) and NetPIPE between two processes over Open MPI's\n" +
 			"shared-memory transport (vader) and over MPICH, in the same rounds; their ratios divide the\n" +
 			"co-located zorilla figures.",

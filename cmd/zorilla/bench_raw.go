@@ -180,13 +180,14 @@ func bounce(s io.ReadWriter, msg []byte, reps int64) (time.Duration, error) {
 }
 
 // sweep runs the ping-pong of examples/pingpong on stream s: every size up
-// to max, each with the round trips pingpong.NextReps gives.
+// to max, each with the round trips pingpong.NextReps gives, the fastest of
+// pingpong.Trials trials.
 func sweep(s io.ReadWriter, max int) ([]pingpong.Result, error) {
 	buf := make([]byte, max)
 	reps := int64(pingpong.FirstReps)
 	var out []pingpong.Result
 	for _, size := range pingpong.Sizes(max) {
-		took, err := bounce(s, buf[:size], reps)
+		took, err := pingpong.Best(func() (time.Duration, error) { return bounce(s, buf[:size], reps) })
 		if err != nil {
 			return out, fmt.Errorf("%d bytes: %w", size, err)
 		}

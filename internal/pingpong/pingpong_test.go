@@ -2,6 +2,7 @@ package pingpong
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"os/exec"
 	"slices"
@@ -36,7 +37,7 @@ func TestNextReps(t *testing.T) {
 		took time.Duration
 		want int64
 	}{
-		{"100µs a round trip: twice that next, PerSize/200µs", 100, 10 * time.Millisecond, 500},
+		{"100µs a round trip: twice that next, PerTrial/200µs", 100, 10 * time.Millisecond, 500},
 		{"slow size keeps the floor", 4, 10 * time.Second, minReps},
 		{"very fast size stops at the cap", 1 << 20, time.Microsecond, maxReps},
 		{"no time measured doubles", 16, 0, 32},
@@ -132,5 +133,25 @@ func TestPingpongNoLibp2p(t *testing.T) {
 		if strings.Contains(dep, "libp2p") || strings.Contains(dep, "multiformats") {
 			t.Errorf("examples/pingpong depends on %s", dep)
 		}
+	}
+}
+
+// TestBest: the fastest of Trials trials, each run once; an error ends
+// the trials at once.
+func TestBest(t *testing.T) {
+	var runs int
+	times := []time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond}
+	best, err := Best(func() (time.Duration, error) {
+		d := times[runs%len(times)]
+		runs++
+		return d, nil
+	})
+	if err != nil || best != time.Millisecond || runs != Trials {
+		t.Errorf("Best = %v, %v after %d trials; want 1ms, nil after %d", best, err, runs, Trials)
+	}
+	runs = 0
+	boom := errors.New("boom")
+	if _, err := Best(func() (time.Duration, error) { runs++; return 0, boom }); err != boom || runs != 1 {
+		t.Errorf("Best with a failing trial: %v after %d trials, want boom after 1", err, runs)
 	}
 }
