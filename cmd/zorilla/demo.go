@@ -46,6 +46,7 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + demoExample},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
 			&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the job", Value: time.Minute},
+			&cli.DurationFlag{Name: "checkpoint-every", Usage: "take a checkpoint (where the program calls Comm.Checkpoint) only when `D` has passed since the last one; by default at every call, as submit"},
 		},
 		OnUsageError: onUsageError,
 		Action:       demoAction,
@@ -60,11 +61,13 @@ type demoConfig struct {
 	args             []string
 	keep             bool
 	timeout          time.Duration
+	checkpointEvery  time.Duration
 }
 
 func demoConfigFrom(c *cli.Context) (demoConfig, error) {
 	cfg := demoConfig{agents: c.Int("agents"), procs: c.Int("procs"), n: c.Int("n"),
-		program: c.String("program"), args: c.Args().Slice(), keep: c.Bool("keep"), timeout: c.Duration("timeout")}
+		program: c.String("program"), args: c.Args().Slice(), keep: c.Bool("keep"), timeout: c.Duration("timeout"),
+		checkpointEvery: c.Duration("checkpoint-every")}
 	if cfg.n == 0 && !c.IsSet("n") {
 		cfg.n = cfg.agents
 	}
@@ -85,6 +88,8 @@ func demoConfigFrom(c *cli.Context) (demoConfig, error) {
 		return cfg, fmt.Errorf("-n: must be 1..%d (agents x procs), got %d", cfg.agents*cfg.procs, cfg.n)
 	case cfg.timeout < time.Second:
 		return cfg, fmt.Errorf("--timeout: must be at least 1s, got %v", cfg.timeout)
+	case cfg.checkpointEvery < 0 || cfg.checkpointEvery > job.MaxTimeout:
+		return cfg, fmt.Errorf("--checkpoint-every: must be between 0 and %v, got %v", job.MaxTimeout, cfg.checkpointEvery)
 	}
 	if cfg.program != "" {
 		if err := checkLocalFiles(job.Description{Executable: cfg.program}); err != nil {
@@ -127,6 +132,7 @@ func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Wri
 	}
 	d := job.NewDescription(prog, cfg.args, cfg.n)
 	d.Strategy, d.Timeout, d.Deadline = cfg.strategy, cfg.timeout, 30*time.Second
+	d.CheckpointEvery = cfg.checkpointEvery
 	if err := d.Validate(); err != nil {
 		return job.Record{}, usageError(err)
 	}

@@ -190,6 +190,7 @@ func TestBadCommandLinesExit2(t *testing.T) {
 		{[]string{"demo", "--program", "/no/such/program"}, "no such file"},
 		{[]string{"demo", "--timeout", "1ms"}, "--timeout"},
 		{[]string{"demo", "-a", "round"}, "strategy"},
+		{[]string{"demo", "--checkpoint-every", "-1s"}, "--checkpoint-every"},
 	} {
 		r := zorilla(c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
