@@ -61,8 +61,8 @@ const (
 	// spanMax bounds the span, well below Poll, so that every long poll
 	// still yields a few times and notices when the machine fills up.
 	spanMax = 8 * time.Microsecond
-	// goschedEvery: a poll lets the process's other goroutines run this
-	// often.
+	// goschedEvery: a poll looks this often whether the process's other
+	// goroutines wait for a P, and lets them run if so.
 	goschedEvery = 16 * time.Microsecond
 	// checkEvery: a poll reads the clock (and may yield) once in this
 	// many looks; a look is a few nanoseconds, a clock read some 35 ns.
