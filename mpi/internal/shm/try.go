@@ -2,6 +2,7 @@ package shm
 
 import (
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -176,8 +177,10 @@ func futexWaitAny(ws []futexWaitv, first *uint32, d time.Duration) {
 		var now unix.Timespec
 		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) == nil {
 			ts := unix.NsecToTimespec(now.Nano() + int64(d))
-			_, _, e := unix.Syscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
+			_, _, e := blockingSyscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
 				uintptr(unsafe.Pointer(&ts)), uintptr(unix.CLOCK_MONOTONIC), 0)
+			runtime.KeepAlive(ws)
+			runtime.KeepAlive(&ts)
 			if e != unix.ENOSYS {
 				return
 			}

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"runtime"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -68,12 +69,13 @@ const (
 
 func futexWait(addr *uint32, val uint32, d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
+	_, _, _ = blockingSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
 		uintptr(unsafe.Pointer(&ts)), 0, 0)
+	runtime.KeepAlive(&ts)
 }
 
 // futexWake wakes every sleeper on addr: the read side may have two (a
 // Read and the standby reader).
 func futexWake(addr *uint32) {
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
+	_, _, _ = unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }
