@@ -196,7 +196,7 @@ func (m exchangeMem) waitFor(done func() bool) error {
 				atomic.StoreUint32(m.asleep(me), 0)
 				return nil
 			}
-			futexWait(m.bell(me), seen, Nap)
+			futexWait(m.bell(me), seen, Nap, false)
 			atomic.StoreUint32(m.asleep(me), 0)
 		}
 		if time.Since(start) > floorGiveUp {

@@ -180,6 +180,10 @@ type Ring struct {
 // is used.
 func (r *Ring) CapPolls(d time.Duration) { r.pollCap, r.capped = d, true }
 
+// sleepsAtOnce reports whether this side's polls are capped at 0: it
+// sleeps at every wait, and its sleeps give up their P at once (syscall.go).
+func (r *Ring) sleepsAtOnce() bool { return r.capped && r.pollCap <= 0 }
+
 // poll starts a poll of at most limit, or of the cap.
 func (r *Ring) poll(limit time.Duration) Poller {
 	if r.capped {

@@ -310,7 +310,7 @@ func TestWriteFrameWakesSleeper(t *testing.T) {
 		defer close(woke)
 		close(ready)
 		for atomic.LoadUint32(r.u32(offWake)) == seen { // a futex wait may end spuriously
-			futexWait(r.u32(offWake), seen, time.Hour)
+			futexWait(r.u32(offWake), seen, time.Hour, false)
 		}
 	}()
 	<-ready // (if the frame comes before the sleep, the wait does not begin: the count moved)

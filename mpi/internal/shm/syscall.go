@@ -5,14 +5,19 @@ import (
 	_ "unsafe" // for go:linkname
 )
 
-// A futex sleep tells the Go runtime it blocks (entersyscallblock, as the
-// runtime's own blocking waits do), so the runtime hands the thread's P to
-// other work at once. With the ordinary entry (syscall.Syscall6) the P
-// stays with the sleeping thread until the runtime's monitor (sysmon)
-// takes it back, and each such take puts the monitor back to waking every
-// 20 µs for the next millisecond: with ranks that sleep at every wait
-// (more ranks than cores) it never calmed, and its wake-ups took 15 % of
-// the ranks' processor time in NAS IS (BENCHMARKS.md, issue 17).
+// A side that sleeps at every wait (its polls capped at 0: more ranks than
+// cores) tells the Go runtime that its futex sleeps block
+// (entersyscallblock, as the runtime's own blocking waits do), so the
+// runtime hands the thread's P to other work at once. With the ordinary
+// entry (syscall.Syscall6) the P stays with the sleeping thread until the
+// runtime's monitor (sysmon) takes it back, and each such take puts the
+// monitor back to waking every 20 µs for the next millisecond: in ranks
+// that sleep at every wait it never calmed (in a traced run of NAS IS on 4
+// ranks and 2 cores the ranks' sysmon threads ran 99 of their 635 ms). A
+// side that polls first sleeps less often, and there the hand-off cost
+// more than it saved: the sleeping thread can no longer take its own P
+// back on waking, and one that takes an idle P instead wakes a sysmon
+// asleep (BENCHMARKS.md, issue 17, "sysmon").
 //
 //go:linkname entersyscallblock runtime.entersyscallblock
 func entersyscallblock()

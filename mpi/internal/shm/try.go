@@ -143,7 +143,14 @@ func Sleep(reads, writes []*Ring, d time.Duration) error {
 			return err
 		}
 	}
-	futexWaitAny(ws[:n], first, d)
+	// The rings of one process sleep alike (CapPolls): the first tells.
+	handoff := false
+	if len(reads) > 0 {
+		handoff = reads[0].sleepsAtOnce()
+	} else {
+		handoff = writes[0].sleepsAtOnce()
+	}
+	futexWaitAny(ws[:n], first, d, handoff)
 	return nil
 }
 
@@ -171,14 +178,20 @@ var noWaitv atomic.Bool
 
 // futexWaitAny sleeps until a word of ws no longer holds its value, one
 // is woken, or d has passed. first is ws[0]'s word, the one a kernel
-// without futex_waitv sleeps on.
-func futexWaitAny(ws []futexWaitv, first *uint32, d time.Duration) {
+// without futex_waitv sleeps on. handoff is futexWait's.
+func futexWaitAny(ws []futexWaitv, first *uint32, d time.Duration, handoff bool) {
 	if !noWaitv.Load() {
 		var now unix.Timespec
 		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) == nil {
 			ts := unix.NsecToTimespec(now.Nano() + int64(d))
-			_, _, e := blockingSyscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
-				uintptr(unsafe.Pointer(&ts)), uintptr(unix.CLOCK_MONOTONIC), 0)
+			var e unix.Errno
+			if handoff {
+				_, _, e = blockingSyscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
+					uintptr(unsafe.Pointer(&ts)), uintptr(unix.CLOCK_MONOTONIC), 0)
+			} else {
+				_, _, e = unix.Syscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
+					uintptr(unsafe.Pointer(&ts)), uintptr(unix.CLOCK_MONOTONIC), 0)
+			}
 			runtime.KeepAlive(ws)
 			runtime.KeepAlive(&ts)
 			if e != unix.ENOSYS {
@@ -187,5 +200,5 @@ func futexWaitAny(ws []futexWaitv, first *uint32, d time.Duration) {
 			noWaitv.Store(true)
 		}
 	}
-	futexWait(first, uint32(ws[0].val), min(d, sleepFallback))
+	futexWait(first, uint32(ws[0].val), min(d, sleepFallback), handoff)
 }

@@ -43,7 +43,7 @@ func (r *Ring) wait(word int, arm, disarm func(), spin bool, ready func() (bool,
 			disarm()
 			return err
 		}
-		futexWait(r.u32(word), seen, Nap)
+		futexWait(r.u32(word), seen, Nap, r.sleepsAtOnce())
 		disarm()
 		if ok, err := ready(); ok || err != nil {
 			return err
@@ -67,15 +67,22 @@ const (
 	futexWakeOp = 1
 )
 
-func futexWait(addr *uint32, val uint32, d time.Duration) {
+// futexWait sleeps while *addr holds val, for at most d; handoff says
+// whether the sleep gives the thread's P up at once (syscall.go).
+func futexWait(addr *uint32, val uint32, d time.Duration, handoff bool) {
 	ts := unix.NsecToTimespec(int64(d))
-	_, _, _ = blockingSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
-		uintptr(unsafe.Pointer(&ts)), 0, 0)
+	if handoff {
+		_, _, _ = blockingSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
+			uintptr(unsafe.Pointer(&ts)), 0, 0)
+	} else {
+		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
+			uintptr(unsafe.Pointer(&ts)), 0, 0)
+	}
 	runtime.KeepAlive(&ts)
 }
 
 // futexWake wakes every sleeper on addr: the read side may have two (a
 // Read and the standby reader).
 func futexWake(addr *uint32) {
-	_, _, _ = unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, 1<<30, 0, 0, 0)
 }
