@@ -94,8 +94,12 @@ func DecodeNeed(b []byte) (Need, error) {
 	if err := wire.DecodeJSON(b, &n); err != nil {
 		return n, fmt.Errorf("job: decode need: %w", err)
 	}
+	// An empty list means none, as an absent one does (and encodes as one).
 	if len(n.Req.Labels) == 0 {
-		n.Req.Labels = nil // "labels": [] means none, as an absent list does
+		n.Req.Labels = nil
+	}
+	if len(n.YieldWith) == 0 {
+		n.YieldWith = nil
 	}
 	if err := n.Validate(); err != nil {
 		return n, fmt.Errorf("job: need: %w", err)
