@@ -252,7 +252,9 @@ var global struct {
 
 // Init connects this process to its agent using the ZORILLA_* environment
 // variables the agent sets, and waits for the job to start. Use World to get
-// the world communicator.
+// the world communicator. On a host with more of the job's ranks than
+// cores, Init leaves the Go runtime a single P unless the GOMAXPROCS
+// environment variable is set (procs.go).
 func Init(ctx context.Context) error {
 	global.mu.Lock()
 	defer global.mu.Unlock()
@@ -267,6 +269,7 @@ func Init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.fitProcs()
 	global.s = s
 	return nil
 }
