@@ -55,7 +55,7 @@ func statsCounts(t *testing.T, shm bool) {
 				}
 			}
 		case 2:
-			for range 2 { // warmUp's round trips
+			for range warmUpTrips { // warmUp's round trips
 				if _, err := mpi.Recv(cm, buf, 0, 1); err != nil {
 					return err
 				}
@@ -103,6 +103,9 @@ func statsCounts(t *testing.T, shm bool) {
 	}
 }
 
+// warmUpTrips is how many round trips warmUp makes.
+const warmUpTrips = 2
+
 // warmUp is rank 0's two round trips to rank 2, on tag 1. A link's first
 // frame may cross twice: resent from the log as the stream starts, and
 // sent by its sender, which waited for the stream and, on a loaded
@@ -111,7 +114,7 @@ func statsCounts(t *testing.T, shm bool) {
 // ordered stream, so when its answer is back both copies were counted on
 // both sides.
 func warmUp(cm *mpi.Comm, buf []int64) error {
-	for range 2 {
+	for range warmUpTrips {
 		if err := mpi.Send(cm, buf, 2, 1); err != nil {
 			return err
 		}

@@ -25,8 +25,17 @@ func entersyscallblock()
 //go:linkname exitsyscall runtime.exitsyscall
 func exitsyscall()
 
-// blockingSyscall6 is syscall.Syscall6 for a system call that sleeps.
-// Callers keep what their arguments point to alive (runtime.KeepAlive).
+// sleepSyscall6 makes a system call that sleeps, handing the thread's P
+// off at once when handoff says so. Callers keep what their arguments
+// point to alive (runtime.KeepAlive).
+func sleepSyscall6(handoff bool, trap, a1, a2, a3, a4, a5, a6 uintptr) (r1, r2 uintptr, err syscall.Errno) {
+	if handoff {
+		return blockingSyscall6(trap, a1, a2, a3, a4, a5, a6)
+	}
+	return syscall.Syscall6(trap, a1, a2, a3, a4, a5, a6)
+}
+
+// blockingSyscall6 is syscall.Syscall6 for a system call that sleeps long.
 //
 //go:nosplit
 func blockingSyscall6(trap, a1, a2, a3, a4, a5, a6 uintptr) (r1, r2 uintptr, err syscall.Errno) {

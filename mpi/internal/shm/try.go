@@ -144,13 +144,11 @@ func Sleep(reads, writes []*Ring, d time.Duration) error {
 		}
 	}
 	// The rings of one process sleep alike (CapPolls): the first tells.
-	handoff := false
+	lead := writes
 	if len(reads) > 0 {
-		handoff = reads[0].sleepsAtOnce()
-	} else {
-		handoff = writes[0].sleepsAtOnce()
+		lead = reads
 	}
-	futexWaitAny(ws[:n], first, d, handoff)
+	futexWaitAny(ws[:n], first, d, lead[0].sleepsAtOnce())
 	return nil
 }
 
@@ -184,14 +182,8 @@ func futexWaitAny(ws []futexWaitv, first *uint32, d time.Duration, handoff bool)
 		var now unix.Timespec
 		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &now) == nil {
 			ts := unix.NsecToTimespec(now.Nano() + int64(d))
-			var e unix.Errno
-			if handoff {
-				_, _, e = blockingSyscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
-					uintptr(unsafe.Pointer(&ts)), uintptr(unix.CLOCK_MONOTONIC), 0)
-			} else {
-				_, _, e = unix.Syscall6(unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
-					uintptr(unsafe.Pointer(&ts)), uintptr(unix.CLOCK_MONOTONIC), 0)
-			}
+			_, _, e := sleepSyscall6(handoff, unix.SYS_FUTEX_WAITV, uintptr(unsafe.Pointer(&ws[0])), uintptr(len(ws)), 0,
+				uintptr(unsafe.Pointer(&ts)), uintptr(unix.CLOCK_MONOTONIC), 0)
 			runtime.KeepAlive(ws)
 			runtime.KeepAlive(&ts)
 			if e != unix.ENOSYS {

@@ -71,13 +71,8 @@ const (
 // whether the sleep gives the thread's P up at once (syscall.go).
 func futexWait(addr *uint32, val uint32, d time.Duration, handoff bool) {
 	ts := unix.NsecToTimespec(int64(d))
-	if handoff {
-		_, _, _ = blockingSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
-			uintptr(unsafe.Pointer(&ts)), 0, 0)
-	} else {
-		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
-			uintptr(unsafe.Pointer(&ts)), 0, 0)
-	}
+	_, _, _ = sleepSyscall6(handoff, unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val),
+		uintptr(unsafe.Pointer(&ts)), 0, 0)
 	runtime.KeepAlive(&ts)
 }
 
