@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Checkpoints (issue 16), the submitter's side. A job's ranks take
@@ -24,24 +25,6 @@ import (
 // again from its last complete checkpoint: each new host stages its ranks'
 // files like inputs (verified by hash) and each rank finds its own in
 // ZORILLA_RESTORE.
-
-// RepCheckpoint is a chunk of a rank's checkpoint file (Report.Ckpt says
-// which; Data, EOF as for RepFile).
-const RepCheckpoint ReportKind = "checkpoint"
-
-// CheckpointPart names the checkpoint file a RepCheckpoint chunk belongs to.
-type CheckpointPart struct {
-	Num  uint64 `json:"num"`
-	Size int64  `json:"size"`
-	Sum  string `json:"sum"` // sha256 the rank computed, hex
-	// Copies are the agents other than the host and the submitter that
-	// hold the file (checkpoint_copy.go), on the last chunk.
-	Copies []peer.ID `json:"copies,omitempty"`
-}
-
-func (p CheckpointPart) same(q CheckpointPart) bool {
-	return p.Num == q.Num && p.Size == q.Size && p.Sum == q.Sum
-}
 
 // CheckpointFile is one rank's file of a checkpoint in the manifest.
 type CheckpointFile struct {
@@ -72,23 +55,6 @@ func (c Checkpoint) Bytes() int64 {
 	return n
 }
 
-// Restore is a rank's file of the checkpoint a run restarts from.
-type Restore struct {
-	Rank int     `json:"rank"`
-	Num  uint64  `json:"num"`
-	File FileRef `json:"file"`
-	// Copies are agents other than the submitter that may hold the file
-	// (CopyProtocol), asked in order when the submitter's copy fails.
-	Copies []peer.ID `json:"copies,omitempty"`
-}
-
-// RestoreName is the name of rank's file of checkpoint num in a job folder
-// (the mpi library's own name for it).
-func RestoreName(num uint64, rank int) string { return fmt.Sprintf("ckpt-%d.rank-%d", num, rank) }
-
-// MaxCheckpointFile bounds one rank's checkpoint file the submitter keeps.
-const MaxCheckpointFile = 4 << 30
-
 // LastComplete is the newest complete checkpoint of r, if any.
 func (r Record) LastComplete() (Checkpoint, bool) {
 	for i := len(r.Checkpoints) - 1; i >= 0; i-- {
@@ -100,13 +66,13 @@ func (r Record) LastComplete() (Checkpoint, bool) {
 }
 
 // restores are the files of checkpoint c for the ranks in procs.
-func restores(c Checkpoint, procs []Proc, submitter peer.ID) []Restore {
-	var out []Restore
+func restores(c Checkpoint, procs []proto.Proc, submitter peer.ID) []proto.Restore {
+	var out []proto.Restore
 	for _, p := range procs {
 		for _, f := range c.Files {
 			if f.Rank == p.Rank {
-				out = append(out, Restore{Rank: p.Rank, Num: c.Num,
-					File:   FileRef{Name: RestoreName(c.Num, p.Rank), Hash: f.Hash, Size: f.Size},
+				out = append(out, proto.Restore{Rank: p.Rank, Num: c.Num,
+					File:   proto.FileRef{Name: proto.RestoreName(c.Num, p.Rank), Hash: f.Hash, Size: f.Size},
 					Copies: slices.DeleteFunc(slices.Clone(f.Copies), func(q peer.ID) bool { return q == submitter })})
 			}
 		}
@@ -239,7 +205,7 @@ func (ss *session) grantCheckpoints() []string {
 
 // isJobFile reports whether h is the program's or an input's.
 func (ss *session) isJobFile(h string) bool {
-	for _, f := range append([]FileRef{ss.sub.Program}, ss.sub.Inputs...) {
+	for _, f := range append([]proto.FileRef{ss.sub.Program}, ss.sub.Inputs...) {
 		if f.Hash == h {
 			return true
 		}
@@ -301,7 +267,7 @@ func (ss *session) resumeFrom() uint64 {
 }
 
 // restoreFor are the checkpoint files of procs for the next run.
-func (ss *session) restoreFor(procs []Proc) []Restore {
+func (ss *session) restoreFor(procs []proto.Proc) []proto.Restore {
 	c, ok := ss.rec.LastComplete()
 	if !ok || ss.sub.Desc.Replicas != 1 {
 		return nil

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Copies of checkpoint files on agents other than the submitter: a host
@@ -20,35 +20,6 @@ import (
 // fails; every copy is checked against the file's sha256. The submitter
 // drops them when a newer checkpoint is complete or the job ends; a holder
 // forgets copies nobody asked about for CopyTTL.
-
-// CopyProtocol: agent -> agent holding checkpoint copies; one CopyRequest,
-// then for "put" Size raw bytes, answered by a FetchReply (for "get",
-// followed by Size raw bytes).
-const CopyProtocol protocol.ID = "/zorilla/ckpt/1.0.0"
-
-// Operations of CopyRequest.
-const (
-	CopyPut  = "put"
-	CopyGet  = "get"
-	CopyDrop = "drop" // Hashes, or every copy of the job when empty
-)
-
-// MaxCopyRequest bounds a CopyRequest (a drop lists up to MaxProcs hashes).
-const MaxCopyRequest = 512 << 10
-
-// CopyTTL is how long a holder keeps a job's copies after the last request
-// about them.
-const CopyTTL = time.Hour
-
-// CopyRequest asks a holder to keep, send or drop a job's checkpoint file.
-type CopyRequest struct {
-	Op     string   `json:"op"`
-	Job    ID       `json:"job"`
-	Key    string   `json:"key"`
-	Hash   string   `json:"hash,omitempty"`
-	Size   int64    `json:"size,omitempty"`
-	Hashes []string `json:"hashes,omitempty"`
-}
 
 // dropCopies tells the holders of the files in cps (other than this agent
 // and the hosts of the run) to drop them, in the background: a holder that
@@ -65,21 +36,21 @@ func (ss *session) dropCopies(cps []Checkpoint) {
 		}
 	}
 	for p, hashes := range byPeer {
-		req := CopyRequest{Op: CopyDrop, Job: ss.id, Key: string(ss.key), Hashes: hashes}
+		req := proto.CopyRequest{Op: proto.CopyDrop, Job: ss.id, Key: string(ss.key), Hashes: hashes}
 		ss.s.wg.Add(1)
 		go func() {
 			defer ss.s.wg.Done()
 			ctx, cancel := context.WithTimeout(ss.s.ctx, 10*time.Second)
 			defer cancel()
-			st, err := ss.s.ep.Open(ctx, p, CopyProtocol)
+			st, err := ss.s.ep.Open(ctx, p, proto.CopyProtocol)
 			if err != nil {
 				return
 			}
 			defer st.Close()
 			_ = st.SetDeadline(time.Now().Add(10 * time.Second))
 			if wire.WriteJSON(st, req) == nil {
-				var rep FetchReply
-				_ = wire.ReadJSON(bufio.NewReader(st), MaxReplySize, &rep)
+				var rep proto.FetchReply
+				_ = wire.ReadJSON(bufio.NewReader(st), proto.MaxReplySize, &rep)
 			}
 		}()
 	}

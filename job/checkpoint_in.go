@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The submitter's intake of checkpoint files: RepCheckpoint chunks checked
@@ -19,7 +20,7 @@ import (
 // here against the session's state, then written by the session's
 // ckptWriter. A file whose bytes do not hash to what its rank announced is
 // dropped, and so is its checkpoint (it can never be complete).
-func (ss *session) checkpointChunk(from peer.ID, e Report) {
+func (ss *session) checkpointChunk(from peer.ID, e proto.Report) {
 	if err := ss.checkChunk(from, e); err != nil {
 		ss.notKept(e.Rank, err)
 		if e.Ckpt != nil {
@@ -35,7 +36,7 @@ func (ss *session) checkpointChunk(from peer.ID, e Report) {
 
 // checkChunk checks what the session knows of a chunk: whose it is, and
 // that its checkpoint can still be complete.
-func (ss *session) checkChunk(from peer.ID, e Report) error {
+func (ss *session) checkChunk(from peer.ID, e proto.Report) error {
 	p := e.Ckpt
 	switch {
 	case p == nil || p.Num == 0:
@@ -46,8 +47,8 @@ func (ss *session) checkChunk(from peer.ID, e Report) error {
 		return errors.New("a replicated job takes no checkpoints")
 	case !ss.runsRank(from, e.Rank):
 		return fmt.Errorf("host %s does not run rank %d", shortPeer(from), e.Rank)
-	case p.Size < 0 || p.Size > MaxCheckpointFile:
-		return fmt.Errorf("%d bytes, at most %d kept", p.Size, int64(MaxCheckpointFile))
+	case p.Size < 0 || p.Size > proto.MaxCheckpointFile:
+		return fmt.Errorf("%d bytes, at most %d kept", p.Size, int64(proto.MaxCheckpointFile))
 	}
 	if last, ok := ss.rec.LastComplete(); ok && p.Num <= last.Num {
 		return fmt.Errorf("checkpoint %d is older than complete checkpoint %d", p.Num, last.Num)
@@ -110,5 +111,5 @@ func copiesOf(in *ckptIn, self peer.ID) []peer.ID {
 // runsRank reports whether host p runs rank in the current attempt.
 func (ss *session) runsRank(p peer.ID, rank int) bool {
 	h := ss.hosts[p]
-	return h != nil && slices.ContainsFunc(h.plan.Procs, func(q Proc) bool { return q.Rank == rank })
+	return h != nil && slices.ContainsFunc(h.plan.Procs, func(q proto.Proc) bool { return q.Rank == rank })
 }

@@ -3,6 +3,8 @@ package job
 import (
 	"testing"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // TestAddFile: a checkpoint is complete exactly when every rank's file is
@@ -95,8 +97,8 @@ func nums(cps []Checkpoint) []uint64 {
 // checkpoint, under the library's name, and a rank without one gets none.
 func TestRestores(t *testing.T) {
 	cp := Checkpoint{Num: 7, Files: []CheckpointFile{{Rank: 0, Hash: "a", Size: 1}, {Rank: 1, Hash: "b", Size: 2}}}
-	got := restores(cp, []Proc{{Rank: 1}, {Rank: 5}}, "")
-	if len(got) != 1 || got[0].Rank != 1 || got[0].Num != 7 || got[0].File != (FileRef{Name: "ckpt-7.rank-1", Hash: "b", Size: 2}) {
+	got := restores(cp, []proto.Proc{{Rank: 1}, {Rank: 5}}, "")
+	if len(got) != 1 || got[0].Rank != 1 || got[0].Num != 7 || got[0].File != (proto.FileRef{Name: "ckpt-7.rank-1", Hash: "b", Size: 2}) {
 		t.Fatalf("restores = %+v", got)
 	}
 }

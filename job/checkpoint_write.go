@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The files of checkpoints arriving are written off the session's loop:
@@ -62,7 +63,7 @@ type ckptOp struct {
 
 // ckptIn is a checkpoint file arriving.
 type ckptIn struct {
-	part CheckpointPart
+	part proto.CheckpointPart
 	from peer.ID
 	f    *os.File
 	sum  hash.Hash
@@ -74,7 +75,7 @@ type ckptIn struct {
 type ckptChunk struct {
 	from peer.ID
 	rank int
-	part CheckpointPart
+	part proto.CheckpointPart
 	data []byte
 	eof  bool
 }
@@ -186,7 +187,7 @@ func (w *ckptWriter) append(key string, c *ckptChunk) error {
 		in = &ckptIn{part: p, from: c.from, f: f, sum: sha256.New(), at: time.Now()}
 		w.files[key] = in
 	}
-	if in.from != c.from || !in.part.same(p) {
+	if in.from != c.from || !in.part.Same(p) {
 		return fmt.Errorf("checkpoint %d: chunks from two hosts or of two files", p.Num)
 	}
 	if in.n+int64(len(c.data)) > p.Size {

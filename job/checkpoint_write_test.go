@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // writerFixture is a checkpoint writer over a real blob store, and the
@@ -32,7 +33,7 @@ func writerFixture(t *testing.T) (*ckptWriter, *blob.Store, string, context.Canc
 // chunks cuts data into chunks of n bytes of rank's file num.
 func chunks(from peer.ID, rank int, num uint64, data []byte, n int) []*ckptChunk {
 	sum := sha256.Sum256(data)
-	part := CheckpointPart{Num: num, Size: int64(len(data)), Sum: hex.EncodeToString(sum[:])}
+	part := proto.CheckpointPart{Num: num, Size: int64(len(data)), Sum: hex.EncodeToString(sum[:])}
 	var out []*ckptChunk
 	for off := 0; ; off += n {
 		end := min(off+n, len(data))

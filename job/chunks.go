@@ -4,6 +4,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // GrantChunks lets any peer holding a job's key have that job's files in
@@ -14,7 +15,7 @@ func (s *Submitter) GrantChunks(id, key string, h blob.Hash, _ peer.ID) (ok, own
 	if ss == nil || key != string(ss.key) {
 		return false, false
 	}
-	for _, f := range append([]FileRef{ss.sub.Program}, ss.sub.Inputs...) {
+	for _, f := range append([]proto.FileRef{ss.sub.Program}, ss.sub.Inputs...) {
 		if f.Hash == h.String() {
 			return true, true
 		}

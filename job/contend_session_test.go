@@ -13,6 +13,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // A reserving job that cannot be placed yet, told by a worker that an
@@ -21,7 +22,7 @@ import (
 // is ShouldYield's table.)
 func TestYieldGivesBackAContestedLease(t *testing.T) {
 	req := yieldScenario(t, 2)
-	if req.Op != OpCancel || req.Lease != "lease-0" {
+	if req.Op != proto.OpCancel || req.Lease != "lease-0" {
 		t.Fatalf("after a yield the worker got %s of %s, want cancel of lease-0", req.Op, req.Lease)
 	}
 }
@@ -29,7 +30,7 @@ func TestYieldGivesBackAContestedLease(t *testing.T) {
 // yieldScenario submits a job of n=3, has offers workers offer one slot
 // each, then the first of them ask it to yield, and returns the first
 // lease request a worker gets after that.
-func yieldScenario(t *testing.T, offers int) LeaseRequest {
+func yieldScenario(t *testing.T, offers int) proto.LeaseRequest {
 	mn, err := mocknet.FullMeshConnected(1 + offers)
 	if err != nil {
 		t.Fatal(err)
@@ -60,12 +61,12 @@ func yieldScenario(t *testing.T, offers int) LeaseRequest {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Close() })
-	cancels := make(chan LeaseRequest, 16)
+	cancels := make(chan proto.LeaseRequest, 16)
 	for _, w := range hosts[1:] {
-		answerLeases(t, w, func(req LeaseRequest) { cancels <- req })
+		answerLeases(t, w, func(req proto.LeaseRequest) { cancels <- req })
 	}
 	d := NewDescription("true.sh", nil, 3)
-	if _, err := sub.Submit(Submission{Desc: d, Program: FileRef{Name: "true.sh", Hash: h.String(), Size: size}}); err != nil {
+	if _, err := sub.Submit(Submission{Desc: d, Program: proto.FileRef{Name: "true.sh", Hash: h.String(), Size: size}}); err != nil {
 		t.Fatal(err)
 	}
 	id := ID(<-ads)
@@ -73,18 +74,18 @@ func yieldScenario(t *testing.T, offers int) LeaseRequest {
 	defer cancel()
 	for i, w := range hosts[1:] {
 		wep := rpc.New(w)
-		var reply OfferReply
-		msg := OfferMsg{Job: id, Lease: fmt.Sprintf("lease-%d", i), Slots: 1, Cores: 1, Expires: time.Now().Add(time.Minute)}
-		err := wep.Call(ctx, hosts[0].ID(), OfferProtocol, msg, &reply, MaxReplySize)
+		var reply proto.OfferReply
+		msg := proto.OfferMsg{Job: id, Lease: fmt.Sprintf("lease-%d", i), Slots: 1, Cores: 1, Expires: time.Now().Add(time.Minute)}
+		err := wep.Call(ctx, hosts[0].ID(), proto.OfferProtocol, msg, &reply, proto.MaxReplySize)
 		_ = wep.Close()
 		if err != nil || !reply.Keep {
 			t.Fatalf("offer %d: %v %q", i, err, reply.Reason)
 		}
 	}
-	tell := func(from int, msg DeclineMsg) {
+	tell := func(from int, msg proto.DeclineMsg) {
 		wep := rpc.New(hosts[from])
 		defer wep.Close()
-		st, err := wep.Open(ctx, hosts[0].ID(), DeclineProtocol)
+		st, err := wep.Open(ctx, hosts[0].ID(), proto.DeclineProtocol)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,12 +94,12 @@ func yieldScenario(t *testing.T, offers int) LeaseRequest {
 		}
 		_ = st.Close()
 	}
-	tell(1, DeclineMsg{Job: id, Code: DeclineYield})
+	tell(1, proto.DeclineMsg{Job: id, Code: proto.DeclineYield})
 	select {
 	case req := <-cancels:
 		return req
 	case <-ctx.Done():
 		t.Fatal("no lease request after a yield")
-		return LeaseRequest{}
+		return proto.LeaseRequest{}
 	}
 }

@@ -6,70 +6,14 @@ import (
 	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
-
-// DeclineProtocol: worker -> submitter, one DeclineMsg saying why the
-// worker makes no offer for a job it saw advertised. No answer: the
-// submitter only counts it. Workers rate-limit what they send.
-const DeclineProtocol protocol.ID = "/zorilla/decline/1.0.0"
-
-// MaxDeclineSize bounds a DeclineMsg on the wire.
-const MaxDeclineSize = 1 << 10
-
-// MaxDeclineDetail bounds a decline's detail ("mem=8G", "os=windows").
-const MaxDeclineDetail = 64
-
-// DeclineCode says, in one word, why a worker declined an advert.
-type DeclineCode string
-
-// The reasons a worker declines. Requirement and Memory carry a Detail in
-// the syntax of --require (os=windows, arch=arm64, cores=8, label=gpu,
-// mem=8G).
-const (
-	DeclinePolicy      DeclineCode = "policy"      // the owner does not run this submitter's jobs
-	DeclineBusy        DeclineCode = "busy"        // J applications already run or are reserved
-	DeclineSlots       DeclineCode = "slots"       // no free process slot (P, cores in use)
-	DeclineRequirement DeclineCode = "requirement" // os, arch, label or cores not met
-	DeclineMemory      DeclineCode = "memory"      // not enough memory free
-	DeclineDraining    DeclineCode = "draining"    // the agent is stopping
-	DeclineSize        DeclineCode = "size"        // the job is larger than the owner takes (Detail: "n*r<=4096")
-	// DeclineYield is not a refusal of an advert: the worker tells a job
-	// holding an uncommitted lease there that an earlier job (Precedes)
-	// waits for those slots; a job that cannot be placed yet gives them
-	// back (ShouldYield) and stays in the worker's queue.
-	DeclineYield DeclineCode = "yield"
-)
-
-var declineCodes = map[DeclineCode]bool{DeclinePolicy: true, DeclineBusy: true, DeclineSlots: true,
-	DeclineRequirement: true, DeclineMemory: true, DeclineDraining: true, DeclineSize: true, DeclineYield: true}
-
-// DeclineMsg is a worker's "no" to an advert, with the reason.
-type DeclineMsg struct {
-	Job    ID          `json:"job"`
-	Code   DeclineCode `json:"code"`
-	Detail string      `json:"detail,omitempty"`
-}
-
-// Validate checks a decline read from the wire.
-func (m DeclineMsg) Validate() error {
-	if _, err := ParseID(string(m.Job)); err != nil {
-		return fmt.Errorf("decline: %w", err)
-	}
-	if !declineCodes[m.Code] {
-		return fmt.Errorf("decline: unknown code %q", m.Code)
-	}
-	if len(m.Detail) > MaxDeclineDetail || strings.ContainsFunc(m.Detail, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return fmt.Errorf("decline: detail of %d bytes, or with control characters", len(m.Detail))
-	}
-	return nil
-}
 
 // DeclineCount is how many agents declined a job for one reason.
 type DeclineCount struct {
-	Code   DeclineCode `json:"code"`
-	Detail string      `json:"detail,omitempty"`
-	Agents int         `json:"agents"`
+	Code   proto.DeclineCode `json:"code"`
+	Detail string            `json:"detail,omitempty"`
+	Agents int               `json:"agents"`
 }
 
 // MaxDeclineKinds bounds the distinct (code, detail) pairs a record keeps;
@@ -89,7 +33,7 @@ type declines struct {
 
 // add counts one agent's decline; an agent that declined before keeps its
 // first reason.
-func (d *declines) add(from peer.ID, m DeclineMsg) {
+func (d *declines) add(from peer.ID, m proto.DeclineMsg) {
 	if d.by == nil {
 		d.by = map[peer.ID]DeclineCount{}
 	}
@@ -124,7 +68,7 @@ func (d *declines) counts() []DeclineCount {
 		return out[i].Detail < out[j].Detail
 	})
 	if len(out) > MaxDeclineKinds {
-		rest := map[DeclineCode]int{}
+		rest := map[proto.DeclineCode]int{}
 		for _, c := range out[MaxDeclineKinds-1:] {
 			rest[c.Code] += c.Agents
 		}
@@ -174,15 +118,15 @@ func declineWords(c DeclineCount) string {
 		return p
 	}
 	switch c.Code {
-	case DeclinePolicy:
+	case proto.DeclinePolicy:
 		return fmt.Sprintf("%d %s not allow you", c.Agents, verb("does", "do"))
-	case DeclineBusy:
+	case proto.DeclineBusy:
 		return fmt.Sprintf("%d %s busy", c.Agents, verb("is", "are"))
-	case DeclineSlots:
+	case proto.DeclineSlots:
 		return fmt.Sprintf("%d %s no free slot", c.Agents, verb("has", "have"))
-	case DeclineDraining:
+	case proto.DeclineDraining:
 		return fmt.Sprintf("%d %s stopping", c.Agents, verb("is", "are"))
-	case DeclineSize:
+	case proto.DeclineSize:
 		return fmt.Sprintf("%d %s only jobs of %s processes", c.Agents, verb("takes", "take"), c.Detail)
 	default: // requirement, memory
 		what := c.Detail

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func TestSeenSummary(t *testing.T) {
@@ -27,16 +28,16 @@ func TestSeenSummary(t *testing.T) {
 	}{
 		{name: "nobody answered", want: ""},
 		{name: "the issue's example", offers: nil, declined: []DeclineCount{
-			{Code: DeclinePolicy, Agents: 18}, {Code: DeclineBusy, Agents: 5}, {Code: DeclineMemory, Detail: "mem=8G", Agents: 1}},
+			{Code: proto.DeclinePolicy, Agents: 18}, {Code: proto.DeclineBusy, Agents: 5}, {Code: proto.DeclineMemory, Detail: "mem=8G", Agents: 1}},
 			want: "24 agents saw the advert: 18 do not allow you, 5 are busy, 1 lacks mem=8G"},
 		{name: "offers and declines", offers: offers(2, 4), declined: []DeclineCount{
-			{Code: DeclineRequirement, Detail: "os=windows", Agents: 3}, {Code: DeclineSlots, Agents: 1}},
+			{Code: proto.DeclineRequirement, Detail: "os=windows", Agents: 3}, {Code: proto.DeclineSlots, Agents: 1}},
 			want: "6 agents saw the advert: 2 offered 6 slots, 3 lack os=windows, 1 has no free slot"},
-		{name: "one agent", declined: []DeclineCount{{Code: DeclinePolicy, Agents: 1}},
+		{name: "one agent", declined: []DeclineCount{{Code: proto.DeclinePolicy, Agents: 1}},
 			want: "1 agent saw the advert: 1 does not allow you"},
-		{name: "draining", declined: []DeclineCount{{Code: DeclineDraining, Agents: 2}},
+		{name: "draining", declined: []DeclineCount{{Code: proto.DeclineDraining, Agents: 2}},
 			want: "2 agents saw the advert: 2 are stopping"},
-		{name: "too large", declined: []DeclineCount{{Code: DeclineSize, Detail: "n*r<=4096", Agents: 3}},
+		{name: "too large", declined: []DeclineCount{{Code: proto.DeclineSize, Detail: "n*r<=4096", Agents: 3}},
 			want: "3 agents saw the advert: 3 take only jobs of n*r<=4096 processes"},
 	}
 	for _, tt := range tests {
@@ -52,20 +53,20 @@ func TestSeenSummary(t *testing.T) {
 // leaves the declines; the kinds a record keeps are bounded.
 func TestDeclineTally(t *testing.T) {
 	var d declines
-	d.add("a", DeclineMsg{Code: DeclineBusy})
-	d.add("a", DeclineMsg{Code: DeclinePolicy})
-	d.add("b", DeclineMsg{Code: DeclinePolicy})
-	d.add("c", DeclineMsg{Code: DeclinePolicy})
-	d.add("e", DeclineMsg{Code: DeclineMemory, Detail: "mem=8G"})
+	d.add("a", proto.DeclineMsg{Code: proto.DeclineBusy})
+	d.add("a", proto.DeclineMsg{Code: proto.DeclinePolicy})
+	d.add("b", proto.DeclineMsg{Code: proto.DeclinePolicy})
+	d.add("c", proto.DeclineMsg{Code: proto.DeclinePolicy})
+	d.add("e", proto.DeclineMsg{Code: proto.DeclineMemory, Detail: "mem=8G"})
 	d.offered("e")
 	got := d.counts()
-	want := []DeclineCount{{Code: DeclinePolicy, Agents: 2}, {Code: DeclineBusy, Agents: 1}}
+	want := []DeclineCount{{Code: proto.DeclinePolicy, Agents: 2}, {Code: proto.DeclineBusy, Agents: 1}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("counts %v, want %v", got, want)
 	}
 	var many declines
 	for i := range 3 * MaxDeclineKinds {
-		many.add(peer.ID(fmt.Sprint("p", i)), DeclineMsg{Code: DeclineRequirement, Detail: fmt.Sprintf("label=l%d", i)})
+		many.add(peer.ID(fmt.Sprint("p", i)), proto.DeclineMsg{Code: proto.DeclineRequirement, Detail: fmt.Sprintf("label=l%d", i)})
 	}
 	kinds, agents := many.counts(), 0
 	for _, c := range kinds {
@@ -76,31 +77,13 @@ func TestDeclineTally(t *testing.T) {
 	}
 }
 
-func TestDeclineMsgValidate(t *testing.T) {
-	for _, tt := range []struct {
-		m  DeclineMsg
-		ok bool
-	}{
-		{DeclineMsg{Job: "j1", Code: DeclineBusy}, true},
-		{DeclineMsg{Job: "j1", Code: DeclineMemory, Detail: "mem=8G"}, true},
-		{DeclineMsg{Job: "../x", Code: DeclineBusy}, false},
-		{DeclineMsg{Job: "j1", Code: "bored"}, false},
-		{DeclineMsg{Job: "j1", Code: DeclineRequirement, Detail: strings.Repeat("x", MaxDeclineDetail+1)}, false},
-		{DeclineMsg{Job: "j1", Code: DeclineRequirement, Detail: "os=\x1b[2J"}, false},
-	} {
-		if err := tt.m.Validate(); (err == nil) != tt.ok {
-			t.Errorf("%+v: %v", tt.m, err)
-		}
-	}
-}
-
 func FuzzDecodeDecline(f *testing.F) {
 	f.Add([]byte(`{"job":"j1","code":"busy"}`))
 	f.Add([]byte(`{"job":"j1","code":"memory","detail":"mem=8G"}`))
 	f.Add([]byte(`{"job":"j1","code":"policy","extra":1}`))
 	f.Add([]byte(`{"job":"j1","code":"requirement","detail":"\u0000"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var m DeclineMsg
+		var m proto.DeclineMsg
 		if wire.DecodeJSON(b, &m) != nil || m.Validate() != nil {
 			return
 		}
@@ -113,7 +96,7 @@ func FuzzDecodeDecline(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back DeclineMsg
+		var back proto.DeclineMsg
 		if err := wire.DecodeJSON(enc, &back); err != nil || back != m {
 			t.Fatalf("round trip: %+v, %v", back, err)
 		}

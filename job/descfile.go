@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // MaxDescriptionSize bounds a job file.
@@ -80,7 +81,7 @@ func (f descFile) description() Description {
 		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes, Replicas: f.Replicas, PMI: f.PMI,
 		Strategy: f.Strategy, Prefer: f.Prefer, Inputs: f.Inputs, Outputs: f.Outputs, Env: f.Env,
 		Stdout: f.Stdout, Stderr: f.Stderr, Timeout: time.Duration(f.Timeout), Deadline: time.Duration(f.Deadline),
-		Require: Requirements{OS: f.Require.OS, Arch: f.Require.Arch, MinCores: f.Require.Cores,
+		Require: proto.Requirements{OS: f.Require.OS, Arch: f.Require.Arch, MinCores: f.Require.Cores,
 			MinMemory: int64(f.Require.Memory), Labels: f.Require.Labels},
 	}
 }
@@ -185,7 +186,7 @@ func LoadDescription(path string) (Description, error) {
 // fileSize is a byte count written "2G" or as a plain number.
 type fileSize int64
 
-func (s fileSize) MarshalJSON() ([]byte, error) { return json.Marshal(FormatSize(int64(s))) }
+func (s fileSize) MarshalJSON() ([]byte, error) { return json.Marshal(proto.FormatSize(int64(s))) }
 
 func (s *fileSize) UnmarshalJSON(b []byte) error {
 	text := string(b)
@@ -194,7 +195,7 @@ func (s *fileSize) UnmarshalJSON(b []byte) error {
 			return err
 		}
 	}
-	n, err := ParseSize(text)
+	n, err := proto.ParseSize(text)
 	*s = fileSize(n)
 	return err
 }
@@ -203,7 +204,7 @@ func (s *fileSize) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return &valueError{n.Line, "", errors.New("want a size such as 2G")}
 	}
-	v, err := ParseSize(n.Value)
+	v, err := proto.ParseSize(n.Value)
 	*s = fileSize(v)
 	if err != nil {
 		return &valueError{n.Line, n.Value, err}

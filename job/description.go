@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Description is everything a user says about a job (CrossGrid's JDL, in
@@ -13,20 +15,20 @@ import (
 // or from a JSON or YAML job file (LoadDescription), and is checked by
 // Validate before anything is flooded.
 type Description struct {
-	Executable string            // program to run, a file on the submitter's machine
-	Args       []string          // arguments given to every rank
-	Nodes      int               // n: MPI processes (ranks)
-	Replicas   int               // r: copies of each rank, on distinct hosts
-	Strategy   Strategy          // spread or concentrate
-	Require    Requirements      // what every host must have
-	Prefer     Preference        // rank preference: which offers are used first
-	Inputs     []string          // files staged into each process's job folder, by base name
-	Outputs    []string          // files, folders or globs, in each rank's working folder, brought back when the job ends (as NAME.<rank>)
-	Env        map[string]string // extra environment of every process
-	Stdout     string            // file in the submitter's job folder holding the tagged stdout of all ranks
-	Stderr     string            // same for stderr
-	Timeout    time.Duration     // wall-clock limit of the run, from start to end
-	Deadline   time.Duration     // scheduling deadline: how long to look for enough hosts
+	Executable string             // program to run, a file on the submitter's machine
+	Args       []string           // arguments given to every rank
+	Nodes      int                // n: MPI processes (ranks)
+	Replicas   int                // r: copies of each rank, on distinct hosts
+	Strategy   Strategy           // spread or concentrate
+	Require    proto.Requirements // what every host must have
+	Prefer     Preference         // rank preference: which offers are used first
+	Inputs     []string           // files staged into each process's job folder, by base name
+	Outputs    []string           // files, folders or globs, in each rank's working folder, brought back when the job ends (as NAME.<rank>)
+	Env        map[string]string  // extra environment of every process
+	Stdout     string             // file in the submitter's job folder holding the tagged stdout of all ranks
+	Stderr     string             // same for stderr
+	Timeout    time.Duration      // wall-clock limit of the run, from start to end
+	Deadline   time.Duration      // scheduling deadline: how long to look for enough hosts
 	// Retries is how many times a job that lost a host while it ran (and
 	// with it the last copy of some rank) is started again elsewhere. Job
 	// files and NewDescription default it to DefaultRetries; zero means
@@ -77,8 +79,6 @@ const (
 	// that to a few per cent of the job's time, as the seed's long
 	// slices do, and still lets two jobs alternate within an hour.
 	DefaultSwapSlice = 10 * time.Minute
-	// MaxSwapSlice bounds --swap-slice: a longer slice is "never".
-	MaxSwapSlice = MaxTimeout
 )
 
 // Bounds on a description, so that a job file or a record can never make
@@ -89,8 +89,7 @@ const (
 	MaxFiles      = 256       // inputs, and outputs
 	MaxPathLen    = 4096
 	MaxEnv        = 256
-	MaxTimeout    = 30 * 24 * time.Hour
-	MaxDeadline   = 24 * time.Hour
+	MaxDeadline   = proto.MaxDeadline
 	MaxRetries    = 100
 	minTimeLimits = time.Second
 )
@@ -132,8 +131,8 @@ func (d *Description) SetDefaults() {
 }
 
 // Need is what the job's adverts ask for.
-func (d Description) Need(id ID) Need {
-	return Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority,
+func (d Description) Need(id ID) proto.Need {
+	return proto.Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority,
 		SwapSlice: d.SwapSlice}
 }
 
@@ -171,22 +170,22 @@ func (d Description) checkProgram() error {
 }
 
 func (d Description) checkCounts() error {
-	if err := checkRange("nodes", d.Nodes, 1, MaxProcs); err != nil {
+	if err := checkRange("nodes", d.Nodes, 1, proto.MaxProcs); err != nil {
 		return err
 	}
-	if err := checkRange("replicas", d.Replicas, 1, MaxReplicas); err != nil {
+	if err := checkRange("replicas", d.Replicas, 1, proto.MaxReplicas); err != nil {
 		return err
 	}
-	if d.Nodes*d.Replicas > MaxProcs {
-		return fmt.Errorf("nodes*replicas: must be <= %d, got %d", MaxProcs, d.Nodes*d.Replicas)
+	if d.Nodes*d.Replicas > proto.MaxProcs {
+		return fmt.Errorf("nodes*replicas: must be <= %d, got %d", proto.MaxProcs, d.Nodes*d.Replicas)
 	}
-	if d.CheckpointEvery < 0 || d.CheckpointEvery > MaxTimeout {
-		return fmt.Errorf("checkpoint_every: must be between 0 and %v, got %v", MaxTimeout, d.CheckpointEvery)
+	if d.CheckpointEvery < 0 || d.CheckpointEvery > proto.MaxTimeout {
+		return fmt.Errorf("checkpoint_every: must be between 0 and %v, got %v", proto.MaxTimeout, d.CheckpointEvery)
 	}
-	if err := checkMemPerProc(d.MemPerProc); err != nil {
+	if err := proto.CheckMemPerProc(d.MemPerProc); err != nil {
 		return err
 	}
-	if err := CheckPriority(d.Priority); err != nil {
+	if err := proto.CheckPriority(d.Priority); err != nil {
 		return err
 	}
 	return checkRange("retries", d.Retries, 0, MaxRetries)
@@ -261,13 +260,13 @@ func (d Description) checkStreams() error {
 }
 
 func (d Description) checkTimes() error {
-	if d.Timeout < minTimeLimits || d.Timeout > MaxTimeout {
-		return fmt.Errorf("timeout: must be between %v and %v, got %v", minTimeLimits, MaxTimeout, d.Timeout)
+	if d.Timeout < minTimeLimits || d.Timeout > proto.MaxTimeout {
+		return fmt.Errorf("timeout: must be between %v and %v, got %v", minTimeLimits, proto.MaxTimeout, d.Timeout)
 	}
 	if d.Deadline < minTimeLimits || d.Deadline > MaxDeadline {
 		return fmt.Errorf("deadline: must be between %v and %v, got %v", minTimeLimits, MaxDeadline, d.Deadline)
 	}
-	return CheckSwapSlice(d.SwapSlice)
+	return proto.CheckSwapSlice(d.SwapSlice)
 }
 
 // checkRange says which bound a count breaks: "nodes: must be >= 1, got 0".

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 const yamlJob = `
@@ -46,7 +48,7 @@ func wantJob() Description {
 	return Description{
 		Executable: "bin/ring", Args: []string{"-size", "1024"}, Nodes: 16, Replicas: 2,
 		Strategy: Concentrate, Prefer: PreferCores,
-		Require: Requirements{OS: "linux", Arch: "amd64", MinCores: 4, MinMemory: 2 << 30, Labels: []string{"gpu", "site=nancy"}},
+		Require: proto.Requirements{OS: "linux", Arch: "amd64", MinCores: 4, MinMemory: 2 << 30, Labels: []string{"gpu", "site=nancy"}},
 		Inputs:  []string{"data/in.dat"}, Outputs: []string{"result.txt"},
 		Env: map[string]string{"OMP_NUM_THREADS": "4"}, Stdout: "std.out", Stderr: "std.err",
 		Timeout: 90 * time.Minute, Deadline: 5 * time.Minute, SwapSlice: DefaultSwapSlice,
@@ -110,7 +112,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		want string
 	}{
 		{func(d *Description) { d.Nodes = 0 }, "nodes: must be >= 1, got 0"},
-		{func(d *Description) { d.Nodes = MaxProcs + 1 }, "nodes: must be <= 100000, got 100001"},
+		{func(d *Description) { d.Nodes = proto.MaxProcs + 1 }, "nodes: must be <= 100000, got 100001"},
 		{func(d *Description) { d.Replicas = 17 }, "replicas: must be <= 16, got 17"},
 		{func(d *Description) { d.Replicas = -1 }, "replicas: must be >= 1, got -1"},
 		{func(d *Description) { d.Nodes, d.Replicas = 60000, 2 }, "nodes*replicas"},
@@ -131,7 +133,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{func(d *Description) { d.Stdout = "../out" }, "stdout:"},
 		{func(d *Description) { d.Stderr = d.Stdout }, "stderr:"},
 		{func(d *Description) { d.Timeout = -time.Second }, "timeout:"},
-		{func(d *Description) { d.Timeout = MaxTimeout + 1 }, "timeout:"},
+		{func(d *Description) { d.Timeout = proto.MaxTimeout + 1 }, "timeout:"},
 		{func(d *Description) { d.Deadline = time.Millisecond }, "deadline:"},
 	}
 	if err := base.Validate(); err != nil {

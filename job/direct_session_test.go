@@ -16,6 +16,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // edgeNet is a fake flood over workers of which radius r reaches the
@@ -92,9 +93,9 @@ func (n *edgeNet) offer(ctx context.Context, job string, w host.Host) {
 		}
 		ep := rpc.New(w)
 		defer ep.Close()
-		var reply OfferReply
-		msg := OfferMsg{Job: ID(job), Lease: "lease-" + w.ID().String(), Slots: 4, Cores: 4, Expires: time.Now().Add(time.Minute)}
-		if err := ep.Call(ctx, n.sub.ID(), OfferProtocol, msg, &reply, MaxReplySize); err != nil && ctx.Err() == nil {
+		var reply proto.OfferReply
+		msg := proto.OfferMsg{Job: ID(job), Lease: "lease-" + w.ID().String(), Slots: 4, Cores: 4, Expires: time.Now().Add(time.Minute)}
+		if err := ep.Call(ctx, n.sub.ID(), proto.OfferProtocol, msg, &reply, proto.MaxReplySize); err != nil && ctx.Err() == nil {
 			n.t.Errorf("offer from %s: %v", w.ID(), err)
 		}
 	}()
@@ -211,17 +212,17 @@ func startEdgeNet(t *testing.T, workers, reach, direct int, tune ...func(*Submit
 }
 
 // program puts the dry runs' program in the submitter's blob store.
-func (n *edgeNet) program(t *testing.T) FileRef {
+func (n *edgeNet) program(t *testing.T) proto.FileRef {
 	h, size, err := n.blobs.Put(strings.NewReader("#!/bin/sh\nhostname\n"), 1<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}
+	return proto.FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}
 }
 
 // runDry submits d as a dry run and returns its final record, which must
 // hold a plan.
-func runDry(t *testing.T, sub *Submitter, d Description, prog FileRef) Record {
+func runDry(t *testing.T, sub *Submitter, d Description, prog proto.FileRef) Record {
 	id, err := sub.Submit(Submission{Desc: d, Program: prog, DryRun: true})
 	if err != nil {
 		t.Fatal(err)

@@ -21,9 +21,9 @@
 // Offers that run nothing (u_i = 0) and the spares beyond slist come back in
 // Plan.Cancel. Hold those leases until the job runs: Replan re-places a job
 // without the hosts that failed to start, using the spares first (CrossGrid's
-// retry), and says ErrInfeasible when a new flood is needed. RankTable is
-// what the commit carries; RankTable.Check and Plan.Check verify tables and
-// plans that come from elsewhere.
+// retry), and says ErrInfeasible when a new flood is needed.
+// Plan.RankTable is the table the commits carry (proto.RankTable, checked
+// by its Check); Plan.Check verifies plans read back from disk.
 //
 // # Descriptions
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // fakeWorker speaks a worker's side of the job protocols, as little as a
@@ -26,21 +27,21 @@ import (
 type fakeWorker struct {
 	h       host.Host
 	ep      *rpc.Endpoint
-	commits chan LeaseRequest
+	commits chan proto.LeaseRequest
 }
 
 func newFakeWorker(t *testing.T, h host.Host) *fakeWorker {
-	w := &fakeWorker{h: h, ep: rpc.New(h), commits: make(chan LeaseRequest, 4)}
+	w := &fakeWorker{h: h, ep: rpc.New(h), commits: make(chan proto.LeaseRequest, 4)}
 	t.Cleanup(func() { _ = w.ep.Close() })
-	w.ep.Handle(LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
-		var req LeaseRequest
-		if err := wire.ReadJSON(bufio.NewReader(s), MaxLeaseSize, &req); err != nil {
+	w.ep.Handle(proto.LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
+		var req proto.LeaseRequest
+		if err := wire.ReadJSON(bufio.NewReader(s), proto.MaxLeaseSize, &req); err != nil {
 			_ = s.Reset()
 			return
 		}
-		_ = wire.WriteJSON(s, LeaseReply{OK: true})
+		_ = wire.WriteJSON(s, proto.LeaseReply{OK: true})
 		_ = s.Close()
-		if req.Op == OpCommit {
+		if req.Op == proto.OpCommit {
 			w.commits <- req
 		}
 	})
@@ -50,19 +51,19 @@ func newFakeWorker(t *testing.T, h host.Host) *fakeWorker {
 // answerLeases has h answer every lease request with OK, handing the
 // request to seen first (when seen is not nil), as a worker that keeps
 // every lease would; it returns h's endpoint.
-func answerLeases(t *testing.T, h host.Host, seen func(LeaseRequest)) *rpc.Endpoint {
+func answerLeases(t *testing.T, h host.Host, seen func(proto.LeaseRequest)) *rpc.Endpoint {
 	ep := rpc.New(h)
 	t.Cleanup(func() { _ = ep.Close() })
-	ep.Handle(LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
-		var req LeaseRequest
-		if err := wire.ReadJSON(bufio.NewReader(s), MaxLeaseSize, &req); err != nil {
+	ep.Handle(proto.LeaseProtocol, func(_ context.Context, _ peer.ID, s rpc.Stream) {
+		var req proto.LeaseRequest
+		if err := wire.ReadJSON(bufio.NewReader(s), proto.MaxLeaseSize, &req); err != nil {
 			_ = s.Reset()
 			return
 		}
 		if seen != nil {
 			seen(req)
 		}
-		_ = wire.WriteJSON(s, LeaseReply{OK: true})
+		_ = wire.WriteJSON(s, proto.LeaseReply{OK: true})
 		_ = s.Close()
 	})
 	return ep
@@ -70,9 +71,9 @@ func answerLeases(t *testing.T, h host.Host, seen func(LeaseRequest)) *rpc.Endpo
 
 // offer offers the job one slot under lease.
 func (w *fakeWorker) offer(ctx context.Context, sub peer.ID, job ID, lease string) error {
-	var reply OfferReply
-	msg := OfferMsg{Job: job, Lease: lease, Slots: 1, Cores: 1, Expires: time.Now().Add(time.Minute)}
-	if err := w.ep.Call(ctx, sub, OfferProtocol, msg, &reply, MaxReplySize); err != nil {
+	var reply proto.OfferReply
+	msg := proto.OfferMsg{Job: job, Lease: lease, Slots: 1, Cores: 1, Expires: time.Now().Add(time.Minute)}
+	if err := w.ep.Call(ctx, sub, proto.OfferProtocol, msg, &reply, proto.MaxReplySize); err != nil {
 		return err
 	}
 	if !reply.Keep {
@@ -94,7 +95,7 @@ type fakeReports struct {
 
 // openReports opens the report stream of commit c to sub and starts its
 // heartbeats.
-func (w *fakeWorker) openReports(ctx context.Context, sub peer.ID, c LeaseRequest, beat time.Duration) (*fakeReports, error) {
+func (w *fakeWorker) openReports(ctx context.Context, sub peer.ID, c proto.LeaseRequest, beat time.Duration) (*fakeReports, error) {
 	s, _, err := dialReports(ctx, w.ep, sub, c)
 	if err != nil {
 		return nil, err
@@ -105,24 +106,24 @@ func (w *fakeWorker) openReports(ctx context.Context, sub peer.ID, c LeaseReques
 }
 
 // dialReports opens a report stream, says hello and reads the answer.
-func dialReports(ctx context.Context, ep *rpc.Endpoint, sub peer.ID, c LeaseRequest) (rpc.Stream, ReportAck, error) {
-	var ack ReportAck
-	s, err := ep.Open(ctx, sub, ReportProtocol)
+func dialReports(ctx context.Context, ep *rpc.Endpoint, sub peer.ID, c proto.LeaseRequest) (rpc.Stream, proto.ReportAck, error) {
+	var ack proto.ReportAck
+	s, err := ep.Open(ctx, sub, proto.ReportProtocol)
 	if err != nil {
 		return nil, ack, err
 	}
-	if err := wire.WriteJSON(s, ReportHello{Job: c.Job, Key: c.Commit.Key, Lease: c.Lease}); err != nil {
+	if err := wire.WriteJSON(s, proto.ReportHello{Job: c.Job, Key: c.Commit.Key, Lease: c.Lease}); err != nil {
 		_ = s.Reset()
 		return nil, ack, err
 	}
 	br := bufio.NewReader(s)
-	if err := wire.ReadJSON(br, MaxReplySize, &ack); err != nil || ack.Refused != "" {
+	if err := wire.ReadJSON(br, proto.MaxReplySize, &ack); err != nil || ack.Refused != "" {
 		_ = s.Reset()
 		return nil, ack, fmt.Errorf("report stream answer %+v: %v", ack, err)
 	}
 	go func() { // acknowledgements: read and forgotten, until the stream ends
-		var later ReportAck
-		for wire.ReadJSON(br, MaxReplySize, &later) == nil {
+		var later proto.ReportAck
+		for wire.ReadJSON(br, proto.MaxReplySize, &later) == nil {
 		}
 	}()
 	return s, ack, nil
@@ -135,7 +136,7 @@ func (r *fakeReports) beat(every time.Duration) {
 	for {
 		select {
 		case <-t.C:
-			if r.write(Report{Kind: RepHeartbeat}) != nil {
+			if r.write(proto.Report{Kind: proto.RepHeartbeat}) != nil {
 				return
 			}
 		case <-r.quiet:
@@ -145,7 +146,7 @@ func (r *fakeReports) beat(every time.Duration) {
 }
 
 // send sends a numbered report.
-func (r *fakeReports) send(e Report) error {
+func (r *fakeReports) send(e proto.Report) error {
 	r.mu.Lock()
 	r.seq++
 	e.Seq = r.seq
@@ -153,7 +154,7 @@ func (r *fakeReports) send(e Report) error {
 	return r.write(e)
 }
 
-func (r *fakeReports) write(e Report) error {
+func (r *fakeReports) write(e proto.Report) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := wire.WriteJSON(r.s, e); err != nil {
@@ -183,7 +184,7 @@ type livenessNet struct {
 	id      ID
 	subID   peer.ID
 	workers []*fakeWorker
-	commits []LeaseRequest
+	commits []proto.LeaseRequest
 	reports []*fakeReports
 	ended   chan Record
 }
@@ -225,7 +226,7 @@ func startLivenessNet(t *testing.T, ctx context.Context, n int, lostAfter, beat 
 	}
 	d := NewDescription("prog.sh", nil, n)
 	d.Retries = 0
-	ln.id, err = sub.Submit(Submission{Desc: d, Program: FileRef{Name: "prog.sh", Hash: h.String(), Size: size}})
+	ln.id, err = sub.Submit(Submission{Desc: d, Program: proto.FileRef{Name: "prog.sh", Hash: h.String(), Size: size}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +277,8 @@ func (ln *livenessNet) run(t *testing.T, ctx context.Context, beat time.Duration
 		}
 		t.Cleanup(func() { _ = r.s.Reset() })
 		ln.reports = append(ln.reports, r)
-		for _, k := range []ReportKind{RepStarted, RepReady} {
-			if err := r.send(Report{Kind: k}); err != nil {
+		for _, k := range []proto.ReportKind{proto.RepStarted, proto.RepReady} {
+			if err := r.send(proto.Report{Kind: k}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -288,10 +289,10 @@ func (ln *livenessNet) run(t *testing.T, ctx context.Context, beat time.Duration
 func (ln *livenessNet) finish(t *testing.T) {
 	for i, r := range ln.reports {
 		rank := ln.commits[i].Commit.Procs[0].Rank
-		if err := r.send(Report{Kind: RepExit, Rank: rank}); err != nil {
+		if err := r.send(proto.Report{Kind: proto.RepExit, Rank: rank}); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.send(Report{Kind: RepDone}); err != nil {
+		if err := r.send(proto.Report{Kind: proto.RepDone}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // setState moves the job's record to state st, saves it and tells watchers.
@@ -69,10 +70,10 @@ func (ss *session) finish(err error) {
 // output writes one event's line or file chunk into the job folder and, for
 // lines, to watchers. It returns the file written (relative to the job
 // folder) and its size after, for the journal.
-func (ss *session) output(from peer.ID, e Report) (string, int64) {
+func (ss *session) output(from peer.ID, e proto.Report) (string, int64) {
 	dir := ss.s.store.Dir(ss.id)
 	switch e.Kind {
-	case RepOutput:
+	case proto.RepOutput:
 		line := string(bytes.TrimRight(e.Data, "\n"))
 		stream := e.Stream
 		if stream != "stdout" && stream != "stderr" {
@@ -83,7 +84,7 @@ func (ss *session) output(from peer.ID, e Report) (string, int64) {
 			n, _ := fmt.Fprintf(w, "[%s] %s\n", procTag(e.Rank, e.Replica), line)
 			return stream, ss.journal.wrote(dir, stream, n)
 		}
-	case RepFile:
+	case proto.RepFile:
 		path, err := ss.writeChunk(from, e)
 		if err != nil {
 			ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr",
@@ -117,7 +118,7 @@ func (ss *session) outFile(stream string) *os.File {
 // own, so ranks sharing a host never overwrite each other's. Of a
 // replicated rank, the first copy that sends a file is kept and the other
 // copies' chunks of it are dropped (every copy computes the same).
-func (ss *session) writeChunk(from peer.ID, e Report) (string, error) {
+func (ss *session) writeChunk(from peer.ID, e proto.Report) (string, error) {
 	if err := plainFileName(e.Name); err != nil {
 		return "", err
 	}

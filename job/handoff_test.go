@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // An offer waits for a busy run loop as long as its job reserves (the
@@ -15,11 +17,11 @@ func TestHandOffer(t *testing.T) {
 		t.Cleanup(stop)
 		return &session{offers: make(chan offerIn), ctx: ctx, stop: stop}
 	}
-	type result struct{ r OfferReply }
+	type result struct{ r proto.OfferReply }
 	hand := func(ss *session, ctx context.Context, poll chan time.Time) chan result {
 		out := make(chan result, 1)
 		go func() {
-			out <- result{ss.handOffer(ctx, offerIn{reply: make(chan OfferReply, 1)}, poll)}
+			out <- result{ss.handOffer(ctx, offerIn{reply: make(chan proto.OfferReply, 1)}, poll)}
 		}()
 		return out
 	}
@@ -33,7 +35,7 @@ func TestHandOffer(t *testing.T) {
 			poll <- time.Now()
 		}
 		in := <-ss.offers
-		in.reply <- OfferReply{Keep: true}
+		in.reply <- proto.OfferReply{Keep: true}
 		if r := (<-out).r; !r.Keep {
 			t.Fatalf("offer not kept: %q", r.Reason)
 		}

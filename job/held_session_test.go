@@ -11,6 +11,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // busyNet is a fake flood whose loop keeps flood.Steer's contract as the
@@ -79,12 +80,12 @@ func (n *busyNet) Steered(ctx context.Context, ad flood.Advert, st flood.Steer, 
 func (n *busyNet) decline(ctx context.Context, job string, w host.Host) {
 	ep := rpc.New(w)
 	defer ep.Close()
-	st, err := ep.Open(ctx, n.sub.ID(), DeclineProtocol)
+	st, err := ep.Open(ctx, n.sub.ID(), proto.DeclineProtocol)
 	if err != nil {
 		n.t.Errorf("decline from %s: %v", w.ID(), err)
 		return
 	}
-	if err := wire.WriteJSON(st, DeclineMsg{Job: ID(job), Code: DeclineBusy}); err != nil {
+	if err := wire.WriteJSON(st, proto.DeclineMsg{Job: ID(job), Code: proto.DeclineBusy}); err != nil {
 		n.t.Errorf("decline from %s: %v", w.ID(), err)
 	}
 	_ = st.Close()

@@ -1,5 +1,7 @@
 package job
 
+import "github.com/zorilla-p2p/zorilla/job/proto"
+
 // What a job collecting offers may hold, and when it stops: the pure rules
 // the reservation loop applies.
 
@@ -14,9 +16,9 @@ func MaxHeld(n, r, spares int) int { return n*r + spares }
 // job gave its offer there back to an earlier job (DeclineYield: the agent
 // offers again when it can). A policy refusal or a requirement the agent
 // does not have never does.
-func transient(c DeclineCode) bool {
+func transient(c proto.DeclineCode) bool {
 	switch c {
-	case DeclineBusy, DeclineSlots, DeclineMemory, DeclineDraining, DeclineYield:
+	case proto.DeclineBusy, proto.DeclineSlots, proto.DeclineMemory, proto.DeclineDraining, proto.DeclineYield:
 		return true
 	}
 	return false

@@ -1,10 +1,14 @@
 package job
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
+)
 
 func TestHopeless(t *testing.T) {
-	busy := []DeclineCount{{Code: DeclinePolicy, Agents: 3}, {Code: DeclineBusy, Agents: 1}}
-	never := []DeclineCount{{Code: DeclinePolicy, Agents: 3}, {Code: DeclineRequirement, Detail: "mem=999T", Agents: 5}}
+	busy := []DeclineCount{{Code: proto.DeclinePolicy, Agents: 3}, {Code: proto.DeclineBusy, Agents: 1}}
+	never := []DeclineCount{{Code: proto.DeclinePolicy, Agents: 3}, {Code: proto.DeclineRequirement, Detail: "mem=999T", Agents: 5}}
 	for _, tt := range []struct {
 		name            string
 		quiet, feasible bool
@@ -16,11 +20,11 @@ func TestHopeless(t *testing.T) {
 		{"nobody can ever take it", true, false, never, true},
 		{"no answer at all, quiet", true, false, nil, true},
 		{"an agent is busy: wait for it", true, false, busy, false},
-		{"memory in use may free", true, false, []DeclineCount{{Code: DeclineMemory, Agents: 1}}, false},
-		{"no free slot may free", true, false, []DeclineCount{{Code: DeclineSlots, Agents: 1}}, false},
+		{"memory in use may free", true, false, []DeclineCount{{Code: proto.DeclineMemory, Agents: 1}}, false},
+		{"no free slot may free", true, false, []DeclineCount{{Code: proto.DeclineSlots, Agents: 1}}, false},
 		// An offer given back to an earlier job: the agent keeps the job
 		// in its line and offers again (issue 19's swap turns).
-		{"an offer yielded to an earlier job comes back", true, false, []DeclineCount{{Code: DeclineYield, Agents: 2}}, false},
+		{"an offer yielded to an earlier job comes back", true, false, []DeclineCount{{Code: proto.DeclineYield, Agents: 2}}, false},
 	} {
 		if got := Hopeless(tt.quiet, tt.feasible, tt.declined); got != tt.want {
 			t.Errorf("%s: Hopeless = %v, want %v", tt.name, got, tt.want)

@@ -5,39 +5,13 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"strings"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
-// MaxIDLen bounds a job ID; IDs name folders on every worker.
-const MaxIDLen = 64
-
-// NewID returns a fresh random job ID: 128 random bits in lower-case base32
-// (26 characters), safe in URLs, file names and logs.
-func NewID() ID {
-	return ID(strings.ToLower(rand.Text()))
-}
-
-// ParseID checks a job ID that came from a user or a peer. An ID is 1 to 64
-// characters of letters, digits, '.', '_' and '-', starting with a letter or
-// digit, so it can never climb out of a folder ("..", "/") or pass for a
-// flag.
-func ParseID(s string) (ID, error) {
-	if len(s) == 0 || len(s) > MaxIDLen {
-		return "", fmt.Errorf("job id: length must be 1..%d, got %d", MaxIDLen, len(s))
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if alnum || i > 0 && (c == '.' || c == '_' || c == '-') {
-			continue
-		}
-		return "", fmt.Errorf("job id %q: character %q at %d not allowed", s, c, i)
-	}
-	return ID(s), nil
-}
-
-// String returns the ID as text.
-func (id ID) String() string { return string(id) }
+// ID names a job across the whole network: the job ID as it travels
+// (proto.JobID), under the name the rest of the submitter's side uses.
+type ID = proto.JobID
 
 // Key is a job's secret, made by the submitter and quoted in every commit and
 // control message so that workers start and stop only what the submitter

@@ -6,38 +6,6 @@ import (
 	"testing"
 )
 
-func TestNewIDParses(t *testing.T) {
-	seen := map[ID]bool{}
-	for i := 0; i < 100; i++ {
-		id := NewID()
-		if len(id) != 26 {
-			t.Fatalf("NewID %q has %d characters, want 26", id, len(id))
-		}
-		if _, err := ParseID(string(id)); err != nil {
-			t.Fatalf("ParseID(NewID()): %v", err)
-		}
-		if seen[id] {
-			t.Fatalf("NewID repeated %q", id)
-		}
-		seen[id] = true
-	}
-}
-
-func TestParseID(t *testing.T) {
-	good := []string{"a", "job-1", "J_2.x", strings.Repeat("z", MaxIDLen)}
-	bad := []string{"", ".", "..", "../etc", "a/b", "-n", ".hidden", "a b", "é", "a\x00", strings.Repeat("z", MaxIDLen+1)}
-	for _, s := range good {
-		if _, err := ParseID(s); err != nil {
-			t.Errorf("ParseID(%q): %v", s, err)
-		}
-	}
-	for _, s := range bad {
-		if _, err := ParseID(s); err == nil {
-			t.Errorf("ParseID(%q) accepted", s)
-		}
-	}
-}
-
 func TestKey(t *testing.T) {
 	k := NewKey()
 	if _, err := ParseKey(string(k)); err != nil {

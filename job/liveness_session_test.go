@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The session's loop stalls (its output file blocks, as a disk under swap
@@ -27,7 +29,7 @@ func TestStalledSessionCountsNoHostLost(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ln.reports[0].send(Report{Kind: RepOutput, Stream: "stdout", Data: []byte("stalls the session\n")}); err != nil {
+	if err := ln.reports[0].send(proto.Report{Kind: proto.RepOutput, Stream: "stdout", Data: []byte("stalls the session\n")}); err != nil {
 		t.Fatal(err)
 	}
 	select { // the fault: the session's disk hangs this long
@@ -102,15 +104,15 @@ func TestReportsBeyondWindowResetTheStream(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ln.reports[0].send(Report{Kind: RepOutput, Stream: "stdout", Data: []byte("stalls the session\n")}); err != nil {
+	if err := ln.reports[0].send(proto.Report{Kind: proto.RepOutput, Stream: "stdout", Data: []byte("stalls the session\n")}); err != nil {
 		t.Fatal(err)
 	}
 	var err error
-	for i := 0; i <= 2*MaxUnackedReports && err == nil; i++ {
-		err = ln.reports[1].send(Report{Kind: RepOutput, Stream: "stderr", Data: []byte("flood\n")})
+	for i := 0; i <= 2*proto.MaxUnackedReports && err == nil; i++ {
+		err = ln.reports[1].send(proto.Report{Kind: proto.RepOutput, Stream: "stderr", Data: []byte("flood\n")})
 	}
 	if err == nil {
-		t.Fatalf("%d reports sent unacknowledged, the stream still open", 2*MaxUnackedReports+1)
+		t.Fatalf("%d reports sent unacknowledged, the stream still open", 2*proto.MaxUnackedReports+1)
 	}
 	f, err := os.OpenFile(fifo, os.O_RDWR, 0)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // LostCopy is a copy of a rank that a replicated job lost while it ran: its
@@ -24,9 +25,9 @@ const MaxLost = 256
 // CopiesLeft returns how many copies of rank are still alive in plan when
 // the copies in lost are gone.
 func CopiesLeft(plan Plan, lost []LostCopy, rank int) int {
-	gone := map[Proc]bool{}
+	gone := map[proto.Proc]bool{}
 	for _, l := range lost {
-		gone[Proc{Rank: l.Rank, Replica: l.Replica}] = true
+		gone[proto.Proc{Rank: l.Rank, Replica: l.Replica}] = true
 	}
 	left := 0
 	for _, h := range plan.Hosts {
@@ -59,7 +60,7 @@ func shortPeer(p peer.ID) string {
 
 // loseCopies records copies lost on host, tells the user once per copy,
 // and returns the ranks left without a copy.
-func (ss *session) loseCopies(host peer.ID, procs []Proc, why string) (orphans []int) {
+func (ss *session) loseCopies(host peer.ID, procs []proto.Proc, why string) (orphans []int) {
 	if ss.rec.Plan == nil {
 		return nil
 	}
@@ -84,7 +85,7 @@ func (ss *session) loseCopies(host peer.ID, procs []Proc, why string) (orphans [
 }
 
 // copyLost reports whether copy p was counted lost already.
-func (ss *session) copyLost(p Proc) bool {
+func (ss *session) copyLost(p proto.Proc) bool {
 	for _, l := range ss.lost {
 		if l.Rank == p.Rank && l.Replica == p.Replica {
 			return true

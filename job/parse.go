@@ -2,69 +2,18 @@ package job
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
-
-// MaxSize bounds any size written by a user: 1 PiB is more memory than any
-// host has, and keeps sums far from overflow.
-const MaxSize int64 = 1 << 50
-
-// sizeUnits are binary multiples, as memory is counted (and as Java -Xmx or
-// docker --memory read them): K = 1024.
-var sizeUnits = map[string]int64{
-	"": 1, "b": 1,
-	"k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
-	"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-	"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-	"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
-}
-
-// ParseSize reads a byte count such as "2G", "512M", "1.5GiB" or "4096".
-// Units are binary (K = 1024) and case-insensitive; the result is at most
-// MaxSize and rounded down to a whole byte.
-func ParseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	i := 0
-	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
-		i++
-	}
-	mult, ok := sizeUnits[t[i:]]
-	if i == 0 || !ok {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit K, M, G or T", s)
-	}
-	v, err := strconv.ParseFloat(t[:i], 64)
-	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("size %q: bad number", s)
-	}
-	b := v * float64(mult)
-	if b > float64(MaxSize) {
-		return 0, fmt.Errorf("size %q: more than the limit of %d bytes", s, MaxSize)
-	}
-	return int64(b), nil
-}
-
-// FormatSize writes a byte count in the largest binary unit that divides it
-// exactly, so that ParseSize(FormatSize(n)) == n.
-func FormatSize(n int64) string {
-	for _, u := range []struct {
-		s string
-		m int64
-	}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
-		if n != 0 && n%u.m == 0 {
-			return strconv.FormatInt(n/u.m, 10) + u.s
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
 
 // ParseRequire reads the --require flag: comma-separated key=value pairs
 // with keys os, arch, cores, mem (or memory) and label (repeatable), e.g.
 // "os=linux,arch=amd64,mem=2G,cores=4,label=gpu". A label may itself hold
 // '=' ("label=site=nancy"). The result is validated.
-func ParseRequire(s string) (Requirements, error) {
-	var r Requirements
+func ParseRequire(s string) (proto.Requirements, error) {
+	var r proto.Requirements
 	if strings.TrimSpace(s) == "" {
 		return r, nil
 	}
@@ -72,26 +21,26 @@ func ParseRequire(s string) (Requirements, error) {
 	for _, part := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || v == "" {
-			return Requirements{}, fmt.Errorf("require: %q is not key=value", part)
+			return proto.Requirements{}, fmt.Errorf("require: %q is not key=value", part)
 		}
 		if k == "memory" {
 			k = "mem"
 		}
 		if seen[k] && k != "label" {
-			return Requirements{}, fmt.Errorf("require: %s given twice", k)
+			return proto.Requirements{}, fmt.Errorf("require: %s given twice", k)
 		}
 		seen[k] = true
 		if err := setRequire(&r, k, v); err != nil {
-			return Requirements{}, err
+			return proto.Requirements{}, err
 		}
 	}
 	if err := r.Validate(); err != nil {
-		return Requirements{}, err
+		return proto.Requirements{}, err
 	}
 	return r, nil
 }
 
-func setRequire(r *Requirements, k, v string) error {
+func setRequire(r *proto.Requirements, k, v string) error {
 	switch k {
 	case "os":
 		r.OS = v
@@ -106,7 +55,7 @@ func setRequire(r *Requirements, k, v string) error {
 		}
 		r.MinCores = n
 	case "mem":
-		n, err := ParseSize(v)
+		n, err := proto.ParseSize(v)
 		if err != nil {
 			return fmt.Errorf("require: mem: %w", err)
 		}

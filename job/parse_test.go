@@ -4,54 +4,17 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-)
 
-func TestParseSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		err  bool
-	}{
-		{"0", 0, false},
-		{"4096", 4096, false},
-		{"2G", 2 << 30, false},
-		{"2g", 2 << 30, false},
-		{"2GB", 2 << 30, false},
-		{"2GiB", 2 << 30, false},
-		{"512M", 512 << 20, false},
-		{" 1.5G ", 3 << 29, false},
-		{"1K", 1024, false},
-		{"1T", 1 << 40, false},
-		{"1024T", 1 << 50, false},
-		{"1025T", 0, true},
-		{"", 0, true},
-		{"G", 0, true},
-		{"-1G", 0, true},
-		{"2X", 0, true},
-		{"1e9", 0, true},
-		{"1..2G", 0, true},
-		{"99999999999999999999999999999999", 0, true},
-	}
-	for _, tt := range tests {
-		got, err := ParseSize(tt.in)
-		if (err != nil) != tt.err || got != tt.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d, err=%v", tt.in, got, err, tt.want, tt.err)
-		}
-	}
-	for _, n := range []int64{0, 1, 1000, 1024, 3 << 29, 2 << 30, 5 << 40} {
-		if got, err := ParseSize(FormatSize(n)); err != nil || got != n {
-			t.Errorf("round trip %d via %q = %d, %v", n, FormatSize(n), got, err)
-		}
-	}
-}
+	"github.com/zorilla-p2p/zorilla/job/proto"
+)
 
 func TestParseRequire(t *testing.T) {
 	got, err := ParseRequire("os=linux,arch=amd64,mem=2G,cores=4,label=gpu,label=site=nancy")
-	want := Requirements{OS: "linux", Arch: "amd64", MinMemory: 2 << 30, MinCores: 4, Labels: []string{"gpu", "site=nancy"}}
+	want := proto.Requirements{OS: "linux", Arch: "amd64", MinMemory: 2 << 30, MinCores: 4, Labels: []string{"gpu", "site=nancy"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseRequire = %+v, %v; want %+v", got, err, want)
 	}
-	if got, err := ParseRequire(""); err != nil || !reflect.DeepEqual(got, Requirements{}) {
+	if got, err := ParseRequire(""); err != nil || !reflect.DeepEqual(got, proto.Requirements{}) {
 		t.Fatalf("ParseRequire(\"\") = %+v, %v", got, err)
 	}
 	bad := map[string]string{

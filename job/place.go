@@ -4,19 +4,13 @@ import (
 	"fmt"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
-
-// Proc is one process of a job: an MPI rank and which copy of it this is
-// (0 for the first copy, up to r-1).
-type Proc struct {
-	Rank    int `json:"rank"`
-	Replica int `json:"replica"`
-}
 
 // HostPlan is what one host runs: its offer and its processes (u_i of them).
 type HostPlan struct {
-	Offer Offer  `json:"offer"`
-	Procs []Proc `json:"procs"`
+	Offer Offer        `json:"offer"`
+	Procs []proto.Proc `json:"procs"`
 }
 
 // Plan is a placement: the hosts that run processes (u_i > 0), in slist
@@ -41,9 +35,9 @@ func Place(s Strategy, rlist []Offer, n, r int) (Plan, error) {
 	if _, err := ParseStrategy(string(s)); err != nil {
 		return Plan{}, err
 	}
-	if n < 1 || r < 1 || n > MaxProcs || r > MaxReplicas || n*r > MaxProcs {
+	if n < 1 || r < 1 || n > proto.MaxProcs || r > proto.MaxReplicas || n*r > proto.MaxProcs {
 		return Plan{}, fmt.Errorf("%w: n=%d r=%d out of range (n*r <= %d, r <= %d)",
-			ErrInfeasible, n, r, MaxProcs, MaxReplicas)
+			ErrInfeasible, n, r, proto.MaxProcs, proto.MaxReplicas)
 	}
 	ok, drop := usable(rlist)
 	slist, spares := SelectHosts(ok, n, r)
@@ -72,12 +66,12 @@ func Place(s Strategy, rlist []Offer, n, r int) (Plan, error) {
 // i its u_i next ranks, wrapping to 0 after n-1. The replica index is how
 // many times the counter has wrapped. Since u_i <= n, the ranks of one host
 // are distinct, so no host holds two copies of a rank.
-func assignRanks(u []int, n int) [][]Proc {
-	out := make([][]Proc, len(u))
+func assignRanks(u []int, n int) [][]proto.Proc {
+	out := make([][]proto.Proc, len(u))
 	k := 0 // processes numbered so far
 	for i, ui := range u {
 		for l := 0; l < ui; l++ {
-			out[i] = append(out[i], Proc{Rank: k % n, Replica: k / n})
+			out[i] = append(out[i], proto.Proc{Rank: k % n, Replica: k / n})
 			k++
 		}
 	}
@@ -133,7 +127,7 @@ func (p Plan) Peers() []peer.ID {
 }
 
 // Procs returns the processes planned on one peer (nil if it runs none).
-func (p Plan) Procs(id peer.ID) []Proc {
+func (p Plan) Procs(id peer.ID) []proto.Proc {
 	for _, h := range p.Hosts {
 		if h.Offer.Peer == id {
 			return h.Procs

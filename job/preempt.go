@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Preemption by checkpoint (issue 19). A host that gives itself to a job
@@ -23,63 +23,6 @@ import (
 // until hosts free, there or elsewhere. It is never killed: a job whose
 // program takes no checkpoint in time keeps running.
 
-// PreemptProtocol: worker -> submitter, one PreemptMsg answered by a
-// PreemptReply once the job is stopped (or why not).
-const PreemptProtocol protocol.ID = "/zorilla/preempt/1.0.0"
-
-// MaxPreemptSize bounds a PreemptMsg and a PreemptReply.
-const MaxPreemptSize = 2 << 10
-
-// maxLeaseKey bounds a lease key quoted by a peer (they are 22 characters).
-const maxLeaseKey = 64
-
-// PreemptMsg asks a job's submitter to swap the job out.
-type PreemptMsg struct {
-	Job      ID     `json:"job"`      // the job to swap out
-	Lease    string `json:"lease"`    // its lease on the asking host
-	For      ID     `json:"for"`      // the job taking its place on the host
-	Priority int    `json:"priority"` // that job's priority as the host honours it
-	// With are the other jobs it yields to (the rest of the set let in
-	// at that turn, then the jobs that waited with it): the resumed
-	// job's adverts name them all (Need.YieldWith).
-	With []ID `json:"with,omitempty"`
-}
-
-// PreemptReply says whether the job was stopped with a checkpoint.
-type PreemptReply struct {
-	Stopped bool   `json:"stopped"`
-	Reason  string `json:"reason,omitempty"`
-}
-
-// Validate checks a PreemptMsg from a peer.
-func (m PreemptMsg) Validate() error {
-	if _, err := ParseID(string(m.Job)); err != nil {
-		return fmt.Errorf("preempt: job: %w", err)
-	}
-	if _, err := ParseID(string(m.For)); err != nil {
-		return fmt.Errorf("preempt: for: %w", err)
-	}
-	if m.Lease == "" || len(m.Lease) > maxLeaseKey {
-		return fmt.Errorf("preempt: lease: 1..%d characters, got %d", maxLeaseKey, len(m.Lease))
-	}
-	if err := checkYieldSet("preempt: with", true, m.With); err != nil {
-		return err
-	}
-	return CheckPriority(m.Priority)
-}
-
-// DecodePreemptMsg reads a PreemptMsg strictly and checks it.
-func DecodePreemptMsg(b []byte) (PreemptMsg, error) {
-	var m PreemptMsg
-	if len(b) > MaxPreemptSize {
-		return m, fmt.Errorf("preempt: %d bytes exceed %d", len(b), MaxPreemptSize)
-	}
-	if err := wire.DecodeJSON(b, &m); err != nil {
-		return m, fmt.Errorf("preempt: %w", err)
-	}
-	return m, m.Validate()
-}
-
 // DefaultPreemptWait is how long a job swapped out for another looks for
 // hosts again before it gives up (failed, not enough resources), when its
 // own scheduling deadline is shorter: the job that took its hosts may run
@@ -89,21 +32,21 @@ const DefaultPreemptWait = time.Hour
 // handlePreempt serves one PreemptMsg from a worker.
 func (s *Submitter) handlePreempt(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
-	raw, err := wire.ReadFrame(bufio.NewReader(st), MaxPreemptSize)
+	raw, err := wire.ReadFrame(bufio.NewReader(st), proto.MaxPreemptSize)
 	if err != nil {
 		_ = st.Reset()
 		return
 	}
-	msg, err := DecodePreemptMsg(raw)
+	msg, err := proto.DecodePreemptMsg(raw)
 	if err != nil {
 		log.Debugw("bad preempt request", "from", from, "err", err)
 		_ = st.Reset()
 		return
 	}
-	_ = st.SetDeadline(time.Now().Add(DefaultStopTimeout + 30*time.Second))
-	reply := PreemptReply{Stopped: true}
+	_ = st.SetDeadline(time.Now().Add(proto.PreemptStopTimeout + 30*time.Second))
+	reply := proto.PreemptReply{Stopped: true}
 	if err := s.Preempt(ctx, from, msg); err != nil {
-		reply = PreemptReply{Reason: err.Error()}
+		reply = proto.PreemptReply{Reason: err.Error()}
 	}
 	if err := wire.WriteJSON(st, reply); err != nil {
 		_ = st.Reset()
@@ -119,13 +62,13 @@ var ErrNotPreemptible = errors.New("job cannot be preempted")
 // it stops the job with a checkpoint, then resumes it from there, to wait
 // for hosts. It returns once the job is stopped, or why it was not (the
 // job then runs on).
-func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg PreemptMsg) error {
+func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg proto.PreemptMsg) error {
 	ss := s.session(msg.Job)
 	if ss == nil {
 		return fmt.Errorf("%w: job %s is not running here", ErrNotPreemptible, msg.Job)
 	}
 	why := preemptWhy(ss.sub.Desc, from, msg)
-	req := stopReq{timeout: DefaultStopTimeout, reply: make(chan error, 1),
+	req := stopReq{timeout: proto.PreemptStopTimeout, reply: make(chan error, 1),
 		by: &preemptBy{host: from, lease: msg.Lease, why: why}}
 	select {
 	case ss.stopReq <- req:
@@ -154,7 +97,7 @@ func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg PreemptMsg) e
 // its place no higher than this job asked and this job has a swap slice,
 // its turn over (worker.PlanPreemption's equal-priority rule: the host's
 // honoured priority may be below the priority asked).
-func preemptWhy(d Description, from peer.ID, msg PreemptMsg) string {
+func preemptWhy(d Description, from peer.ID, msg proto.PreemptMsg) string {
 	if d.SwapSlice > 0 && msg.Priority <= d.Priority {
 		return fmt.Sprintf("swapped out by checkpoint for job %s (priority %d) on host %s: its swap slice of %v is over",
 			msg.For, msg.Priority, shortPeer(from), d.SwapSlice)

@@ -163,7 +163,7 @@ func rematchOrFail(r Record, why string, failed []peer.ID, rp RetryPolicy) Recov
 // everyRankSurvives reports whether each rank keeps a copy on a host that
 // did not fail.
 func everyRankSurvives(p Plan, failed map[peer.ID]bool) bool {
-	for _, copies := range p.RankTable() {
+	for _, copies := range p.RankTable().Peers() {
 		alive := false
 		for _, h := range copies {
 			if h != "" && !failed[h] {

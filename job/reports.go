@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // reportIn is a report from one host's stream, on its way to the session.
@@ -12,7 +13,7 @@ type reportIn struct {
 	from   peer.ID
 	lease  string
 	stream uint64 // the number of the stream it came on
-	ev     Report
+	ev     proto.Report
 	end    error         // non-nil: the stream ended before RepDone
 	taken  chan struct{} // for RepDone and RepLeaving: closed once the session has taken it
 }
@@ -75,24 +76,24 @@ func (t *reportStates) refuse(lease, why string) {
 }
 
 // ack is what to tell lease's worker.
-func (t *reportStates) ack(lease string) ReportAck {
+func (t *reportStates) ack(lease string) proto.ReportAck {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ackLocked(lease)
 }
 
-func (t *reportStates) ackLocked(lease string) ReportAck {
+func (t *reportStates) ackLocked(lease string) proto.ReportAck {
 	st := t.m[lease]
 	if st == nil {
-		return ReportAck{Refused: "not a host of the job's current attempt"}
+		return proto.ReportAck{Refused: "not a host of the job's current attempt"}
 	}
-	return ReportAck{Seq: st.seq, Refused: st.refused}
+	return proto.ReportAck{Seq: st.seq, Refused: st.refused}
 }
 
 // open makes a new stream of lease the current one (an older one, if it
 // is still open, is being replaced: the worker reopened it) and says what
 // to answer its hello.
-func (t *reportStates) open(lease string) (uint64, ReportAck) {
+func (t *reportStates) open(lease string) (uint64, proto.ReportAck) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ack := t.ackLocked(lease)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // errWindow marks a worker that sent more than a report stream's window.
@@ -31,8 +32,8 @@ func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stre
 	sr := &stampReader{r: st}
 	br := bufio.NewReader(sr)
 	_ = st.SetReadDeadline(time.Now().Add(s.cfg.LostAfter))
-	var hello ReportHello
-	if err := wire.ReadJSON(br, MaxReplySize, &hello); err != nil {
+	var hello proto.ReportHello
+	if err := wire.ReadJSON(br, proto.MaxReplySize, &hello); err != nil {
 		_ = st.Reset()
 		return
 	}
@@ -42,14 +43,14 @@ func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stre
 		return
 	}
 	if ss == nil || hello.Key != string(ss.key) {
-		_ = wire.WriteJSON(st, ReportAck{Refused: "no such job on its submitter (it ended, or the submitter restarted without it)"})
+		_ = wire.WriteJSON(st, proto.ReportAck{Refused: "no such job on its submitter (it ended, or the submitter restarted without it)"})
 		_ = st.Close()
 		return
 	}
 	n, ack := ss.reports.open(hello.Lease)
 	rs := &reportStream{ss: ss, from: from, lease: hello.Lease, n: n, st: st,
-		timeout: s.cfg.LostAfter, queue: make(chan queued, MaxUnackedReports+1)}
-	if err := rs.write(func() ReportAck { return ack }); err != nil || ack.Refused != "" {
+		timeout: s.cfg.LostAfter, queue: make(chan queued, proto.MaxUnackedReports+1)}
+	if err := rs.write(func() proto.ReportAck { return ack }); err != nil || ack.Refused != "" {
 		_ = st.Close()
 		return
 	}
@@ -66,7 +67,7 @@ func (s *Submitter) handleReports(ctx context.Context, from peer.ID, st rpc.Stre
 
 // queued is a report read, or the stream's end (end non-nil).
 type queued struct {
-	ev  Report
+	ev  proto.Report
 	end error
 }
 
@@ -95,13 +96,13 @@ func (rs *reportStream) read(br *bufio.Reader) (err error) {
 	}()
 	for {
 		_ = rs.st.SetReadDeadline(time.Now().Add(2 * rs.timeout))
-		var ev Report
-		if err := wire.ReadJSON(br, MaxReportSize, &ev); err != nil {
+		var ev proto.Report
+		if err := wire.ReadJSON(br, proto.MaxReportSize, &ev); err != nil {
 			_ = rs.st.Reset()
 			return err
 		}
-		if ev.Kind == RepHeartbeat {
-			if err := rs.write(func() ReportAck { return rs.ss.reports.ack(rs.lease) }); err != nil {
+		if ev.Kind == proto.RepHeartbeat {
+			if err := rs.write(func() proto.ReportAck { return rs.ss.reports.ack(rs.lease) }); err != nil {
 				_ = rs.st.Reset()
 				return err
 			}
@@ -116,12 +117,12 @@ func (rs *reportStream) read(br *bufio.Reader) (err error) {
 }
 
 // enqueue queues ev for the pump, within the worker's window.
-func (rs *reportStream) enqueue(ev Report) error {
-	if rs.bytes.Add(int64(len(ev.Data))) >= MaxUnackedBytes+MaxReportSize {
-		return fmt.Errorf("%w: more than %d bytes not acknowledged", errWindow, MaxUnackedBytes)
+func (rs *reportStream) enqueue(ev proto.Report) error {
+	if rs.bytes.Add(int64(len(ev.Data))) >= proto.MaxUnackedBytes+proto.MaxReportSize {
+		return fmt.Errorf("%w: more than %d bytes not acknowledged", errWindow, proto.MaxUnackedBytes)
 	}
-	if len(rs.queue) >= MaxUnackedReports { // one slot stays free for the end
-		return fmt.Errorf("%w: more than %d reports not acknowledged", errWindow, MaxUnackedReports)
+	if len(rs.queue) >= proto.MaxUnackedReports { // one slot stays free for the end
+		return fmt.Errorf("%w: more than %d reports not acknowledged", errWindow, proto.MaxUnackedReports)
 	}
 	rs.queue <- queued{ev: ev}
 	return nil
@@ -159,7 +160,7 @@ func (rs *reportStream) pump(ctx context.Context, acked uint64) {
 			rs.deliver(ctx, in)
 			return
 		}
-		urgent := ev.Kind == RepDone || ev.Kind == RepLeaving // the worker waits for these
+		urgent := ev.Kind == proto.RepDone || ev.Kind == proto.RepLeaving // the worker waits for these
 		if urgent {
 			in.taken = make(chan struct{})
 		}
@@ -170,13 +171,13 @@ func (rs *reportStream) pump(ctx context.Context, acked uint64) {
 		unacked += len(ev.Data)
 		now := rs.ss.reports.ack(rs.lease)
 		if now.Refused != "" || urgent || now.Seq >= acked+ackEvery || unacked >= ackBytes {
-			if err := rs.write(func() ReportAck { now = rs.ss.reports.ack(rs.lease); return now }); err != nil {
+			if err := rs.write(func() proto.ReportAck { now = rs.ss.reports.ack(rs.lease); return now }); err != nil {
 				_ = rs.st.Reset()
 				return
 			}
 			acked, unacked = now.Seq, 0
 		}
-		if now.Refused != "" || ev.Kind == RepDone {
+		if now.Refused != "" || ev.Kind == proto.RepDone {
 			_ = rs.st.Close()
 			return
 		}
@@ -209,7 +210,7 @@ func (rs *reportStream) deliver(ctx context.Context, in reportIn) bool {
 
 // write sends the acknowledgement ack returns, made under the lock, so
 // that acknowledgements leave in the order of what they acknowledge.
-func (rs *reportStream) write(ack func() ReportAck) error {
+func (rs *reportStream) write(ack func() proto.ReportAck) error {
 	rs.wmu.Lock()
 	defer rs.wmu.Unlock()
 	_ = rs.st.SetWriteDeadline(time.Now().Add(rs.timeout))

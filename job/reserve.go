@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/flood"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // maxHeard bounds the peers a reservation remembers having answered.
@@ -120,12 +121,12 @@ func (rs *reservation) look(k Knower) {
 // advert's bound (MaxNeedSize) allows, dropped from the end. They are a
 // courtesy to hosts whose own plan came too late: the hosts whose plan
 // swapped the job out know the whole set already.
-func encodeYielding(need Need, yieldTo []ID) ([]byte, error) {
+func encodeYielding(need proto.Need, yieldTo []ID) ([]byte, error) {
 	if len(yieldTo) > 0 {
 		need.YieldTo, need.YieldWith = yieldTo[0], yieldTo[1:]
 	}
 	for {
-		b, err := EncodeNeed(need)
+		b, err := proto.EncodeNeed(need)
 		if err == nil || len(need.YieldWith) == 0 {
 			return b, err
 		}
@@ -144,7 +145,9 @@ func (ss *session) reserve() (Plan, error) {
 		ss.setState(Reserving, ss.takeNote())
 	}
 	d := ss.sub.Desc
-	body, err := encodeYielding(d.Need(ss.id), ss.yieldTo)
+	need := d.Need(ss.id)
+	need.Deadline = ss.deadline() // the hosts keep their offers as long as the job may look
+	body, err := encodeYielding(need, ss.yieldTo)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -155,7 +158,7 @@ func (ss *session) reserve() (Plan, error) {
 	flooded := make(chan error, 1)
 	// Issued is the job's submission, the same in every advert of it: the
 	// job's Priority on contested hosts is how long it has waited.
-	adv := flood.Advert{Job: FloodKey(ss.id, ss.rec.Matches), Submitter: ss.s.h.ID(), Addrs: ss.s.h.Addrs(),
+	adv := flood.Advert{Job: proto.FloodKey(ss.id, ss.rec.Matches), Submitter: ss.s.h.ID(), Addrs: ss.s.h.Addrs(),
 		Body: body, Issued: ss.rec.Created}
 	ss.reserving.Store(true)
 	defer ss.reserving.Store(false)
@@ -313,7 +316,7 @@ func (ss *session) reserve() (Plan, error) {
 		case from := <-ss.arrivals:
 			heard(from) // an offer being measured: its sender has answered
 		case dc := <-ss.declines:
-			if dc.msg.Code == DeclineYield {
+			if dc.msg.Code == proto.DeclineYield {
 				ss.yield(dc.from)
 				continue
 			}

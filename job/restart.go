@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // beginRun records the start of an attempt on plan's hosts.
@@ -76,7 +77,7 @@ func (ss *session) pause(d time.Duration) error {
 			e.release()
 			log.Debugw("report between two runs", "job", ss.id, "from", e.from)
 		case o := <-ss.offers:
-			o.reply <- OfferReply{Reason: "job is between two runs"}
+			o.reply <- proto.OfferReply{Reason: "job is between two runs"}
 		case why := <-ss.cancel:
 			return errCancelled{why}
 		case r := <-ss.stopReq:

@@ -10,13 +10,14 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // recordIn stores a record that went through the given states.
 func recordIn(t *testing.T, s *Store, path ...State) Record {
 	t.Helper()
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := NewRecord(NewID(), NewKey(), NewDescription("prog", nil, 2), t0)
+	r := NewRecord(proto.NewJobID(), NewKey(), NewDescription("prog", nil, 2), t0)
 	for i, st := range path {
 		var err error
 		if r, err = Transition(r, st, t0.Add(time.Duration(i+1)*time.Second), ""); err != nil {
@@ -52,7 +53,7 @@ func TestFailInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	running.Plan, running.Program = &plan, &FileRef{Name: "prog"}
+	running.Plan, running.Program = &plan, &proto.FileRef{Name: "prog"}
 	if err := s.Put(running); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestResumeWithoutHostsFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	was.Plan, was.Program = &plan, &FileRef{Name: "prog"}
+	was.Plan, was.Program = &plan, &proto.FileRef{Name: "prog"}
 	_ = gone.Close()
 	if err := store.Put(was); err != nil {
 		t.Fatal(err)

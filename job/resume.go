@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // resume re-attaches a job that was running when this agent stopped: its
@@ -44,14 +45,14 @@ func (s *Submitter) resume(rec Record) error {
 // the last host's release would otherwise leave ranks waiting in Init.
 func (ss *session) reattach(plan Plan) error {
 	st := ss.resumed
-	lost := map[Proc]bool{}
+	lost := map[proto.Proc]bool{}
 	for _, l := range ss.rec.Lost {
-		lost[Proc{Rank: l.Rank, Replica: l.Replica}] = true
+		lost[proto.Proc{Rank: l.Rank, Replica: l.Replica}] = true
 	}
 	ss.lost = append([]LostCopy(nil), ss.rec.Lost...)
 	ss.hosts, ss.kept = map[peer.ID]*hostRun{}, map[peer.ID]string{}
 	leases := make([]string, 0, len(plan.Hosts))
-	asks := map[peer.ID]LeaseRequest{}
+	asks := map[peer.ID]proto.LeaseRequest{}
 	for _, hp := range plan.Hosts {
 		lease := hp.Offer.Lease
 		h := &hostRun{plan: hp, started: true, ready: st.ready[lease], seq: st.seq[lease], done: st.done[lease]}
@@ -64,7 +65,7 @@ func (ss *session) reattach(plan Plan) error {
 		leases = append(leases, lease)
 		if !h.done {
 			ss.s.h.Peerstore().AddAddrs(hp.Offer.Peer, hp.Offer.Addrs, peerstore.TempAddrTTL)
-			asks[hp.Offer.Peer] = LeaseRequest{Op: OpResume, Job: ss.id, Lease: lease}
+			asks[hp.Offer.Peer] = proto.LeaseRequest{Op: proto.OpResume, Job: ss.id, Lease: lease}
 		}
 	}
 	ss.reports.reset(leases, st.seq)

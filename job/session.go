@@ -10,20 +10,21 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // offerIn is an offer handed to a session, with where to send the answer.
 type offerIn struct {
 	from  peer.ID
-	msg   OfferMsg
+	msg   proto.OfferMsg
 	rtt   time.Duration
-	reply chan OfferReply
+	reply chan proto.OfferReply
 }
 
 // declineIn is a worker's decline handed to a session.
 type declineIn struct {
 	from peer.ID
-	msg  DeclineMsg
+	msg  proto.DeclineMsg
 }
 
 // session is one job on its submitter. Its run goroutine alone owns the
@@ -207,12 +208,12 @@ const maxOfferAddrs = 8
 // avoided, and answers the worker.
 func (ss *session) takeOffer(o offerIn) {
 	if until, bad := ss.avoid[o.from]; bad && time.Now().Before(until) {
-		o.reply <- OfferReply{Reason: "host recently failed a start of this job"}
+		o.reply <- proto.OfferReply{Reason: "host recently failed a start of this job"}
 		return
 	}
 	for _, have := range ss.rlist {
 		if have.Peer == o.from {
-			o.reply <- OfferReply{Reason: "already holding an offer from this host"}
+			o.reply <- proto.OfferReply{Reason: "already holding an offer from this host"}
 			return
 		}
 	}
@@ -223,7 +224,7 @@ func (ss *session) takeOffer(o offerIn) {
 		addrs = addrs[:maxOfferAddrs]
 	}
 	offer := Offer{Peer: o.from, Lease: o.msg.Lease, Slots: o.msg.Slots,
-		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: siteName(o.msg.Site),
+		Cores: o.msg.Cores, Memory: o.msg.Memory, RTT: o.rtt, Addrs: addrs, Site: proto.SiteName(o.msg.Site),
 		Relayed: onlyRelayed(ss.s.h.Network().ConnsToPeer(o.from)), GangFree: o.msg.GangFree}
 	ss.rlist = append(ss.rlist, offer)
 	ss.declined.offered(o.from)
@@ -238,12 +239,12 @@ func (ss *session) takeOffer(o offerIn) {
 		worst := ss.rlist[len(ss.rlist)-1]
 		ss.rlist = ss.rlist[:len(ss.rlist)-1]
 		if worst.Lease == offer.Lease {
-			o.reply <- OfferReply{Reason: fmt.Sprintf("the job holds the %d closer offers it can use", held)}
+			o.reply <- proto.OfferReply{Reason: fmt.Sprintf("the job holds the %d closer offers it can use", held)}
 			return
 		}
 		ss.cancelLater([]Offer{worst})
 	}
-	o.reply <- OfferReply{Keep: true}
+	o.reply <- proto.OfferReply{Keep: true}
 }
 
 // yield gives back the lease held on from when the job cannot be placed
@@ -262,7 +263,7 @@ func (ss *session) yield(from peer.ID) {
 			// The host answered, and keeps the job in its line: it
 			// counts as a decline that may pass (Hopeless), not as a
 			// host that never answered the flood.
-			ss.declined.add(from, DeclineMsg{Job: ss.id, Code: DeclineYield})
+			ss.declined.add(from, proto.DeclineMsg{Job: ss.id, Code: proto.DeclineYield})
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // advertised is an Advertiser that reports each advert's job and then
@@ -120,7 +121,7 @@ func TestSpreadWaitsForOffersBeingMeasured(t *testing.T) {
 	}
 	d := NewDescription("hostname.sh", nil, 2*workers) // more processes than hosts (spread waits for an empty radius), fewer than three hosts hold
 	d.Strategy = Spread
-	id, err := sub.Submit(Submission{Desc: d, Program: FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}, DryRun: true})
+	id, err := sub.Submit(Submission{Desc: d, Program: proto.FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +133,9 @@ func TestSpreadWaitsForOffersBeingMeasured(t *testing.T) {
 		go func() {
 			wep := rpc.New(w)
 			defer wep.Close()
-			var reply OfferReply
-			msg := OfferMsg{Job: ID(job), Lease: fmt.Sprintf("lease-%d", i), Slots: slots, Cores: slots, Expires: time.Now().Add(time.Minute)}
-			err := wep.Call(ctx, subHost.ID(), OfferProtocol, msg, &reply, MaxReplySize)
+			var reply proto.OfferReply
+			msg := proto.OfferMsg{Job: ID(job), Lease: fmt.Sprintf("lease-%d", i), Slots: slots, Cores: slots, Expires: time.Now().Add(time.Minute)}
+			err := wep.Call(ctx, subHost.ID(), proto.OfferProtocol, msg, &reply, proto.MaxReplySize)
 			if err == nil && !reply.Keep {
 				err = fmt.Errorf("not kept: %s", reply.Reason)
 			}

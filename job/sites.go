@@ -2,7 +2,6 @@ package job
 
 import (
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -21,29 +20,6 @@ const (
 	siteGap   = 2 * time.Millisecond
 	siteRatio = 2
 )
-
-// SiteLabelPrefix starts the host label that names its site.
-const SiteLabelPrefix = "site="
-
-// SiteLabel is the site named by a host's labels ("site=nancy" gives
-// "nancy"), or "" when none does; the first such label wins.
-func SiteLabel(labels []string) string {
-	for _, l := range labels {
-		if name, ok := strings.CutPrefix(l, SiteLabelPrefix); ok && siteName(name) != "" {
-			return name
-		}
-	}
-	return ""
-}
-
-// siteName is name if it can be a site label's ("site=" + name, within a
-// label's length), else "": what a submitter keeps of an offer's site.
-func siteName(name string) string {
-	if name == "" || len(SiteLabelPrefix)+len(name) > MaxLabelLen {
-		return ""
-	}
-	return name
-}
 
 // SiteClasses numbers the site of each offer's host: labelled sites first,
 // in the order they first appear, then the RTT classes of the unlabelled

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func TestSiteClasses(t *testing.T) {
@@ -38,34 +40,16 @@ func TestSiteClasses(t *testing.T) {
 	}
 }
 
-func TestSiteLabel(t *testing.T) {
-	long := SiteLabelPrefix + string(make([]byte, MaxLabelLen))
-	for _, tc := range []struct {
-		labels []string
-		want   string
-	}{
-		{nil, ""},
-		{[]string{"gpu"}, ""},
-		{[]string{"gpu", "site=nancy", "site=lyon"}, "nancy"},
-		{[]string{"site="}, ""},
-		{[]string{long, "site=x"}, "x"},
-	} {
-		if got := SiteLabel(tc.labels); got != tc.want {
-			t.Errorf("%q: %q, want %q", tc.labels, got, tc.want)
-		}
-	}
-}
-
 // TestCommitsCarrySites: every host's commit names the same sites for the
 // job's hosts, from their labels and the submitter's RTTs.
 func TestCommitsCarrySites(t *testing.T) {
 	ss := &session{sub: Submission{Desc: Description{Nodes: 4, Replicas: 1}}}
 	ms := time.Millisecond
 	plan := Plan{N: 4, R: 1, Hosts: []HostPlan{
-		{Offer{Peer: "a", RTT: ms / 10}, []Proc{{Rank: 0}}},
-		{Offer{Peer: "b", RTT: 20 * ms}, []Proc{{Rank: 1}}},
-		{Offer{Peer: "c", RTT: ms / 5}, []Proc{{Rank: 2}}},
-		{Offer{Peer: "d", RTT: ms / 5, Site: "far"}, []Proc{{Rank: 3}}},
+		{Offer{Peer: "a", RTT: ms / 10}, []proto.Proc{{Rank: 0}}},
+		{Offer{Peer: "b", RTT: 20 * ms}, []proto.Proc{{Rank: 1}}},
+		{Offer{Peer: "c", RTT: ms / 5}, []proto.Proc{{Rank: 2}}},
+		{Offer{Peer: "d", RTT: ms / 5, Site: "far"}, []proto.Proc{{Rank: 3}}},
 	}}
 	want := map[string]int{"a": 1, "b": 2, "c": 1, "d": 0}
 	reqs := ss.commits(plan)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // errDetached ends a running job's session without ending the job: this
@@ -74,13 +75,13 @@ func (ss *session) startAndRun(plan Plan) error {
 // the failure returned.
 func (ss *session) stopStart(f failure) failure {
 	bad := peerSet(f.hosts)
-	kill, keep := map[peer.ID]LeaseRequest{}, map[peer.ID]LeaseRequest{}
+	kill, keep := map[peer.ID]proto.LeaseRequest{}, map[peer.ID]proto.LeaseRequest{}
 	for p, h := range ss.hosts {
 		if h.done {
 			continue
 		}
 		h.done = true
-		req := LeaseRequest{Op: OpKill, Job: ss.id, Lease: h.plan.Offer.Lease, Reason: f.why}
+		req := proto.LeaseRequest{Op: proto.OpKill, Job: ss.id, Lease: h.plan.Offer.Lease, Reason: f.why}
 		if bad[p] {
 			kill[p] = req
 			continue
@@ -160,40 +161,21 @@ func failedOffers(plan Plan, hosts []peer.ID) []Offer {
 }
 
 // commits builds the per-host commit messages of plan.
-func (ss *session) commits(plan Plan) map[peer.ID]LeaseRequest {
+func (ss *session) commits(plan Plan) map[peer.ID]proto.LeaseRequest {
 	d := ss.sub.Desc
-	hosts := make([]HostRef, len(plan.Hosts))
-	index := map[peer.ID]int{}
-	offers := make([]Offer, len(plan.Hosts))
-	for i, hp := range plan.Hosts {
-		offers[i] = hp.Offer
-	}
-	site := SiteClasses(offers)
-	for i, hp := range plan.Hosts {
-		hosts[i] = HostRef{Peer: hp.Offer.Peer, Site: site[i]}
-		index[hp.Offer.Peer] = i
-	}
-	rankHost := make([][]int, d.Nodes)
-	for rank := range rankHost {
-		rankHost[rank] = make([]int, d.Replicas)
-	}
-	for _, hp := range plan.Hosts {
-		for _, p := range hp.Procs {
-			rankHost[p.Rank][p.Replica] = index[hp.Offer.Peer]
-		}
-	}
+	table := plan.RankTable()
 	col := gangColumn(plan)
-	out := map[peer.ID]LeaseRequest{}
+	out := map[peer.ID]proto.LeaseRequest{}
 	timeout := d.Timeout
 	if ss.rec.Phase() == PhaseSwapped {
 		timeout = ss.rec.RemainingTimeout(time.Now()) // swapped out: the time it ran counts, the rest does not
 	}
 	for _, hp := range plan.Hosts {
-		c := &Commit{Key: string(ss.key), N: d.Nodes, R: d.Replicas, Program: ss.sub.Program, Args: d.Args,
+		c := &proto.Commit{Key: string(ss.key), N: d.Nodes, R: d.Replicas, Program: ss.sub.Program, Args: d.Args,
 			Env: envList(d.Env), Inputs: ss.sub.Inputs, Outputs: d.Outputs, Timeout: timeout,
-			Procs: hp.Procs, Hosts: hosts, RankHost: rankHost, Attempt: ss.rec.Attempts, PMI: d.PMI,
+			Procs: hp.Procs, RankTable: table, Attempt: ss.rec.Attempts, PMI: d.PMI,
 			CheckpointEvery: d.CheckpointEvery, Restore: ss.restoreFor(hp.Procs), GangColumn: col}
-		out[hp.Offer.Peer] = LeaseRequest{Op: OpCommit, Job: ss.id, Lease: hp.Offer.Lease, Commit: c}
+		out[hp.Offer.Peer] = proto.LeaseRequest{Op: proto.OpCommit, Job: ss.id, Lease: hp.Offer.Lease, Commit: c}
 	}
 	return out
 }
@@ -210,7 +192,7 @@ func envList(env map[string]string) []string {
 
 // sendAll sends one lease request per host in parallel and returns the hosts
 // that refused or did not answer.
-func (ss *session) sendAll(reqs map[peer.ID]LeaseRequest) []peer.ID {
+func (ss *session) sendAll(reqs map[peer.ID]proto.LeaseRequest) []peer.ID {
 	var failed []peer.ID
 	replies := ss.send(reqs)
 	for p := range reqs {
@@ -223,9 +205,9 @@ func (ss *session) sendAll(reqs map[peer.ID]LeaseRequest) []peer.ID {
 
 // send sends one lease request per host in parallel and returns the
 // replies of the hosts that accepted.
-func (ss *session) send(reqs map[peer.ID]LeaseRequest) map[peer.ID]LeaseReply {
+func (ss *session) send(reqs map[peer.ID]proto.LeaseRequest) map[peer.ID]proto.LeaseReply {
 	var mu sync.Mutex
-	replies := map[peer.ID]LeaseReply{}
+	replies := map[peer.ID]proto.LeaseReply{}
 	var wg sync.WaitGroup
 	for p, req := range reqs {
 		wg.Add(1)
@@ -248,10 +230,10 @@ func (ss *session) send(reqs map[peer.ID]LeaseRequest) map[peer.ID]LeaseReply {
 // killAll tells every host of the current attempt that has not ended to
 // end the job and clean up.
 func (ss *session) killAll(why string) {
-	reqs := map[peer.ID]LeaseRequest{}
+	reqs := map[peer.ID]proto.LeaseRequest{}
 	for p, h := range ss.hosts {
 		if !h.done {
-			reqs[p] = LeaseRequest{Op: OpKill, Job: ss.id, Lease: h.plan.Offer.Lease, Reason: why}
+			reqs[p] = proto.LeaseRequest{Op: proto.OpKill, Job: ss.id, Lease: h.plan.Offer.Lease, Reason: why}
 			h.done = true
 		}
 	}
@@ -260,9 +242,9 @@ func (ss *session) killAll(why string) {
 
 // cancelLeases gives back offers that will not be used.
 func (ss *session) cancelLeases(offers []Offer) {
-	reqs := map[peer.ID]LeaseRequest{}
+	reqs := map[peer.ID]proto.LeaseRequest{}
 	for _, o := range offers {
-		reqs[o.Peer] = LeaseRequest{Op: OpCancel, Job: ss.id, Lease: o.Lease}
+		reqs[o.Peer] = proto.LeaseRequest{Op: proto.OpCancel, Job: ss.id, Lease: o.Lease}
 	}
 	if failed := ss.giveBack(reqs); len(failed) > 0 {
 		log.Infow("cancel not delivered", "job", ss.id, "hosts", len(failed))
@@ -277,7 +259,7 @@ var giveBackWaits = []time.Duration{250 * time.Millisecond, time.Second}
 // each of giveBackWaits: a lease left behind keeps the worker's slots from
 // every other job until it expires, minutes later. A refusal is final: the
 // worker answered, so the lease is gone already.
-func (ss *session) giveBack(reqs map[peer.ID]LeaseRequest) []peer.ID {
+func (ss *session) giveBack(reqs map[peer.ID]proto.LeaseRequest) []peer.ID {
 	var (
 		mu     sync.Mutex
 		failed []peer.ID
@@ -341,11 +323,11 @@ func (ss *session) hostsWhere(f func(*hostRun) bool) []peer.ID {
 // releaseAll sends phase two's release to every host not done: a host
 // lost meanwhile would only make the release wait for its timeouts.
 func (ss *session) releaseAll() {
-	reqs := map[peer.ID]LeaseRequest{}
+	reqs := map[peer.ID]proto.LeaseRequest{}
 	at := time.Now().UnixNano() // one instant for every host
 	for p, h := range ss.hosts {
 		if !h.done {
-			reqs[p] = LeaseRequest{Op: OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease, ReleasedAt: at}
+			reqs[p] = proto.LeaseRequest{Op: proto.OpRelease, Job: ss.id, Lease: h.plan.Offer.Lease, ReleasedAt: at}
 		}
 	}
 	if failed := ss.giveBack(reqs); len(failed) > 0 {

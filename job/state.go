@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // State is where a job is in its life, as `zorilla status` shows it.
@@ -114,8 +115,8 @@ type Record struct {
 	// Program and Inputs are the job's files (in the submitting agent's
 	// store), kept so that a job re-attached after that agent restarted
 	// can still be started again elsewhere.
-	Program *FileRef  `json:"program,omitempty"`
-	Inputs  []FileRef `json:"inputs,omitempty"`
+	Program *proto.FileRef  `json:"program,omitempty"`
+	Inputs  []proto.FileRef `json:"inputs,omitempty"`
 	// Restarts counts the times the job was started again after losing a
 	// host while it ran (bounded by Desc.Retries).
 	Restarts int `json:"restarts,omitempty"`
@@ -220,7 +221,7 @@ func (r Record) Since() time.Time {
 
 // Check verifies a record read back from disk.
 func (r Record) Check() error {
-	if _, err := ParseID(string(r.ID)); err != nil {
+	if _, err := proto.ParseJobID(string(r.ID)); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	if _, err := ParseState(string(r.State)); err != nil {

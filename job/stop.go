@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Stop and resume (issue 16). `zorilla stop JOB --checkpoint` asks rank 0's
@@ -133,7 +134,7 @@ func (ss *session) beginStop(w *watchState, r stopReq) {
 		r.reply <- fmt.Errorf("%w: job %s: rank 0 runs nowhere now", ErrNotStoppable, ss.id)
 		return
 	}
-	if _, err := ss.s.lease(ss.ctx, host, LeaseRequest{Op: OpCheckpoint, Job: ss.id, Lease: lease}); err != nil {
+	if _, err := ss.s.lease(ss.ctx, host, proto.LeaseRequest{Op: proto.OpCheckpoint, Job: ss.id, Lease: lease}); err != nil {
 		r.reply <- fmt.Errorf("job %s: rank 0's host %s was not told to checkpoint: %w", ss.id, shortPeer(host), err)
 		return
 	}
@@ -268,7 +269,7 @@ func resumable(rec Record, blobs *blob.Store) (Checkpoint, error) {
 	if rec.Program == nil {
 		return Checkpoint{}, fmt.Errorf("%w: job %s: the record lost its program", ErrNotResumable, rec.ID)
 	}
-	for _, f := range append([]FileRef{*rec.Program}, rec.Inputs...) {
+	for _, f := range append([]proto.FileRef{*rec.Program}, rec.Inputs...) {
 		if h, err := blob.ParseHash(f.Hash); err != nil || !blobs.Has(h) {
 			return Checkpoint{}, fmt.Errorf("%w: job %s: its file %s is no longer on this agent", ErrNotResumable, rec.ID, f.Name)
 		}

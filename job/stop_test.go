@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // TestResumable: only a stopped job whose files and complete checkpoint
@@ -23,9 +24,9 @@ func TestResumable(t *testing.T) {
 		}
 		return h.String()
 	}
-	prog := FileRef{Name: "p", Hash: put("program"), Size: 7}
+	prog := proto.FileRef{Name: "p", Hash: put("program"), Size: 7}
 	missing := strings.Repeat("ab", 32)
-	base := NewRecord(NewID(), "", NewDescription("p", nil, 2), time.Unix(1000, 0))
+	base := NewRecord(proto.NewJobID(), "", NewDescription("p", nil, 2), time.Unix(1000, 0))
 	base.State, base.Program = Stopped, &prog
 	complete := Checkpoint{Num: 3, Complete: true, Files: []CheckpointFile{{Rank: 0, Hash: put("r0")}, {Rank: 1, Hash: put("r1")}}}
 	for _, tc := range []struct {
@@ -48,7 +49,7 @@ func TestResumable(t *testing.T) {
 		}, "rank 1's file of checkpoint 3"},
 		{"program gone", func(r *Record) {
 			r.Checkpoints = []Checkpoint{complete}
-			r.Program = &FileRef{Name: "p", Hash: missing}
+			r.Program = &proto.FileRef{Name: "p", Hash: missing}
 		}, "its file p"},
 		{"no program", func(r *Record) { r.Checkpoints, r.Program = []Checkpoint{complete}, nil }, "lost its program"},
 	} {

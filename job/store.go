@@ -14,6 +14,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/atomicfile"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 var log = logging.Logger("zorilla/job")
@@ -73,7 +74,7 @@ func (s *Store) Put(r Record) error {
 
 // Get reads one job's record. A job never stored gives ErrNotFound.
 func (s *Store) Get(id ID) (Record, error) {
-	if _, err := ParseID(string(id)); err != nil {
+	if _, err := proto.ParseJobID(string(id)); err != nil {
 		return Record{}, fmt.Errorf("get job: %w", err)
 	}
 	r, err := readRecord(filepath.Join(s.Dir(id), recordFile))
@@ -120,7 +121,7 @@ func (s *Store) List() (records []Record, problems []error) {
 
 // Delete removes a job's folder and everything in it.
 func (s *Store) Delete(id ID) error {
-	if _, err := ParseID(string(id)); err != nil {
+	if _, err := proto.ParseJobID(string(id)); err != nil {
 		return fmt.Errorf("delete job: %w", err)
 	}
 	if err := os.RemoveAll(s.Dir(id)); err != nil {

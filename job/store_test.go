@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // realPeers makes n valid peer IDs from a seeded source, since records
@@ -46,7 +47,7 @@ func sampleRecord(t testing.TB) Record {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := NewRecord(NewID(), NewKey(), wantJob(), t0)
+	r := NewRecord(proto.NewJobID(), NewKey(), wantJob(), t0)
 	r, _ = Transition(r, Reserving, t0.Add(time.Second), "")
 	r, _ = Transition(r, Starting, t0.Add(2*time.Second), "")
 	r.Plan = &p
@@ -81,7 +82,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("job folder holds %d files, want only the record", len(entries))
 	}
-	if _, err := s.Get(NewID()); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(proto.NewJobID()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing job: %v", err)
 	}
 	if _, err := s.Get("../x"); err == nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // ErrUnknownJob is returned for a job this submitter does not hold.
@@ -100,8 +101,8 @@ func DefaultSubmitterConfig() SubmitterConfig {
 // Submission is a validated job whose program and inputs are in the blob store.
 type Submission struct {
 	Desc    Description
-	Program FileRef
-	Inputs  []FileRef
+	Program proto.FileRef
+	Inputs  []proto.FileRef
 	DryRun  bool // list-match only: flood, collect offers, cancel them all
 }
 
@@ -148,11 +149,11 @@ func NewSubmitter(h host.Host, ep *rpc.Endpoint, cfg SubmitterConfig, adv Advert
 			log.Warnw("job not re-attached after a restart", "job", rec.ID, "err", err)
 		}
 	}
-	ep.Handle(OfferProtocol, s.handleOffer)
-	ep.Handle(ReportProtocol, s.handleReports)
-	ep.Handle(FetchProtocol, s.handleFetch)
-	ep.Handle(DeclineProtocol, s.handleDecline)
-	ep.Handle(PreemptProtocol, s.handlePreempt)
+	ep.Handle(proto.OfferProtocol, s.handleOffer)
+	ep.Handle(proto.ReportProtocol, s.handleReports)
+	ep.Handle(proto.FetchProtocol, s.handleFetch)
+	ep.Handle(proto.DeclineProtocol, s.handleDecline)
+	ep.Handle(proto.PreemptProtocol, s.handlePreempt)
 	return s, nil
 }
 
@@ -190,7 +191,7 @@ func (s *Submitter) Submit(sub Submission) (ID, error) {
 	if err := sub.Desc.Validate(); err != nil {
 		return "", err
 	}
-	for _, f := range append([]FileRef{sub.Program}, sub.Inputs...) {
+	for _, f := range append([]proto.FileRef{sub.Program}, sub.Inputs...) {
 		if err := plainFileName(f.Name); err != nil {
 			return "", fmt.Errorf("job: %w", err)
 		}
@@ -199,7 +200,7 @@ func (s *Submitter) Submit(sub Submission) (ID, error) {
 			return "", fmt.Errorf("job: file %s (%s) is not uploaded to this agent", f.Name, f.Hash)
 		}
 	}
-	ss := s.newSession(NewID(), NewKey(), sub)
+	ss := s.newSession(proto.NewJobID(), NewKey(), sub)
 	stop := ss.stop
 	ss.rec = NewRecord(ss.id, ss.key, sub.Desc, time.Now())
 	ss.rec.DryRun = sub.DryRun
@@ -268,11 +269,11 @@ func (s *Submitter) session(id ID) *session {
 }
 
 // lease sends one lease request and checks the worker's answer.
-func (s *Submitter) lease(ctx context.Context, to peer.ID, req LeaseRequest) (LeaseReply, error) {
+func (s *Submitter) lease(ctx context.Context, to peer.ID, req proto.LeaseRequest) (proto.LeaseReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var rep LeaseReply
-	if err := s.ep.Call(ctx, to, LeaseProtocol, req, &rep, MaxReplySize); err != nil {
+	var rep proto.LeaseReply
+	if err := s.ep.Call(ctx, to, proto.LeaseProtocol, req, &rep, proto.MaxReplySize); err != nil {
 		return rep, err
 	}
 	if !rep.OK {
@@ -298,18 +299,18 @@ const handoffPoll = 250 * time.Millisecond
 // wider radius flooded again brought its offer back, which called for
 // yet another radius). A job that has stopped reserving refuses it at
 // the next poll, so the worker frees its slots at once.
-func (ss *session) handOffer(ctx context.Context, in offerIn, poll <-chan time.Time) OfferReply {
+func (ss *session) handOffer(ctx context.Context, in offerIn, poll <-chan time.Time) proto.OfferReply {
 	for {
 		select {
 		case ss.offers <- in:
 			return <-in.reply
 		case <-ss.ctx.Done():
-			return OfferReply{Reason: "job ended"}
+			return proto.OfferReply{Reason: "job ended"}
 		case <-ctx.Done():
-			return OfferReply{Reason: "the job's submitter is too busy to take the offer"}
+			return proto.OfferReply{Reason: "the job's submitter is too busy to take the offer"}
 		case <-poll:
 			if !ss.reserving.Load() {
-				return OfferReply{Reason: "job no longer reserving"}
+				return proto.OfferReply{Reason: "job no longer reserving"}
 			}
 		}
 	}
@@ -333,8 +334,8 @@ const declineQueue = 256
 // for a job not reserving here, or one that does not parse, is dropped.
 func (s *Submitter) handleDecline(_ context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(5 * time.Second))
-	var msg DeclineMsg
-	err := wire.ReadJSON(bufio.NewReader(st), MaxDeclineSize, &msg)
+	var msg proto.DeclineMsg
+	err := wire.ReadJSON(bufio.NewReader(st), proto.MaxDeclineSize, &msg)
 	if err == nil {
 		err = msg.Validate()
 	}
@@ -355,12 +356,12 @@ func (s *Submitter) handleDecline(_ context.Context, from peer.ID, st rpc.Stream
 // handleOffer hands a worker's offer to its job's session and answers.
 func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
-	var msg OfferMsg
-	if err := wire.ReadJSON(bufio.NewReader(st), MaxOfferSize, &msg); err != nil {
+	var msg proto.OfferMsg
+	if err := wire.ReadJSON(bufio.NewReader(st), proto.MaxOfferSize, &msg); err != nil {
 		_ = st.Reset()
 		return
 	}
-	reply := OfferReply{Reason: "no such job is reserving here"}
+	reply := proto.OfferReply{Reason: "no such job is reserving here"}
 	if ss := s.session(msg.Job); ss != nil && !ss.reserving.Load() {
 		reply.Reason = "job no longer reserving"
 	} else if ss != nil && msg.Slots > 0 && msg.Lease != "" {
@@ -376,7 +377,7 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 			}
 			rtt = d
 		}
-		in := offerIn{from: from, msg: msg, rtt: rtt, reply: make(chan OfferReply, 1)}
+		in := offerIn{from: from, msg: msg, rtt: rtt, reply: make(chan proto.OfferReply, 1)}
 		hctx, cancel := context.WithTimeout(ctx, offerHandoff)
 		poll := time.NewTicker(handoffPoll)
 		reply = ss.handOffer(hctx, in, poll.C)
@@ -397,20 +398,20 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 // handleFetch serves one of a job's files to a worker of that job.
 func (s *Submitter) handleFetch(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
-	var req FetchRequest
-	if err := wire.ReadJSON(bufio.NewReader(st), MaxReplySize, &req); err != nil {
+	var req proto.FetchRequest
+	if err := wire.ReadJSON(bufio.NewReader(st), proto.MaxReplySize, &req); err != nil {
 		_ = st.Reset()
 		return
 	}
 	f, size, err := s.openJobFile(req)
 	if err != nil {
-		_ = wire.WriteJSON(st, FetchReply{Error: err.Error()})
+		_ = wire.WriteJSON(st, proto.FetchReply{Error: err.Error()})
 		_ = st.Close()
 		return
 	}
 	defer f.Close()
 	_ = st.SetDeadline(time.Now().Add(10 * time.Minute))
-	if err := wire.WriteJSON(st, FetchReply{Size: size}); err != nil {
+	if err := wire.WriteJSON(st, proto.FetchReply{Size: size}); err != nil {
 		_ = st.Reset()
 		return
 	}
@@ -425,12 +426,12 @@ func (s *Submitter) handleFetch(ctx context.Context, from peer.ID, st rpc.Stream
 
 // openJobFile opens a file a worker may fetch: one of the job's own, asked
 // for with the job's key.
-func (s *Submitter) openJobFile(req FetchRequest) (io.ReadCloser, int64, error) {
+func (s *Submitter) openJobFile(req proto.FetchRequest) (io.ReadCloser, int64, error) {
 	ss := s.session(req.Job)
 	if ss == nil || req.Key != string(ss.key) {
 		return nil, 0, errors.New("no such job, or wrong key")
 	}
-	for _, f := range append([]FileRef{ss.sub.Program}, ss.sub.Inputs...) {
+	for _, f := range append([]proto.FileRef{ss.sub.Program}, ss.sub.Inputs...) {
 		if f.Hash == req.Hash {
 			h, err := blob.ParseHash(f.Hash)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // hostRun is the session's view of one host during a start attempt.
@@ -56,7 +57,7 @@ func (ss *session) watch(w *watchState) error {
 		case <-ss.checkpointsReady():
 			ss.takeKept(ss.ckw.take())
 		case o := <-ss.offers:
-			o.reply <- OfferReply{Reason: "job already placed"} // the worker frees its slots at once
+			o.reply <- proto.OfferReply{Reason: "job already placed"} // the worker frees its slots at once
 		case why := <-ss.cancel:
 			err = errCancelled{why}
 		case r := <-ss.stopReq:
@@ -132,7 +133,7 @@ func (ss *session) onReport(w *watchState, in reportIn) error {
 		}
 		h.seq = e.Seq
 	}
-	rec := journalRecord{Lease: in.lease, Seq: e.Seq, Done: e.Kind == RepDone, Ready: e.Kind == RepReady}
+	rec := journalRecord{Lease: in.lease, Seq: e.Seq, Done: e.Kind == proto.RepDone, Ready: e.Kind == proto.RepReady}
 	err := ss.take(w, h, in, &rec)
 	if e.Seq != 0 {
 		if jerr := ss.journal.record(rec); jerr != nil {
@@ -147,20 +148,20 @@ func (ss *session) onReport(w *watchState, in reportIn) error {
 func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalRecord) error {
 	e := in.ev
 	switch e.Kind {
-	case RepStarted:
+	case proto.RepStarted:
 		h.started = true
 		if !w.running && ss.all(func(h *hostRun) bool { return h.started }) {
 			w.running = true
 			ss.setState(Running, "")
 			ss.cancelLeases(w.plan.Cancel) // the spares are no longer needed
 		}
-	case RepReady:
+	case proto.RepReady:
 		h.ready = true
 		if w.initTimer == nil && !w.released {
 			w.initTimer = time.After(ss.s.cfg.InitTimeout)
 		}
 		ss.releaseIfReady(w)
-	case RepFailed:
+	case proto.RepFailed:
 		f := failure{kind: HostSilent, hosts: []peer.ID{in.from},
 			why: fmt.Sprintf("host %s could not start its processes: %s", shortPeer(in.from), e.Reason)}
 		if e.BadProgram {
@@ -169,31 +170,31 @@ func (ss *session) take(w *watchState, h *hostRun, in reportIn, rec *journalReco
 			ss.rec.BadProgram = appendHost(ss.rec.BadProgram, in.from)
 		}
 		return f
-	case RepOutput, RepFile:
+	case proto.RepOutput, proto.RepFile:
 		rec.File, rec.Size = ss.output(in.from, e)
-	case RepCheckpoint:
+	case proto.RepCheckpoint:
 		ss.checkpointChunk(in.from, e)
-	case RepExit:
+	case proto.RepExit:
 		return ss.exited(in.from, e)
-	case RepAbort:
+	case proto.RepAbort:
 		ss.exitCode = e.Code
 		return failure{kind: RankFailed, rank: e.Rank, code: e.Code,
 			why: fmt.Sprintf("rank %d called Abort(%d)", e.Rank, e.Code)}
-	case RepPeerLost:
+	case proto.RepPeerLost:
 		// With r = 1 the other host's loss ends this run: blame it now,
 		// before the ranks' MPI failures arrive as exits that would read
 		// as the program's own. Replicated jobs judge losses themselves.
 		if lost := ss.hosts[e.Peer]; ss.sub.Desc.Replicas == 1 && lost != nil && !lost.done {
 			return ss.onLost(w, e.Peer, "unreachable from "+shortPeer(in.from))
 		}
-	case RepLeaving:
+	case proto.RepLeaving:
 		return ss.onLost(w, in.from, leavingPrefix+e.Reason)
-	case RepDone:
+	case proto.RepDone:
 		h.done = true
 		w.finished = ss.all(func(h *hostRun) bool { return h.done })
-	case RepFrozen, RepThawed:
-		ss.onFreeze(h, e.Kind == RepFrozen, e.Reason)
-	case RepSliced:
+	case proto.RepFrozen, proto.RepThawed:
+		ss.onFreeze(h, e.Kind == proto.RepFrozen, e.Reason)
+	case proto.RepSliced:
 		ss.onSliced(e.Frozen)
 	}
 	return nil
@@ -253,7 +254,7 @@ func (ss *session) onLost(w *watchState, p peer.ID, why string) error {
 // goes on without it (its reports are ignored from now on). A dead host
 // does not answer; the kill is not sent again.
 func (ss *session) fence(p peer.ID, why string) {
-	req := LeaseRequest{Op: OpKill, Job: ss.id, Lease: ss.hosts[p].plan.Offer.Lease, Reason: "counted lost: " + hostLossWords(why)}
+	req := proto.LeaseRequest{Op: proto.OpKill, Job: ss.id, Lease: ss.hosts[p].plan.Offer.Lease, Reason: "counted lost: " + hostLossWords(why)}
 	ss.s.wg.Add(1)
 	go func() {
 		defer ss.s.wg.Done()
@@ -267,12 +268,12 @@ func (ss *session) fence(p peer.ID, why string) {
 // In a replicated job a copy killed by a signal is a lost copy: the job
 // fails only when its rank has no copy left. A non-zero status stays the
 // program's answer (every copy computes the same, so it would give it too).
-func (ss *session) exited(from peer.ID, e Report) error {
+func (ss *session) exited(from peer.ID, e proto.Report) error {
 	if e.Code == 0 && e.Signal == "" && !e.TimedOut {
 		return nil
 	}
 	if ss.sub.Desc.Replicas > 1 && e.Lost != "" {
-		if len(ss.loseCopies(from, []Proc{{Rank: e.Rank, Replica: e.Replica}}, e.Lost)) == 0 {
+		if len(ss.loseCopies(from, []proto.Proc{{Rank: e.Rank, Replica: e.Replica}}, e.Lost)) == 0 {
 			return nil
 		}
 		return failure{kind: RankFailed, rank: e.Rank, code: max(e.Code, 1),
@@ -287,7 +288,7 @@ func (ss *session) exited(from peer.ID, e Report) error {
 	}
 	if ss.sub.Desc.Replicas > 1 && e.Signal != "" && !e.TimedOut {
 		copyWhy := "its process was killed by signal " + e.Signal
-		if len(ss.loseCopies(from, []Proc{{Rank: e.Rank, Replica: e.Replica}}, copyWhy)) == 0 {
+		if len(ss.loseCopies(from, []proto.Proc{{Rank: e.Rank, Replica: e.Replica}}, copyWhy)) == 0 {
 			return nil // another copy of the rank carries on
 		}
 		why = fmt.Sprintf("rank %d has no copy left: the last %s", e.Rank, strings.TrimPrefix(why, fmt.Sprintf("rank %d ", e.Rank)))

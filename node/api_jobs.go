@@ -11,14 +11,15 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // SubmitRequest is the body of POST /v1/jobs: a job whose program and input
 // files were uploaded first with POST /v1/blobs.
 type SubmitRequest struct {
 	Description job.Description `json:"description"`
-	Program     job.FileRef     `json:"program"`
-	Inputs      []job.FileRef   `json:"inputs,omitempty"`
+	Program     proto.FileRef   `json:"program"`
+	Inputs      []proto.FileRef `json:"inputs,omitempty"`
 	DryRun      bool            `json:"dry_run,omitempty"`
 }
 

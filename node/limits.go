@@ -15,6 +15,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/ratelimit"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // RPCLimits are the per-peer rate limits on the job protocols an agent
@@ -67,9 +68,9 @@ func (l RPCLimits) apply(ep *rpc.Endpoint) error {
 		p    protocol.ID
 		name string
 	}{
-		{l.Lease, job.LeaseProtocol, RefusedLeaseRate},
-		{l.Offer, job.OfferProtocol, RefusedOfferRate},
-		{l.Fetch, job.FetchProtocol, RefusedFetchRate},
+		{l.Lease, proto.LeaseProtocol, RefusedLeaseRate},
+		{l.Offer, proto.OfferProtocol, RefusedOfferRate},
+		{l.Fetch, proto.FetchProtocol, RefusedFetchRate},
 		{l.Chunk, chunk.Protocol, RefusedChunkRate},
 	} {
 		if err := ep.Limit(x.p, x.name, x.lim); err != nil {

@@ -9,7 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
 
@@ -61,7 +61,7 @@ func TestAgentLimitsPerPeer(t *testing.T) {
 		}
 		return ok
 	}
-	if got := streams(job.LeaseProtocol, 300); got != protoPeerStreamsIn {
+	if got := streams(proto.LeaseProtocol, 300); got != protoPeerStreamsIn {
 		t.Errorf("%d inbound lease streams of one peer accepted, want %d", got, protoPeerStreamsIn)
 	}
 	if got := streams(router.ProtocolID, 600); got != mpiPeerStreamsIn {

@@ -11,7 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker"
 )
 
@@ -31,7 +31,7 @@ func newPeerID(t *testing.T) peer.ID {
 // decide is what the agent's policy says to an advert of one process from
 // submitter.
 func decide(n *Node, submitter peer.ID) worker.Decision {
-	return worker.Decide(n.Leases().Policy(), worker.Usage{}, submitter, job.Need{Job: "j1", N: 1, R: 1})
+	return worker.Decide(n.Leases().Policy(), worker.Usage{}, submitter, proto.Need{Job: "j1", N: 1, R: 1})
 }
 
 // Trust by default: with no list an agent runs only its own jobs. Edits
@@ -42,7 +42,7 @@ func TestTrustByDefaultEditAndReload(t *testing.T) {
 	dir := shortDir(t)
 	n := startNode(t, testConfig(dir))
 	alice, bob := newPeerID(t), newPeerID(t)
-	if d := decide(n, alice); d.Accept || d.Code != job.DeclinePolicy {
+	if d := decide(n, alice); d.Accept || d.Code != proto.DeclinePolicy {
 		t.Fatalf("a stranger was not refused by default: %+v", d)
 	}
 	if d := decide(n, n.ID()); !d.Accept {
@@ -67,7 +67,7 @@ func TestTrustByDefaultEditAndReload(t *testing.T) {
 	if _, err := cl.EditTrust(ctx, TrustEdit{Op: "add", List: ListDeny, Peer: alice}); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(n, alice); d.Accept || d.Code != job.DeclinePolicy {
+	if d := decide(n, alice); d.Accept || d.Code != proto.DeclinePolicy {
 		t.Fatalf("deny did not beat allow: %+v", d)
 	}
 	// A hand edit is read on reload.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -73,12 +74,12 @@ func abuseKinds(t *testing.T, net *Net, raw *attackerHost, victim, sub int) []ab
 	rpc := node.DefaultRPCLimits()
 	adverts := make([][]byte, 512)
 	for i := range adverts {
-		adverts[i] = raw.message(t, 2, raw.envelope(t, job.NewID(), raw.h.ID()))
+		adverts[i] = raw.message(t, 2, raw.envelope(t, proto.NewJobID(), raw.h.ID()))
 	}
-	lease := mustJSON(t, job.LeaseRequest{Op: job.OpCommit, Job: job.NewID(), Lease: "not-a-lease",
-		Commit: &job.Commit{Key: "k", N: 1, R: 1, Program: job.FileRef{Name: "p", Hash: strings.Repeat("0", 64), Size: 1},
-			Procs: []job.Proc{{}}, Hosts: []job.HostRef{{Peer: raw.h.ID()}}, RankHost: [][]int{{0}}}})
-	fetch := mustJSON(t, job.FetchRequest{Job: job.NewID(), Key: "not-the-key", Hash: strings.Repeat("0", 64)})
+	lease := mustJSON(t, proto.LeaseRequest{Op: proto.OpCommit, Job: proto.NewJobID(), Lease: "not-a-lease",
+		Commit: &proto.Commit{Key: "k", N: 1, R: 1, Program: proto.FileRef{Name: "p", Hash: strings.Repeat("0", 64), Size: 1},
+			Procs: []proto.Proc{{}}, RankTable: proto.RankTable{Hosts: []proto.HostRef{{Peer: raw.h.ID()}}, Ranks: [][]int{{0}}}}})
+	fetch := mustJSON(t, proto.FetchRequest{Job: proto.NewJobID(), Key: "not-the-key", Hash: strings.Repeat("0", 64)})
 	const senders, times = 48, 100
 	return []abuseKind{
 		{name: "adverts", target: victim, rate: fcfg.Rate, burst: fcfg.Burst, refusedAs: "advert-" + string(flood.DropRateLimited),
@@ -86,10 +87,10 @@ func abuseKinds(t *testing.T, net *Net, raw *attackerHost, victim, sub int) []ab
 				payload: func(i uint64) []byte { return adverts[i%uint64(len(adverts))] }},
 			servedBy: func(n *node.Node) uint64 { return n.Flooder().Stats().Received }},
 		{name: "lease requests", target: victim, rate: rpc.Lease.Rate, burst: rpc.Lease.Burst, refusedAs: node.RefusedLeaseRate,
-			f: flooder{raw: raw, to: v.ID(), proto: job.LeaseProtocol, rate: times * rpc.Lease.Rate, senders: senders,
+			f: flooder{raw: raw, to: v.ID(), proto: proto.LeaseProtocol, rate: times * rpc.Lease.Rate, senders: senders,
 				payload: func(uint64) []byte { return lease }, reply: true}},
 		{name: "fetches", target: sub, rate: rpc.Fetch.Rate, burst: rpc.Fetch.Burst, refusedAs: node.RefusedFetchRate,
-			f: flooder{raw: raw, to: s.ID(), proto: job.FetchProtocol, rate: times * rpc.Fetch.Rate, senders: senders,
+			f: flooder{raw: raw, to: s.ID(), proto: proto.FetchProtocol, rate: times * rpc.Fetch.Rate, senders: senders,
 				payload: func(uint64) []byte { return fetch }, reply: true}},
 	}
 }
@@ -108,7 +109,7 @@ type abuseRow struct {
 // floodOnce runs one flood for dur, submits a job on every agent a third
 // of the way in, keeps flooding until the job runs, and checks the
 // throttling.
-func floodOnce(t *testing.T, net *Net, k abuseKind, dur time.Duration, prog job.FileRef) abuseRow {
+func floodOnce(t *testing.T, net *Net, k abuseKind, dur time.Duration, prog proto.FileRef) abuseRow {
 	t.Helper()
 	target := net.Nodes[k.target]
 	served0, refused0 := uint64(0), target.Stats().Refused[k.refusedAs]
@@ -156,7 +157,7 @@ func floodOnce(t *testing.T, net *Net, k abuseKind, dur time.Duration, prog job.
 // runEverywhere submits, from agent 0, a job on every slot of the net
 // (concentrate, so every agent must take part), waits for it to end done,
 // and returns how long it took to reach running.
-func runEverywhere(t *testing.T, net *Net, prog job.FileRef) time.Duration {
+func runEverywhere(t *testing.T, net *Net, prog proto.FileRef) time.Duration {
 	t.Helper()
 	s := net.Nodes[0]
 	d := job.NewDescription("job.sh", nil, len(net.Nodes)*s.Config().Cores)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
@@ -208,7 +209,7 @@ func benchAwait(b *testing.B, net *Net, what string, within time.Duration, cond 
 }
 
 // benchProgram uploads a trivial program to nd for its dry runs.
-func benchProgram(b *testing.B, nd *node.Node) job.FileRef {
+func benchProgram(b *testing.B, nd *node.Node) proto.FileRef {
 	path := filepath.Join(b.TempDir(), "job.sh")
 	if err := os.WriteFile(path, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		b.Fatal(err)
@@ -217,12 +218,12 @@ func benchProgram(b *testing.B, nd *node.Node) job.FileRef {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return job.FileRef{Name: "job.sh", Hash: h.String(), Size: size}
+	return proto.FileRef{Name: "job.sh", Hash: h.String(), Size: size}
 }
 
 // benchRun floods one job of n slots in the given mode, then cancels every
 // lease and waits until the network is quiet and every lease is gone.
-func benchRun(b *testing.B, net *Net, p *probe, prog job.FileRef, mode string, n int) benchResult {
+func benchRun(b *testing.B, net *Net, p *probe, prog proto.FileRef, mode string, n int) benchResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	before, dropped := advertsSent(net, p), advertsLost(net, p)
@@ -232,7 +233,7 @@ func benchRun(b *testing.B, net *Net, p *probe, prog job.FileRef, mode string, n
 		r = agentDryRun(b, net.Nodes[0], prog, n)
 	} else {
 		c := p.begin(n)
-		body, err := job.EncodeNeed(job.Need{Job: c.id, N: n, R: 1})
+		body, err := proto.EncodeNeed(proto.Need{Job: c.id, N: n, R: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -281,7 +282,7 @@ func floodMode(ctx context.Context, b *testing.B, p *probe, c *collect, adv floo
 }
 
 // agentDryRun submits a dry run through nd and times it from its record.
-func agentDryRun(b *testing.B, nd *node.Node, prog job.FileRef, n int) benchResult {
+func agentDryRun(b *testing.B, nd *node.Node, prog proto.FileRef, n int) benchResult {
 	d := job.NewDescription("job.sh", nil, n)
 	d.Strategy = job.Concentrate
 	floods := nd.Flooder().Stats().Originated

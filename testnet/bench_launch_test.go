@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -111,7 +112,7 @@ func BenchmarkLaunchProgram20MB(b *testing.B) {
 // launchTimes runs d with prog through agent 0, checks that it ran, waits
 // until every agent is idle again, and returns when the job entered each
 // state.
-func (ln *launchNet) launchTimes(b *testing.B, d job.Description, prog job.FileRef) map[job.State]time.Time {
+func (ln *launchNet) launchTimes(b *testing.B, d job.Description, prog proto.FileRef) map[job.State]time.Time {
 	b.Helper()
 	rec := submitJob(b, ln.Nodes[0], d, prog).wait(b)
 	if rec.State != job.Done {
@@ -135,7 +136,7 @@ func (ln *launchNet) launchTimes(b *testing.B, d job.Description, prog job.FileR
 // uploadBigScript uploads to agent 0 a shell script of size bytes that
 // exits at once: its first lines, then a comment of random bytes (so its
 // hash is new, and no agent holds it yet).
-func uploadBigScript(b *testing.B, ln *launchNet, size int) job.FileRef {
+func uploadBigScript(b *testing.B, ln *launchNet, size int) proto.FileRef {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "prog.sh")
 	head := "#!/bin/sh\nexit 0\n#"
@@ -153,7 +154,7 @@ func uploadBigScript(b *testing.B, ln *launchNet, size int) job.FileRef {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return job.FileRef{Name: "prog.sh", Hash: h.String(), Size: n}
+	return proto.FileRef{Name: "prog.sh", Hash: h.String(), Size: n}
 }
 
 func writeRandom(b *testing.B, path string, size int) {

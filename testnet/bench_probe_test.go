@@ -17,6 +17,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
@@ -72,7 +73,7 @@ func addProbe(ctx context.Context, net *Net, site int, ov overlay.Config) (*prob
 		l.SetOptions(mocknet.LinkOptions{Latency: net.topo.RTT(site, net.SiteOf(j)) / 2})
 	}
 	p := &probe{h: h, ep: rpc.New(h)}
-	p.ep.Handle(job.OfferProtocol, p.handleOffer)
+	p.ep.Handle(proto.OfferProtocol, p.handleOffer)
 	if p.ov, err = overlay.New(h, ov); err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func (p *probe) Close() error {
 
 // begin opens the collection of offers for a new job of n slots.
 func (p *probe) begin(n int) *collect {
-	c := &collect{id: job.NewID(), n: n, start: time.Now(), from: map[peer.ID]bool{},
+	c := &collect{id: proto.NewJobID(), n: n, start: time.Now(), from: map[peer.ID]bool{},
 		enough: make(chan struct{}), open: true}
 	p.mu.Lock()
 	p.run = c
@@ -115,8 +116,8 @@ func (p *probe) feasible(c *collect) bool {
 // worker, then keep the offer if its job is collecting.
 func (p *probe) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
-	var msg job.OfferMsg
-	if err := wire.ReadJSON(bufio.NewReader(st), job.MaxOfferSize, &msg); err != nil {
+	var msg proto.OfferMsg
+	if err := wire.ReadJSON(bufio.NewReader(st), proto.MaxOfferSize, &msg); err != nil {
 		_ = st.Reset()
 		return
 	}
@@ -134,12 +135,12 @@ func (p *probe) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.Close()
 }
 
-func (p *probe) take(from peer.ID, msg job.OfferMsg, rtt time.Duration) job.OfferReply {
+func (p *probe) take(from peer.ID, msg proto.OfferMsg, rtt time.Duration) proto.OfferReply {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.run
 	if c == nil || !c.open || msg.Job != c.id || c.from[from] {
-		return job.OfferReply{Reason: "not collecting"}
+		return proto.OfferReply{Reason: "not collecting"}
 	}
 	c.from[from] = true
 	c.offers = append(c.offers, job.Offer{Peer: from, Lease: msg.Lease, Slots: msg.Slots, Cores: msg.Cores, RTT: rtt})
@@ -148,7 +149,7 @@ func (p *probe) take(from peer.ID, msg job.OfferMsg, rtt time.Duration) job.Offe
 		c.at = time.Since(c.start)
 		close(c.enough)
 	}
-	return job.OfferReply{Keep: true}
+	return proto.OfferReply{Keep: true}
 }
 
 // cancelAll cancels the leases of offers, 32 at a time.
@@ -161,9 +162,9 @@ func (p *probe) cancelAll(ctx context.Context, id job.ID, offers []job.Offer) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			var rep job.LeaseReply
-			req := job.LeaseRequest{Op: job.OpCancel, Job: id, Lease: o.Lease}
-			_ = p.ep.Call(ctx, o.Peer, job.LeaseProtocol, req, &rep, job.MaxReplySize)
+			var rep proto.LeaseReply
+			req := proto.LeaseRequest{Op: proto.OpCancel, Job: id, Lease: o.Lease}
+			_ = p.ep.Call(ctx, o.Peer, proto.LeaseProtocol, req, &rep, proto.MaxReplySize)
 		}()
 	}
 	wg.Wait()

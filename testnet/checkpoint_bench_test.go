@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -96,7 +97,7 @@ var isVerified = regexp.MustCompile(`Verification\s+=\s+SUCCESSFUL`)
 // lossFigures: heat of 300 steps of 30 ms loses a host 70% into the
 // uninterrupted run's time, with a checkpoint at every step and without
 // any; the table gives each run's total time.
-func lossFigures(t *testing.T, ln *launchNet, prog job.FileRef) {
+func lossFigures(t *testing.T, ln *launchNet, prog proto.FileRef) {
 	args := []string{"300", "30", "3000"}
 	run := func(every time.Duration, killAfter time.Duration) (time.Duration, job.Record) {
 		d := heatJob()

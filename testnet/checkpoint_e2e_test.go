@@ -13,6 +13,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -116,7 +117,7 @@ func TestCheckpointRestart(t *testing.T) {
 
 // testFromScratch: a job that took no checkpoint (its interval never
 // passed) starts again from scratch, says so, and still ends right.
-func testFromScratch(t *testing.T, ln *launchNet, prog job.FileRef, ref string) {
+func testFromScratch(t *testing.T, ln *launchNet, prog proto.FileRef, ref string) {
 	d := heatJob()
 	d.CheckpointEvery = time.Hour
 	w := submitJob(t, ln.Nodes[0], d, prog)
@@ -150,7 +151,7 @@ func testFromScratch(t *testing.T, ln *launchNet, prog job.FileRef, ref string) 
 // changed) before the restart stages them: the new hosts detect it by the
 // hash and take the copies the other agents hold, and the job still ends
 // with the uninterrupted run's result.
-func testCorruptCopies(t *testing.T, ln *launchNet, prog job.FileRef, ref string) {
+func testCorruptCopies(t *testing.T, ln *launchNet, prog proto.FileRef, ref string) {
 	w := submitJob(t, ln.Nodes[0], heatJob(), prog)
 	ln.awaitCheckpoint(t, w, 3)
 	rec, err := ln.Nodes[0].Submitter().Get(w.id)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -27,7 +28,7 @@ func TestForgedAndReplayedCommits(t *testing.T) {
 	ownerEP, thiefEP := rpc.New(owner.h), rpc.New(thief.h)
 	t.Cleanup(func() { _ = ownerEP.Close(); _ = thiefEP.Close() })
 
-	id := job.NewID()
+	id := proto.NewJobID()
 	lease, err := v.Leases().Reserve(id, owner.h.ID(), 1, 1, 0, 0) // as an offer to owner would
 	if err != nil {
 		t.Fatal(err)
@@ -38,15 +39,15 @@ func TestForgedAndReplayedCommits(t *testing.T) {
 	}
 	marker := filepath.Join(dir, "ran")
 	prog := upload(t, s, "touch "+marker)
-	commit := job.LeaseRequest{Op: job.OpCommit, Job: id, Lease: lease.Key, Commit: &job.Commit{
-		Key: "job-key", N: 1, R: 1, Program: prog, Procs: []job.Proc{{Rank: 0}},
-		Hosts: []job.HostRef{{Peer: v.ID()}}, RankHost: [][]int{{0}}, Attempt: 1}}
-	send := func(ep *rpc.Endpoint) job.LeaseReply {
+	commit := proto.LeaseRequest{Op: proto.OpCommit, Job: id, Lease: lease.Key, Commit: &proto.Commit{
+		Key: "job-key", N: 1, R: 1, Program: prog, Procs: []proto.Proc{{Rank: 0}},
+		RankTable: proto.RankTable{Hosts: []proto.HostRef{{Peer: v.ID()}}, Ranks: [][]int{{0}}}, Attempt: 1}}
+	send := func(ep *rpc.Endpoint) proto.LeaseReply {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		var rep job.LeaseReply
-		if err := ep.Call(ctx, v.ID(), job.LeaseProtocol, commit, &rep, job.MaxReplySize); err != nil {
+		var rep proto.LeaseReply
+		if err := ep.Call(ctx, v.ID(), proto.LeaseProtocol, commit, &rep, proto.MaxReplySize); err != nil {
 			t.Fatal(err)
 		}
 		return rep

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -207,7 +208,7 @@ func Contention(ctx context.Context, cfg ContentionConfig, each func(ContentionR
 }
 
 // uploadSleep puts the sleeping program in every agent's blob store.
-func uploadSleep(net *Net, run time.Duration) ([]job.FileRef, error) {
+func uploadSleep(net *Net, run time.Duration) ([]proto.FileRef, error) {
 	dir, err := os.MkdirTemp("", "contention-")
 	if err != nil {
 		return nil, fmt.Errorf("testnet: contention program: %w", err)
@@ -218,13 +219,13 @@ func uploadSleep(net *Net, run time.Duration) ([]job.FileRef, error) {
 	if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
 		return nil, fmt.Errorf("testnet: contention program: %w", err)
 	}
-	var refs []job.FileRef
+	var refs []proto.FileRef
 	for _, nd := range net.Nodes {
 		h, size, err := nd.Blobs().PutFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("testnet: contention program: %w", err)
 		}
-		refs = append(refs, job.FileRef{Name: "sleep.sh", Hash: h.String(), Size: size})
+		refs = append(refs, proto.FileRef{Name: "sleep.sh", Hash: h.String(), Size: size})
 	}
 	return refs, nil
 }
@@ -232,7 +233,7 @@ func uploadSleep(net *Net, run time.Duration) ([]job.FileRef, error) {
 // runJobs submits k jobs at once, job i from agent i mod agents, waits
 // for every one to end and for every lease to be given back, and returns
 // their spans. A job that does not end done is an error.
-func runJobs(ctx context.Context, net *Net, cfg ContentionConfig, progs []job.FileRef, k int) ([]JobSpan, error) {
+func runJobs(ctx context.Context, net *Net, cfg ContentionConfig, progs []proto.FileRef, k int) ([]JobSpan, error) {
 	t0 := time.Now()
 	spans := make([]JobSpan, k)
 	for i := range k {

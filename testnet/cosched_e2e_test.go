@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
 )
 
 // gatedJob is a job of 4 ranks, one per pool agent, that declares mem
 // per process and ends when the file gate appears (after the body).
-func gatedJob(t *testing.T, ln *launchNet, gate, body string, mem int64) (job.Description, job.FileRef) {
+func gatedJob(t *testing.T, ln *launchNet, gate, body string, mem int64) (job.Description, proto.FileRef) {
 	prog := uploadScript(t, ln.Nodes[0], body+"\nwhile [ ! -e "+gate+" ]; do sleep 0.05; done")
 	d := job.NewDescription("prog.sh", nil, 4)
 	d.Strategy, d.Require.Labels, d.MemPerProc = job.Spread, []string{poolLabel}, mem
@@ -76,7 +77,7 @@ func TestCoScheduleWithinMemory(t *testing.T) {
 	need := dc.Need(c.id)
 	for _, i := range pool {
 		d := worker.Decide(ln.Nodes[i].Leases().Policy(), ln.Nodes[i].Leases().Usage(), ln.Nodes[0].ID(), need)
-		if d.Accept || !d.Full || d.Code != job.DeclineMemory {
+		if d.Accept || !d.Full || d.Code != proto.DeclineMemory {
 			t.Fatalf("agent %d would decide %+v on the third job, want a wait for memory", i, d)
 		}
 	}
@@ -149,7 +150,7 @@ func TestCoScheduleWithinMemory(t *testing.T) {
 	y.awaitState(t, job.Reserving)
 	for _, i := range pool {
 		l := ln.Nodes[i].Leases()
-		if d := worker.Decide(l.Policy(), l.Usage(), ln.Nodes[0].ID(), dy.Need(y.id)); d.Accept || d.Code != job.DeclineMemory {
+		if d := worker.Decide(l.Policy(), l.Usage(), ln.Nodes[0].ID(), dy.Need(y.id)); d.Accept || d.Code != proto.DeclineMemory {
 			t.Fatalf("agent %d (usage %+v) would decide %+v on the 950M job, want a wait for memory", i, l.Usage(), d)
 		}
 	}

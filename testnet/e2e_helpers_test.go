@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
 )
@@ -63,7 +64,7 @@ func connected(t *testing.T, net *Net, least int) {
 }
 
 // upload writes a shell script and puts it in agent nd's blob store.
-func upload(t *testing.T, nd *node.Node, body string) job.FileRef {
+func upload(t *testing.T, nd *node.Node, body string) proto.FileRef {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "job.sh")
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -73,11 +74,11 @@ func upload(t *testing.T, nd *node.Node, body string) job.FileRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return job.FileRef{Name: "job.sh", Hash: h.String(), Size: size}
+	return proto.FileRef{Name: "job.sh", Hash: h.String(), Size: size}
 }
 
 // submit starts a job (a dry run when dry) through agent nd.
-func submit(t *testing.T, nd *node.Node, d job.Description, prog job.FileRef, dry bool) job.ID {
+func submit(t *testing.T, nd *node.Node, d job.Description, prog proto.FileRef, dry bool) job.ID {
 	t.Helper()
 	d.SetDefaults()
 	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog, DryRun: dry})

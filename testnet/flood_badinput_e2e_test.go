@@ -20,6 +20,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -35,7 +36,7 @@ func TestFloodBadInputFromRawHost(t *testing.T) {
 	v := net.Nodes[victim]
 	raw := rawHost(t, v)
 	other := net.Nodes[1].ID()
-	forgedJob := job.NewID()
+	forgedJob := proto.NewJobID()
 	maxTTL := v.Config().Services.Flood.MaxTTL
 	rng := rand.New(rand.NewPCG(3, 3))
 	garbage := make([]byte, 512)
@@ -52,7 +53,7 @@ func TestFloodBadInputFromRawHost(t *testing.T) {
 		{"unsigned", raw.message(t, 1, nil), flood.DropBadSignature},
 		{"forged: signed by the raw host for another agent", raw.message(t, 1, raw.envelope(t, forgedJob, other)), flood.DropBadSignature},
 		{"tampered after signing", raw.message(t, 1, raw.tampered(t, forgedJob)), flood.DropBadSignature},
-		{"TTL over the cap", raw.message(t, maxTTL+1, raw.envelope(t, job.NewID(), raw.h.ID())), flood.DropTTLOverCap},
+		{"TTL over the cap", raw.message(t, maxTTL+1, raw.envelope(t, proto.NewJobID(), raw.h.ID())), flood.DropTTLOverCap},
 		{"oversized frame", binary.AppendUvarint(nil, uint64(v.Config().Services.Flood.MaxAdvertSize+1)), flood.DropOversized},
 		{"another protocol's bytes", []byte("GET / HTTP/1.1\r\nHost: zorilla\r\n\r\n" + strings.Repeat("x", 64)), flood.DropGarbage},
 		{"a frame of random bytes", frame(t, garbage[:100]), flood.DropGarbage},
@@ -147,7 +148,7 @@ func (r *advertRecord) UnmarshalRecord(b []byte) error { return json.Unmarshal(b
 // submitter as its submitter, with a need any agent would accept.
 func (a *attackerHost) envelope(t *testing.T, j job.ID, submitter peer.ID) []byte {
 	t.Helper()
-	body, err := job.EncodeNeed(job.Need{Job: j, N: 1, R: 1})
+	body, err := proto.EncodeNeed(proto.Need{Job: j, N: 1, R: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func (a *attackerHost) envelope(t *testing.T, j job.ID, submitter peer.ID) []byt
 // submitter), whose payload was then changed to another job.
 func (a *attackerHost) tampered(t *testing.T, j job.ID) []byte {
 	t.Helper()
-	env, err := record.UnmarshalEnvelope(a.envelope(t, job.NewID(), a.h.ID()))
+	env, err := record.UnmarshalEnvelope(a.envelope(t, proto.NewJobID(), a.h.ID()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
@@ -124,8 +125,8 @@ func (c Grid5000Config) validate() error {
 			c.Scale, len(c.Ns), len(c.Strategies), c.Converge, c.Quiet))
 	}
 	for _, n := range c.Ns {
-		if n < 1 || n > job.MaxProcs {
-			errs = append(errs, fmt.Errorf("n=%d out of 1..%d", n, job.MaxProcs))
+		if n < 1 || n > proto.MaxProcs {
+			errs = append(errs, fmt.Errorf("n=%d out of 1..%d", n, proto.MaxProcs))
 		}
 	}
 	for _, s := range c.Strategies {
@@ -148,7 +149,7 @@ type Grid5000 struct {
 	Diameter  int       // the submitter's eccentricity in the neighbour graph when it converged
 
 	cfg   Grid5000Config
-	prog  job.FileRef
+	prog  proto.FileRef
 	index map[peer.ID]int
 }
 
@@ -231,21 +232,21 @@ func (g *Grid5000) converge(ctx context.Context) error {
 // uploadHostname puts the experiment's program, a script echoing the name
 // of its host, in the submitter's blob store. Dry runs never start it, but
 // a submission must name an uploaded program.
-func uploadHostname(nd *node.Node) (job.FileRef, error) {
+func uploadHostname(nd *node.Node) (proto.FileRef, error) {
 	dir, err := os.MkdirTemp("", "grid5000-")
 	if err != nil {
-		return job.FileRef{}, fmt.Errorf("testnet: hostname program: %w", err)
+		return proto.FileRef{}, fmt.Errorf("testnet: hostname program: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "hostname.sh")
 	if err := os.WriteFile(path, []byte("#!/bin/sh\nhostname\n"), 0o755); err != nil {
-		return job.FileRef{}, fmt.Errorf("testnet: hostname program: %w", err)
+		return proto.FileRef{}, fmt.Errorf("testnet: hostname program: %w", err)
 	}
 	h, size, err := nd.Blobs().PutFile(path)
 	if err != nil {
-		return job.FileRef{}, fmt.Errorf("testnet: hostname program: %w", err)
+		return proto.FileRef{}, fmt.Errorf("testnet: hostname program: %w", err)
 	}
-	return job.FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}, nil
+	return proto.FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}, nil
 }
 
 // Close stops every agent.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -57,7 +58,7 @@ func FastSubmitter() job.SubmitterConfig {
 }
 
 // script writes an executable shell script and uploads it to agent nd.
-func script(t *testing.T, nd *node.Node, body string) job.FileRef {
+func script(t *testing.T, nd *node.Node, body string) proto.FileRef {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "prog.sh")
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -67,11 +68,11 @@ func script(t *testing.T, nd *node.Node, body string) job.FileRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return job.FileRef{Name: "prog.sh", Hash: h.String(), Size: size}
+	return proto.FileRef{Name: "prog.sh", Hash: h.String(), Size: size}
 }
 
 // run submits a job through agent 0 and collects its updates until it ends.
-func run(t *testing.T, nd *node.Node, d job.Description, prog job.FileRef) (job.Record, []job.Update) {
+func run(t *testing.T, nd *node.Node, d job.Description, prog proto.FileRef) (job.Record, []job.Update) {
 	t.Helper()
 	d.SetDefaults()
 	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog})
@@ -145,7 +146,7 @@ var _ = blob.Hash{}
 
 // buildExample compiles one of examples/ into a temporary folder and
 // uploads it to agent nd.
-func buildExample(t testing.TB, nd *node.Node, name string) job.FileRef {
+func buildExample(t testing.TB, nd *node.Node, name string) proto.FileRef {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command("go", "build", "-o", out, "../examples/"+name)
@@ -156,7 +157,7 @@ func buildExample(t testing.TB, nd *node.Node, name string) job.FileRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return job.FileRef{Name: name, Hash: h.String(), Size: size}
+	return proto.FileRef{Name: name, Hash: h.String(), Size: size}
 }
 
 // The NAS IS kernel sorts across 4 ranks on 3 agents, talking through the

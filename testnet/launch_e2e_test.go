@@ -136,7 +136,7 @@ func slotsLeft(u, c []int) bool {
 // rank and replica.
 func checkProcesses(t *testing.T, rec job.Record, ups []job.Update) {
 	t.Helper()
-	table := rec.Plan.RankTable()
+	table := rec.Plan.RankTable().Peers()
 	seen := map[[2]int]bool{}
 	for _, l := range linesMatching(ups, atLine) {
 		rank, _ := strconv.Atoi(l.sub[0])

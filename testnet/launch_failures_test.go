@@ -20,6 +20,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The failure cases of TestLaunch16: what a failing rank, a cancel, a
@@ -106,7 +107,7 @@ func testTimeout(t *testing.T, ln *launchNet) {
 // corruptProgram uploads to agent sub a script that would leave a mark in
 // marks if it ever ran, then overwrites the stored copy with other bytes (a
 // script leaving another mark), as a disk error would.
-func corruptProgram(t *testing.T, ln *launchNet, sub int, marks string) (job.FileRef, []byte) {
+func corruptProgram(t *testing.T, ln *launchNet, sub int, marks string) (proto.FileRef, []byte) {
 	t.Helper()
 	prog := uploadScript(t, ln.Nodes[sub], `touch "$MARKS/ran-$ZORILLA_RANK"`)
 	h, err := blob.ParseHash(prog.Hash)
@@ -140,13 +141,13 @@ func testHashMismatch(t *testing.T, ln *launchNet) {
 	t.Run("served-as-is", func(t *testing.T) {
 		marks := t.TempDir()
 		prog, bad := corruptProgram(t, ln, 1, marks)
-		ln.Nodes[1].Host().SetStreamHandler(job.FetchProtocol, func(s network.Stream) {
-			var req job.FetchRequest
-			if err := wire.ReadJSON(bufio.NewReader(s), job.MaxReplySize, &req); err != nil {
+		ln.Nodes[1].Host().SetStreamHandler(proto.FetchProtocol, func(s network.Stream) {
+			var req proto.FetchRequest
+			if err := wire.ReadJSON(bufio.NewReader(s), proto.MaxReplySize, &req); err != nil {
 				_ = s.Reset()
 				return
 			}
-			_ = wire.WriteJSON(s, job.FetchReply{Size: int64(len(bad))})
+			_ = wire.WriteJSON(s, proto.FetchReply{Size: int64(len(bad))})
 			_, _ = s.Write(bad)
 			_ = s.Close()
 		})
@@ -157,7 +158,7 @@ func testHashMismatch(t *testing.T, ln *launchNet) {
 // refused submits prog through agent sub to run on four pool agents and
 // checks that the job fails saying why, that nothing ran, and that no
 // worker kept the bytes or a job folder.
-func refused(t *testing.T, ln *launchNet, sub int, prog job.FileRef, marks, why string) {
+func refused(t *testing.T, ln *launchNet, sub int, prog proto.FileRef, marks, why string) {
 	t.Helper()
 	d := job.NewDescription("prog.sh", nil, 4)
 	d.Strategy, d.Env = job.Spread, map[string]string{"MARKS": marks}
@@ -198,7 +199,7 @@ func testSilentHost(t *testing.T, ln *launchNet) {
 	victim := ln.Nodes[silentVictim].ID()
 	committed := make(chan struct{})
 	var once sync.Once
-	ln.Nodes[silentVictim].Host().SetStreamHandler(job.LeaseProtocol, func(s network.Stream) {
+	ln.Nodes[silentVictim].Host().SetStreamHandler(proto.LeaseProtocol, func(s network.Stream) {
 		once.Do(func() { close(committed) })
 		_, _ = io.Copy(io.Discard, s) // no answer: held until the host dies
 		_ = s.Reset()
@@ -350,7 +351,7 @@ chmod u+x ring && exec ./ring 5`)
 	d.Strategy, d.Env = job.Spread, map[string]string{"GO": gate}
 	d.Require.Labels = []string{poolLabel} // agent 0 runs no rank
 	d.SetDefaults()
-	id, err := ln.Nodes[0].Submitter().Submit(job.Submission{Desc: d, Program: prog, Inputs: []job.FileRef{ring}})
+	id, err := ln.Nodes[0].Submitter().Submit(job.Submission{Desc: d, Program: prog, Inputs: []proto.FileRef{ring}})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -155,7 +156,7 @@ func (ln *launchNet) leftovers(id job.ID, pids []int) string {
 
 // uploadScript writes an executable shell script and adds it to agent
 // nd's blob store, as `zorilla submit` uploads a program.
-func uploadScript(t testing.TB, nd *node.Node, body string) job.FileRef {
+func uploadScript(t testing.TB, nd *node.Node, body string) proto.FileRef {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "prog.sh")
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
@@ -165,7 +166,7 @@ func uploadScript(t testing.TB, nd *node.Node, body string) job.FileRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return job.FileRef{Name: "prog.sh", Hash: h.String(), Size: size}
+	return proto.FileRef{Name: "prog.sh", Hash: h.String(), Size: size}
 }
 
 // watcher collects a job's updates in the background until its end.
@@ -180,7 +181,7 @@ type watcher struct {
 }
 
 // submitJob submits d with prog through agent nd and starts watching it.
-func submitJob(t testing.TB, nd *node.Node, d job.Description, prog job.FileRef) *watcher {
+func submitJob(t testing.TB, nd *node.Node, d job.Description, prog proto.FileRef) *watcher {
 	t.Helper()
 	d.SetDefaults()
 	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog})

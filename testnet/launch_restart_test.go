@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The r = 1 rows of the failure table: a host dies while the job runs; the
@@ -122,7 +123,7 @@ func testBadProgram(t *testing.T, ln *launchNet) {
 	d := job.NewDescription("prog.sh", nil, 4)
 	d.Strategy = job.Spread
 	d.Require.Labels = []string{poolLabel}
-	w := submitJob(t, ln.Nodes[0], d, job.FileRef{Name: "prog.sh", Hash: h.String(), Size: size})
+	w := submitJob(t, ln.Nodes[0], d, proto.FileRef{Name: "prog.sh", Hash: h.String(), Size: size})
 	rec := w.wait(t)
 	if rec.State != job.Failed || rec.Exit == 0 {
 		t.Fatalf("job ended %s (exit %d): %s", rec.State, rec.Exit, rec.Reason)

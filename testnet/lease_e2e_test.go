@@ -12,6 +12,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -223,9 +224,9 @@ func TestLostCancelIsSentAgain(t *testing.T) {
 	v := net.Nodes[victim]
 	var mu sync.Mutex
 	var cancels int
-	v.Host().SetStreamHandler(job.LeaseProtocol, func(s network.Stream) {
-		var req job.LeaseRequest
-		if err := wire.ReadJSON(bufio.NewReader(s), job.MaxLeaseSize, &req); err != nil {
+	v.Host().SetStreamHandler(proto.LeaseProtocol, func(s network.Stream) {
+		var req proto.LeaseRequest
+		if err := wire.ReadJSON(bufio.NewReader(s), proto.MaxLeaseSize, &req); err != nil {
 			_ = s.Reset()
 			return
 		}
@@ -233,13 +234,13 @@ func TestLostCancelIsSentAgain(t *testing.T) {
 		cancels++
 		first := cancels == 1
 		mu.Unlock()
-		if first || req.Op != job.OpCancel {
+		if first || req.Op != proto.OpCancel {
 			_ = s.Reset() // lost on the way
 			return
 		}
-		reply := job.LeaseReply{OK: true}
+		reply := proto.LeaseReply{OK: true}
 		if _, err := v.Leases().Release(req.Lease); err != nil {
-			reply = job.LeaseReply{Error: err.Error()}
+			reply = proto.LeaseReply{Error: err.Error()}
 		}
 		_ = wire.WriteJSON(s, reply)
 		_ = s.Close()

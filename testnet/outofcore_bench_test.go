@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
@@ -73,7 +74,7 @@ func TestOutOfCoreFigures(t *testing.T) {
 	// A rank's declaration (its own cgroup's bound, swap included): heat
 	// holds some 32 B a cell of its part at its end, plus the runtime's.
 	per := int64(cells/ranks)*48 + 128<<20
-	mk := func(gangOn, narrow bool) (*launchNet, job.FileRef) {
+	mk := func(gangOn, narrow bool) (*launchNet, proto.FileRef) {
 		ln := startLaunchNet(t, 7, jobs, func(i int, cfg *node.Config) {
 			cfg.MaxProcs, cfg.MaxJobs, cfg.Cores = 1, jobs, jobs
 			cfg.Memory = int64(jobs) * per
@@ -110,7 +111,7 @@ func TestOutOfCoreFigures(t *testing.T) {
 	hybrid := &swapPlan{&job.Swap{Rotation: gang.Config{Slice: slice, Columns: 2}, Policy: gang.Sequential,
 		Gap: gap, StopTimeout: time.Minute, Poll: 100 * time.Millisecond}, [][]int{{0, 1}, {2}}}
 	var rows []oocRow
-	run := func(key, name string, ln *launchNet, prog job.FileRef, d func(int) job.Description, sp *swapPlan, serial bool) {
+	run := func(key, name string, ln *launchNet, prog proto.FileRef, d func(int) job.Description, sp *swapPlan, serial bool) {
 		if !contains(want, key) {
 			return
 		}
@@ -203,7 +204,7 @@ func oocTable(rows []oocRow) string {
 // once, under sp's rotation when given), times each from its submission
 // to its end done, and the whole. A job not done within limit ends the
 // row with an error; its jobs are cancelled and awaited.
-func oocRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) job.Description, jobs int,
+func oocRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) job.Description, jobs int,
 	name string, sp *swapPlan, serial bool, limit time.Duration) (timeshareRow, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
 // buildMPICH compiles worker/pmi/testdata/NAME.c with Debian's MPICH and
 // stores it in nd's blob store, or skips the test.
-func buildMPICH(t *testing.T, nd *node.Node, name string) job.FileRef {
+func buildMPICH(t *testing.T, nd *node.Node, name string) proto.FileRef {
 	t.Helper()
 	cc, err := exec.LookPath("mpicc.mpich")
 	if err != nil {
@@ -29,7 +30,7 @@ func buildMPICH(t *testing.T, nd *node.Node, name string) job.FileRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return job.FileRef{Name: name, Hash: h.String(), Size: size}
+	return proto.FileRef{Name: name, Hash: h.String(), Size: size}
 }
 
 var helloLine = regexp.MustCompile(`^hello rank (\d+) of (\d+) on \S+ node-local (\d+)$`)
@@ -51,7 +52,7 @@ func TestPMILoopback(t *testing.T) {
 	})
 	nd := ln.Nodes[0]
 	hello, ring, coll, fail := buildMPICH(t, nd, "hello"), buildMPICH(t, nd, "ring"), buildMPICH(t, nd, "coll"), buildMPICH(t, nd, "fail")
-	run := func(t *testing.T, prog job.FileRef, n int, s job.Strategy, args ...string) (job.Record, []job.Update) {
+	run := func(t *testing.T, prog proto.FileRef, n int, s job.Strategy, args ...string) (job.Record, []job.Update) {
 		t.Helper()
 		d := job.NewDescription(prog.Name, args, n)
 		d.PMI, d.Strategy = true, s
@@ -70,7 +71,7 @@ func TestPMILoopback(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		prog job.FileRef
+		prog proto.FileRef
 		n    int
 		s    job.Strategy
 	}{{ring, 9, job.Spread}, {ring, 5, job.Concentrate}, {coll, 9, job.Spread}, {coll, 7, job.Concentrate}, {coll, 2, job.Spread}} {

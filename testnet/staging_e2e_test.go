@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -73,7 +74,7 @@ func awaitStagingNet(t testing.TB, net *Net) {
 
 // bigScript puts a shell script of size bytes in nd's store: "exit 0" and
 // then a comment of random text, so every chunk differs.
-func bigScript(t testing.TB, nd *node.Node, size int) job.FileRef {
+func bigScript(t testing.TB, nd *node.Node, size int) proto.FileRef {
 	t.Helper()
 	head := "#!/bin/sh\nexit 0\n#"
 	pad := make([]byte, (size-len(head))/2+1)
@@ -87,7 +88,7 @@ func bigScript(t testing.TB, nd *node.Node, size int) job.FileRef {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return job.FileRef{Name: "big.sh", Hash: h.String(), Size: n}
+	return proto.FileRef{Name: "big.sh", Hash: h.String(), Size: n}
 }
 
 // stagingRun is what one job's staging cost.
@@ -98,7 +99,7 @@ type stagingRun struct {
 }
 
 // stageOnce runs a job of one rank on each of hosts agents of net with prog.
-func stageOnce(t testing.TB, net *Net, hosts int, prog job.FileRef) stagingRun {
+func stageOnce(t testing.TB, net *Net, hosts int, prog proto.FileRef) stagingRun {
 	t.Helper()
 	s := net.Nodes[0]
 	before := s.Stats().Staging
@@ -131,7 +132,7 @@ func stageOnce(t testing.TB, net *Net, hosts int, prog job.FileRef) stagingRun {
 }
 
 // runToEnd submits d through nd and waits up to 5 minutes for its end.
-func runToEnd(t testing.TB, nd *node.Node, d job.Description, prog job.FileRef) job.Record {
+func runToEnd(t testing.TB, nd *node.Node, d job.Description, prog proto.FileRef) job.Record {
 	t.Helper()
 	d.SetDefaults()
 	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog})

@@ -18,13 +18,14 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
 // checkedScript puts in nd's store a shell script of size bytes that runs
 // only if its own bytes hash to its first argument: a host that ran an
 // unverified copy fails the job. It returns the file and the hash to pass.
-func checkedScript(t testing.TB, nd *node.Node, size int) (job.FileRef, string) {
+func checkedScript(t testing.TB, nd *node.Node, size int) (proto.FileRef, string) {
 	t.Helper()
 	head := "#!/bin/sh\n[ \"$(sha256sum < \"$0\" | cut -d' ' -f1)\" = \"$1\" ] || { echo corrupt program >&2; exit 3; }\nexit 0\n#"
 	pad := make([]byte, (size-len(head))/2+1)
@@ -39,7 +40,7 @@ func checkedScript(t testing.TB, nd *node.Node, size int) (job.FileRef, string) 
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(body)
-	return job.FileRef{Name: "checked.sh", Hash: h.String(), Size: n}, hex.EncodeToString(sum[:])
+	return proto.FileRef{Name: "checked.sh", Hash: h.String(), Size: n}, hex.EncodeToString(sum[:])
 }
 
 // serveGarbage replaces nd's chunk server with one that answers every

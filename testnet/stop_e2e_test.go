@@ -11,6 +11,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -72,7 +73,7 @@ func TestStopResume(t *testing.T) {
 	if err := sub.Stop(ctx, ref.id, time.Second); !errors.Is(err, job.ErrNotStoppable) || !strings.Contains(err.Error(), "done") {
 		t.Errorf("stop of a finished job: %v, want ErrNotStoppable saying done", err)
 	}
-	unknown := job.NewID()
+	unknown := proto.NewJobID()
 	if err := sub.Stop(ctx, unknown, time.Second); !errors.Is(err, job.ErrUnknownJob) {
 		t.Errorf("stop of an unknown job: %v", err)
 	}
@@ -121,7 +122,7 @@ func TestStopResume(t *testing.T) {
 // testCancelStopped: a job whose interval never passes takes a checkpoint
 // when stopped (CHECKPOINTNOW); cancelling it then drops that checkpoint,
 // and it can no longer be resumed.
-func testCancelStopped(t *testing.T, ln *launchNet, prog job.FileRef) {
+func testCancelStopped(t *testing.T, ln *launchNet, prog proto.FileRef) {
 	d := heatJob()
 	d.CheckpointEvery = time.Hour
 	sub := ln.Nodes[0].Submitter()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
@@ -59,7 +60,7 @@ func TestSwapByCheckpoint(t *testing.T) {
 	}
 }
 
-func testSwap(t *testing.T, ln *launchNet, prog job.FileRef, sets [][]int, p gang.Policy, ref []string) {
+func testSwap(t *testing.T, ln *launchNet, prog proto.FileRef, sets [][]int, p gang.Policy, ref []string) {
 	sw := job.Swap{Rotation: gang.Config{Slice: 5 * time.Second, Columns: len(sets)}, Policy: p,
 		Gap: time.Second, StopTimeout: 10 * time.Second, Poll: 50 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

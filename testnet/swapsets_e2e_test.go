@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -92,7 +93,7 @@ func rotateThreeJobs(t *testing.T, atOnce bool) {
 // checksums: the results a swapped job must end with. Heat's pause per
 // step (its second argument) changes nothing of the result: the reference
 // runs go without it.
-func referenceSums(t *testing.T, ln *launchNet, prog job.FileRef, cells []string, desc func(cells string) job.Description) []string {
+func referenceSums(t *testing.T, ln *launchNet, prog proto.FileRef, cells []string, desc func(cells string) job.Description) []string {
 	t.Helper()
 	var refs []*watcher
 	for _, c := range cells {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
@@ -29,7 +30,7 @@ func TestTimeSharingFigures(t *testing.T) {
 	}
 	args := strings.Fields(envOr("ZORILLA_TIMESHARE_HEAT", "600 0 400000"))
 	const jobs = 3
-	mk := func(gangOn bool) (*launchNet, job.FileRef) {
+	mk := func(gangOn bool) (*launchNet, proto.FileRef) {
 		ln := startLaunchNet(t, 7, jobs, func(_ int, cfg *node.Config) {
 			cfg.MaxProcs = 1
 			cfg.Services.Worker.MaxStage = 2 << 30
@@ -93,7 +94,7 @@ type swapPlan struct {
 
 // timeshareRun runs the jobs (one after the other with serial, else all
 // at once, under sp's swap rotation when given) and times them.
-func timeshareRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) job.Description, jobs int,
+func timeshareRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) job.Description, jobs int,
 	name string, sp *swapPlan, serial bool) timeshareRow {
 	t.Helper()
 	setOf := map[int]int{}
@@ -119,7 +120,7 @@ func timeshareRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) 
 // timedRun submits the jobs (one after the other with serial, else all at
 // once), waits for each with await, and times each from its submission to
 // its end, and the whole. A job that does not end done fails the test.
-func timedRun(t *testing.T, ln *launchNet, prog job.FileRef, desc func(int) job.Description, jobs int,
+func timedRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) job.Description, jobs int,
 	name string, serial bool, limit time.Duration,
 	await func(ctx context.Context, sub *job.Submitter, j int, id job.ID) (job.Record, error)) timeshareRow {
 	t.Helper()

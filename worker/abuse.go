@@ -8,7 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/ratelimit"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // AbuseLimits bound what one submitter can make this worker do, whatever
@@ -38,7 +38,7 @@ func DefaultAbuseLimits() AbuseLimits {
 	return AbuseLimits{
 		// 4096 copies: four times the largest job of the Grid'5000
 		// experiments (1024 processes); the rank table of such a commit is
-		// well under job.MaxLeaseSize.
+		// well under proto.MaxLeaseSize.
 		MaxJobProcs: 4096,
 		// 4 GiB: four files at the blob store's 1 GiB per file, half the
 		// store's 8 GiB, so two large jobs can stage at once.
@@ -56,8 +56,8 @@ func DefaultAbuseLimits() AbuseLimits {
 
 func (a AbuseLimits) validate() error {
 	switch {
-	case a.MaxJobProcs < 1 || a.MaxJobProcs > job.MaxProcs:
-		return fmt.Errorf("worker: MaxJobProcs must be 1..%d, got %d", job.MaxProcs, a.MaxJobProcs)
+	case a.MaxJobProcs < 1 || a.MaxJobProcs > proto.MaxProcs:
+		return fmt.Errorf("worker: MaxJobProcs must be 1..%d, got %d", proto.MaxProcs, a.MaxJobProcs)
 	case a.MaxJobStage < 1:
 		return fmt.Errorf("worker: MaxJobStage must be positive, got %d", a.MaxJobStage)
 	}
@@ -102,7 +102,7 @@ func newAbuse(lim AbuseLimits) *abuse {
 
 // admitAdvert decides, before any lease is made, whether an advert's job
 // is within the size limit.
-func (a *abuse) admitAdvert(need job.Need) bool {
+func (a *abuse) admitAdvert(need proto.Need) bool {
 	if need.N*need.R > a.lim.MaxJobProcs {
 		a.refused.Add(RefusedJobTooLarge)
 		return false
@@ -122,7 +122,7 @@ func (a *abuse) allowOffer(submitter peer.ID, now time.Time) bool {
 
 // admitCommit checks a commit from submitter against the commit rate and
 // the size caps, counting a refusal.
-func (a *abuse) admitCommit(submitter peer.ID, c job.Commit, now time.Time) error {
+func (a *abuse) admitCommit(submitter peer.ID, c proto.Commit, now time.Time) error {
 	if !a.commits.Allow(submitter, now) {
 		a.refused.Add(RefusedCommitRate)
 		return fmt.Errorf("over %v commits a second from you; try again later%w", a.lim.Commits.Rate, errCounted)
@@ -136,12 +136,12 @@ func (a *abuse) admitCommit(submitter peer.ID, c job.Commit, now time.Time) erro
 
 // checkJobSize is the pure check of a commit against the caps: n×r, and
 // the sizes its files declare (staging enforces what really arrives).
-func checkJobSize(lim AbuseLimits, c job.Commit) error {
+func checkJobSize(lim AbuseLimits, c proto.Commit) error {
 	if c.N < 0 || c.R < 0 || c.N > lim.MaxJobProcs || c.R > lim.MaxJobProcs || c.N*c.R > lim.MaxJobProcs {
 		return fmt.Errorf("%w: n×r = %d×%d, this agent takes at most %d", ErrTooLarge, c.N, c.R, lim.MaxJobProcs)
 	}
 	var total int64
-	for _, f := range append([]job.FileRef{c.Program}, c.Inputs...) {
+	for _, f := range append([]proto.FileRef{c.Program}, c.Inputs...) {
 		if f.Size < 0 {
 			return fmt.Errorf("file %q of negative size %d", f.Name, f.Size)
 		}

@@ -6,25 +6,25 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/internal/ratelimit"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func TestCheckJobSize(t *testing.T) {
 	lim := AbuseLimits{MaxJobProcs: 8, MaxJobStage: 100}
-	file := func(size int64) job.FileRef { return job.FileRef{Name: "f", Size: size} }
+	file := func(size int64) proto.FileRef { return proto.FileRef{Name: "f", Size: size} }
 	for _, c := range []struct {
 		name   string
-		c      job.Commit
+		c      proto.Commit
 		reason string // "" accepts
 	}{
-		{"at the caps", job.Commit{N: 4, R: 2, Program: file(60), Inputs: []job.FileRef{file(40)}}, ""},
-		{"n×r over", job.Commit{N: 3, R: 3, Program: file(1)}, RefusedJobTooLarge},
-		{"n alone over", job.Commit{N: 9, R: 1, Program: file(1)}, RefusedJobTooLarge},
-		{"n×r overflowing int", job.Commit{N: 1 << 62, R: 4, Program: file(1)}, RefusedJobTooLarge},
-		{"program over", job.Commit{N: 1, R: 1, Program: file(101)}, RefusedStageTooLarge},
-		{"inputs add up over", job.Commit{N: 1, R: 1, Program: file(50), Inputs: []job.FileRef{file(30), file(30)}}, RefusedStageTooLarge},
-		{"sizes adding up past int64", job.Commit{N: 1, R: 1, Program: file(50), Inputs: []job.FileRef{file(1<<63 - 1)}}, RefusedStageTooLarge},
-		{"negative size", job.Commit{N: 1, R: 1, Program: file(-1)}, RefusedLeaseRequest},
+		{"at the caps", proto.Commit{N: 4, R: 2, Program: file(60), Inputs: []proto.FileRef{file(40)}}, ""},
+		{"n×r over", proto.Commit{N: 3, R: 3, Program: file(1)}, RefusedJobTooLarge},
+		{"n alone over", proto.Commit{N: 9, R: 1, Program: file(1)}, RefusedJobTooLarge},
+		{"n×r overflowing int", proto.Commit{N: 1 << 62, R: 4, Program: file(1)}, RefusedJobTooLarge},
+		{"program over", proto.Commit{N: 1, R: 1, Program: file(101)}, RefusedStageTooLarge},
+		{"inputs add up over", proto.Commit{N: 1, R: 1, Program: file(50), Inputs: []proto.FileRef{file(30), file(30)}}, RefusedStageTooLarge},
+		{"sizes adding up past int64", proto.Commit{N: 1, R: 1, Program: file(50), Inputs: []proto.FileRef{file(1<<63 - 1)}}, RefusedStageTooLarge},
+		{"negative size", proto.Commit{N: 1, R: 1, Program: file(-1)}, RefusedLeaseRequest},
 	} {
 		err := checkJobSize(lim, c.c)
 		switch {
@@ -46,7 +46,7 @@ func testAbuse() *abuse {
 func TestAdmitAdvertCountsEachRefusal(t *testing.T) {
 	a := testAbuse()
 	t0 := time.Unix(1000, 0)
-	small, big := job.Need{Job: "j", N: 2, R: 1}, job.Need{Job: "j", N: 4, R: 4}
+	small, big := proto.Need{Job: "j", N: 2, R: 1}, proto.Need{Job: "j", N: 4, R: 4}
 	got := []bool{a.admitAdvert(small), a.admitAdvert(big), a.allowOffer("s", t0), a.allowOffer("s", t0),
 		a.allowOffer("s", t0), a.allowOffer("other", t0), a.allowOffer("s", t0.Add(time.Second))}
 	want := []bool{true, false, true, true, false, true, true}
@@ -63,7 +63,7 @@ func TestAdmitAdvertCountsEachRefusal(t *testing.T) {
 func TestAdmitCommitCountsEachRefusal(t *testing.T) {
 	a := testAbuse()
 	t0 := time.Unix(1000, 0)
-	ok := job.Commit{N: 1, R: 1, Program: job.FileRef{Name: "p", Size: 10}}
+	ok := proto.Commit{N: 1, R: 1, Program: proto.FileRef{Name: "p", Size: 10}}
 	if err := a.admitCommit("s", ok, t0); err != nil {
 		t.Fatalf("first commit: %v", err)
 	}
@@ -71,7 +71,7 @@ func TestAdmitCommitCountsEachRefusal(t *testing.T) {
 	if err == nil || !errors.Is(err, errCounted) {
 		t.Fatalf("second commit at once: %v, want refused over the rate", err)
 	}
-	big := job.Commit{N: 1, R: 1, Program: job.FileRef{Name: "p", Size: 1000}}
+	big := proto.Commit{N: 1, R: 1, Program: proto.FileRef{Name: "p", Size: 1000}}
 	if err := a.admitCommit("s", big, t0.Add(time.Second)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("commit staging 1000 bytes: %v, want ErrTooLarge", err)
 	}
@@ -89,7 +89,7 @@ func TestAbuseLimitsValidate(t *testing.T) {
 	}
 	for _, f := range []func(*AbuseLimits){
 		func(a *AbuseLimits) { a.MaxJobProcs = 0 },
-		func(a *AbuseLimits) { a.MaxJobProcs = job.MaxProcs + 1 },
+		func(a *AbuseLimits) { a.MaxJobProcs = proto.MaxProcs + 1 },
 		func(a *AbuseLimits) { a.MaxJobStage = 0 },
 		func(a *AbuseLimits) { a.Offers.Rate = 0 },
 		func(a *AbuseLimits) { a.Commits.Burst = 0 },

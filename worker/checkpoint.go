@@ -14,7 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
@@ -75,14 +75,14 @@ func (r *running) sendCheckpoints(k *sink) {
 		if r.ctx.Err() != nil || r.ck.ending.Load() {
 			continue
 		}
-		p := job.Proc{Rank: sv.Rank, Replica: sv.Replica}
+		p := proto.Proc{Rank: sv.Rank, Replica: sv.Replica}
 		path := filepath.Join(r.rankDir(p), mpi.CheckpointFile(sv.Num, sv.Rank))
 		if err := r.sendCheckpoint(k, sv, path, sent); err != nil {
 			_ = os.Remove(path)
 			if r.ck.ending.Load() {
 				continue
 			}
-			k.send(r.ctx, job.Report{Kind: job.RepOutput, Stream: "stderr", Rank: -1,
+			k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Stream: "stderr", Rank: -1,
 				Data: []byte(fmt.Sprintf("zorilla: checkpoint %d of rank %d not kept: %v", sv.Num, sv.Rank, err))})
 			continue
 		}
@@ -113,7 +113,7 @@ func (r *running) sendCheckpoint(k *sink, sv router.Saved, path string, sent map
 	s := r.svc
 	var kept int64 // this job's newest files, as they would be staged back
 	for rank := range sent {
-		if fi, err := os.Stat(filepath.Join(r.rankDir(job.Proc{Rank: rank}), mpi.CheckpointFile(sent[rank], rank))); err == nil && rank != sv.Rank {
+		if fi, err := os.Stat(filepath.Join(r.rankDir(proto.Proc{Rank: rank}), mpi.CheckpointFile(sent[rank], rank))); err == nil && rank != sv.Rank {
 			kept += fi.Size()
 		}
 	}
@@ -128,7 +128,7 @@ func (r *running) sendCheckpoint(k *sink, sv router.Saved, path string, sent map
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != sv.Size {
 		return errors.New("the file is not the one the rank announced")
 	}
-	part := &job.CheckpointPart{Num: sv.Num, Size: sv.Size, Sum: hex.EncodeToString(sv.Sum[:])}
+	part := &proto.CheckpointPart{Num: sv.Num, Size: sv.Size, Sum: hex.EncodeToString(sv.Sum[:])}
 	if holder := r.copyHolder(); holder != "" {
 		if err := r.putCopyOn(holder, path, sv); err != nil {
 			log.Infow("checkpoint file not copied to another agent", "job", r.id, "rank", sv.Rank, "num", sv.Num, "holder", holder, "err", err)
@@ -136,7 +136,7 @@ func (r *running) sendCheckpoint(k *sink, sv router.Saved, path string, sent map
 			part.Copies = []peer.ID{holder}
 		}
 	}
-	buf := make([]byte, job.FileChunkSize)
+	buf := make([]byte, proto.FileChunkSize)
 	t0 := time.Now()
 	for {
 		n, err := io.ReadFull(f, buf)
@@ -147,7 +147,7 @@ func (r *running) sendCheckpoint(k *sink, sv router.Saved, path string, sent map
 		if r.ck.ending.Load() {
 			return errors.New("the job's processes ended")
 		}
-		if !k.send(r.ctx, job.Report{Kind: job.RepCheckpoint, Rank: sv.Rank, Ckpt: part,
+		if !k.send(r.ctx, proto.Report{Kind: proto.RepCheckpoint, Rank: sv.Rank, Ckpt: part,
 			Data: append([]byte(nil), buf[:n]...), EOF: eof}) {
 			return errors.New("submitter lost")
 		}
@@ -159,7 +159,7 @@ func (r *running) sendCheckpoint(k *sink, sv router.Saved, path string, sent map
 }
 
 // checkpointEnv is the checkpoint environment of copy p.
-func (r *running) checkpointEnv(p job.Proc) []string {
+func (r *running) checkpointEnv(p proto.Proc) []string {
 	if r.c.R != 1 {
 		return nil
 	}
@@ -177,13 +177,13 @@ func (r *running) checkpointEnv(p job.Proc) []string {
 
 // checkRestore refuses restore files that are not one per rank of the
 // commit's processes, each of a plain name.
-func checkRestore(c job.Commit) error {
+func checkRestore(c proto.Commit) error {
 	if len(c.Restore) > 0 && c.R != 1 {
 		return errors.New("checkpoint files for a replicated job")
 	}
 	seen := map[int]bool{}
 	for _, rs := range c.Restore {
-		runs := slices.ContainsFunc(c.Procs, func(p job.Proc) bool { return p.Rank == rs.Rank })
+		runs := slices.ContainsFunc(c.Procs, func(p proto.Proc) bool { return p.Rank == rs.Rank })
 		if rs.Num == 0 || !runs || seen[rs.Rank] {
 			return fmt.Errorf("checkpoint file of rank %d (checkpoint %d) is not one of this host's", rs.Rank, rs.Num)
 		}

@@ -18,20 +18,20 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
 
 // Copies of checkpoint files kept for other hosts (job/checkpoint_copy.go
 // says why). This agent keeps a copy only for a job it runs, put with that
 // job's key, within the owner's staging bounds; it gives it back and drops
-// it only to holders of the key; it forgets a job's copies job.CopyTTL
+// it only to holders of the key; it forgets a job's copies proto.CopyTTL
 // after the last request about them (checked at every request).
 
 // copyStore is the copies this agent holds, by job.
 type copyStore struct {
 	mu   sync.Mutex // guards jobs
-	jobs map[job.ID]*heldCopies
+	jobs map[proto.JobID]*heldCopies
 }
 
 type heldCopies struct {
@@ -45,34 +45,34 @@ type heldCopies struct {
 func (s *Service) handleCopy(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(st)
-	var req job.CopyRequest
-	if err := wire.ReadJSON(br, job.MaxCopyRequest, &req); err != nil {
+	var req proto.CopyRequest
+	if err := wire.ReadJSON(br, proto.MaxCopyRequest, &req); err != nil {
 		_ = st.Reset()
 		return
 	}
 	s.expireCopies(time.Now())
 	var err error
 	switch req.Op {
-	case job.CopyPut:
+	case proto.CopyPut:
 		err = s.putCopy(st, br, req)
-	case job.CopyGet:
+	case proto.CopyGet:
 		err = s.getCopy(st, req)
-	case job.CopyDrop:
+	case proto.CopyDrop:
 		err = s.dropCopy(req)
 		if err == nil {
-			err = wire.WriteJSON(st, job.FetchReply{})
+			err = wire.WriteJSON(st, proto.FetchReply{})
 		}
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
 	if err != nil {
-		_ = wire.WriteJSON(st, job.FetchReply{Error: err.Error()})
+		_ = wire.WriteJSON(st, proto.FetchReply{Error: err.Error()})
 	}
 	_ = st.Close()
 }
 
 // putCopy keeps a copy for a job running here.
-func (s *Service) putCopy(st rpc.Stream, br *bufio.Reader, req job.CopyRequest) error {
+func (s *Service) putCopy(st rpc.Stream, br *bufio.Reader, req proto.CopyRequest) error {
 	h, err := blob.ParseHash(req.Hash)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func (s *Service) putCopy(st rpc.Stream, br *bufio.Reader, req job.CopyRequest) 
 	if c == nil {
 		c = &heldCopies{key: req.Key, sizes: map[blob.Hash]int64{}}
 		if s.copies.jobs == nil {
-			s.copies.jobs = map[job.ID]*heldCopies{}
+			s.copies.jobs = map[proto.JobID]*heldCopies{}
 		}
 		s.copies.jobs[req.Job] = c
 	}
@@ -111,11 +111,11 @@ func (s *Service) putCopy(st rpc.Stream, br *bufio.Reader, req job.CopyRequest) 
 	}
 	c.seenAt = time.Now()
 	s.copies.mu.Unlock()
-	return wire.WriteJSON(st, job.FetchReply{Size: n})
+	return wire.WriteJSON(st, proto.FetchReply{Size: n})
 }
 
 // held is the bytes of the job's copies here (0 for another key).
-func (s *Service) held(id job.ID, key string) int64 {
+func (s *Service) held(id proto.JobID, key string) int64 {
 	s.copies.mu.Lock()
 	defer s.copies.mu.Unlock()
 	if c := s.copies.jobs[id]; c != nil && sameKey(c.key, key) {
@@ -125,7 +125,7 @@ func (s *Service) held(id job.ID, key string) int64 {
 }
 
 // getCopy sends a copy to a holder of the job's key.
-func (s *Service) getCopy(st rpc.Stream, req job.CopyRequest) error {
+func (s *Service) getCopy(st rpc.Stream, req proto.CopyRequest) error {
 	h, err := blob.ParseHash(req.Hash)
 	if err != nil {
 		return err
@@ -152,7 +152,7 @@ func (s *Service) getCopy(st rpc.Stream, req job.CopyRequest) error {
 	}
 	size := fi.Size()
 	_ = st.SetDeadline(time.Now().Add(10 * time.Minute))
-	if err := wire.WriteJSON(st, job.FetchReply{Size: size}); err != nil {
+	if err := wire.WriteJSON(st, proto.FetchReply{Size: size}); err != nil {
 		return err
 	}
 	if _, err := io.Copy(st, f); err != nil {
@@ -163,7 +163,7 @@ func (s *Service) getCopy(st rpc.Stream, req job.CopyRequest) error {
 }
 
 // dropCopy removes copies of a job (all of them when none is named).
-func (s *Service) dropCopy(req job.CopyRequest) error {
+func (s *Service) dropCopy(req proto.CopyRequest) error {
 	s.copies.mu.Lock()
 	c := s.copies.jobs[req.Job]
 	if c == nil || !sameKey(c.key, req.Key) {
@@ -197,10 +197,10 @@ func (s *Service) dropCopy(req job.CopyRequest) error {
 
 // expireCopies forgets the copies of jobs nobody asked about for CopyTTL.
 func (s *Service) expireCopies(now time.Time) {
-	gone := map[job.ID][]blob.Hash{}
+	gone := map[proto.JobID][]blob.Hash{}
 	s.copies.mu.Lock()
 	for id, c := range s.copies.jobs {
-		if now.Sub(c.seenAt) > job.CopyTTL {
+		if now.Sub(c.seenAt) > proto.CopyTTL {
 			for h := range c.sizes {
 				gone[id] = append(gone[id], h)
 			}
@@ -216,12 +216,12 @@ func (s *Service) expireCopies(now time.Time) {
 // The copies live in the jobs folder, under .copies/JOB/HASH: an agent
 // that starts again sweeps the jobs folder, and with it the copies whose
 // index it lost.
-func (s *Service) copyPath(id job.ID, h blob.Hash) string {
+func (s *Service) copyPath(id proto.JobID, h blob.Hash) string {
 	return filepath.Join(s.cfg.JobsDir, ".copies", string(id), h.String())
 }
 
 // writeCopy stores what r yields as copy h of job id if its sha256 is h.
-func (s *Service) writeCopy(id job.ID, h blob.Hash, r io.Reader) (int64, error) {
+func (s *Service) writeCopy(id proto.JobID, h blob.Hash, r io.Reader) (int64, error) {
 	dir := filepath.Dir(s.copyPath(id, h))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return 0, err
@@ -252,7 +252,7 @@ func (s *Service) writeCopy(id job.ID, h blob.Hash, r io.Reader) (int64, error) 
 }
 
 // removeCopies removes copies of job id, and its folder once empty.
-func (s *Service) removeCopies(id job.ID, hs []blob.Hash) {
+func (s *Service) removeCopies(id proto.JobID, hs []blob.Hash) {
 	for _, h := range hs {
 		_ = os.Remove(s.copyPath(id, h))
 	}
@@ -293,22 +293,22 @@ func (r *running) putCopyOn(holder peer.ID, path string, sv router.Saved) error 
 		return err
 	}
 	defer f.Close()
-	st, err := r.svc.ep.Open(ctx, holder, job.CopyProtocol)
+	st, err := r.svc.ep.Open(ctx, holder, proto.CopyProtocol)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
 	defer stop()
-	req := job.CopyRequest{Op: job.CopyPut, Job: r.id, Key: r.c.Key, Hash: blob.Hash(sv.Sum).String(), Size: sv.Size}
+	req := proto.CopyRequest{Op: proto.CopyPut, Job: r.id, Key: r.c.Key, Hash: blob.Hash(sv.Sum).String(), Size: sv.Size}
 	if err := wire.WriteJSON(st, req); err != nil {
 		return err
 	}
 	if _, err := io.CopyN(st, f, sv.Size); err != nil {
 		return err
 	}
-	var rep job.FetchReply
-	if err := wire.ReadJSON(bufio.NewReader(st), job.MaxReplySize, &rep); err != nil {
+	var rep proto.FetchReply
+	if err := wire.ReadJSON(bufio.NewReader(st), proto.MaxReplySize, &rep); err != nil {
 		return err
 	}
 	if rep.Error != "" {
@@ -318,22 +318,22 @@ func (r *running) putCopyOn(holder peer.ID, path string, sv router.Saved) error 
 }
 
 // fetchCopy takes blob h of the job from a holder of a copy.
-func (s *Service) fetchCopy(ctx context.Context, from peer.ID, id job.ID, key string, h blob.Hash, limit int64) error {
+func (s *Service) fetchCopy(ctx context.Context, from peer.ID, id proto.JobID, key string, h blob.Hash, limit int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	st, err := s.ep.Open(ctx, from, job.CopyProtocol)
+	st, err := s.ep.Open(ctx, from, proto.CopyProtocol)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
 	defer stop()
-	if err := wire.WriteJSON(st, job.CopyRequest{Op: job.CopyGet, Job: id, Key: key, Hash: h.String()}); err != nil {
+	if err := wire.WriteJSON(st, proto.CopyRequest{Op: proto.CopyGet, Job: id, Key: key, Hash: h.String()}); err != nil {
 		return err
 	}
 	br := bufio.NewReader(st)
-	var rep job.FetchReply
-	if err := wire.ReadJSON(br, job.MaxReplySize, &rep); err != nil {
+	var rep proto.FetchReply
+	if err := wire.ReadJSON(br, proto.MaxReplySize, &rep); err != nil {
 		return err
 	}
 	if rep.Error != "" {

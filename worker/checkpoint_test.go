@@ -12,7 +12,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // memStream is one request's stream: what the client wrote, and what the
@@ -32,7 +32,7 @@ func (m *memStream) SetWriteDeadline(time.Time) error { return nil }
 
 // ask sends one CopyRequest (and body) to s and returns the reply and what
 // followed it.
-func ask(t *testing.T, s *Service, req job.CopyRequest, body []byte) (job.FetchReply, []byte) {
+func ask(t *testing.T, s *Service, req proto.CopyRequest, body []byte) (proto.FetchReply, []byte) {
 	t.Helper()
 	var in bytes.Buffer
 	if err := wire.WriteJSON(&in, req); err != nil {
@@ -42,8 +42,8 @@ func ask(t *testing.T, s *Service, req job.CopyRequest, body []byte) (job.FetchR
 	st := &memStream{in: &in}
 	s.handleCopy(t.Context(), "", st)
 	br := bufio.NewReader(&st.out)
-	var rep job.FetchReply
-	if err := wire.ReadJSON(br, job.MaxReplySize, &rep); err != nil {
+	var rep proto.FetchReply
+	if err := wire.ReadJSON(br, proto.MaxReplySize, &rep); err != nil {
 		t.Fatalf("%s: no reply: %v", req.Op, err)
 	}
 	rest, _ := io.ReadAll(br)
@@ -56,11 +56,11 @@ func ask(t *testing.T, s *Service, req job.CopyRequest, body []byte) (job.FetchR
 func TestCopyStore(t *testing.T) {
 	cfg := DefaultServiceConfig()
 	cfg.JobsDir, cfg.MaxStage = t.TempDir(), 100
-	s := &Service{cfg: cfg, jobs: map[job.ID]*running{"j1": {c: job.Commit{Key: "k1"}}}}
+	s := &Service{cfg: cfg, jobs: map[proto.JobID]*running{"j1": {c: proto.Commit{Key: "k1"}}}}
 	data := []byte("a rank's checkpoint")
 	h := blob.Hash(sha256.Sum256(data))
-	put := job.CopyRequest{Op: job.CopyPut, Job: "j1", Key: "k1", Hash: h.String(), Size: int64(len(data))}
-	refused := func(what string, req job.CopyRequest, body []byte, want string) {
+	put := proto.CopyRequest{Op: proto.CopyPut, Job: "j1", Key: "k1", Hash: h.String(), Size: int64(len(data))}
+	refused := func(what string, req proto.CopyRequest, body []byte, want string) {
 		t.Helper()
 		if rep, _ := ask(t, s, req, body); !strings.Contains(rep.Error, want) {
 			t.Errorf("%s: reply %+v, want an error saying %q", what, rep, want)
@@ -82,14 +82,14 @@ func TestCopyStore(t *testing.T) {
 	if rep, _ := ask(t, s, put, data); rep.Error != "" || rep.Size != int64(len(data)) {
 		t.Fatalf("put: %+v", rep)
 	}
-	get := job.CopyRequest{Op: job.CopyGet, Job: "j1", Key: "k1", Hash: h.String()}
+	get := proto.CopyRequest{Op: proto.CopyGet, Job: "j1", Key: "k1", Hash: h.String()}
 	if rep, body := ask(t, s, get, nil); rep.Error != "" || !bytes.Equal(body, data) {
 		t.Fatalf("get: %+v %q", rep, body)
 	}
 	other = get
 	other.Key = "k2"
 	refused("get with a wrong key", other, nil, "no such copy")
-	drop := job.CopyRequest{Op: job.CopyDrop, Job: "j1", Key: "k2"}
+	drop := proto.CopyRequest{Op: proto.CopyDrop, Job: "j1", Key: "k2"}
 	ask(t, s, drop, nil)
 	if _, err := os.Stat(s.copyPath("j1", h)); err != nil {
 		t.Fatalf("a drop with a wrong key removed the copy: %v", err)
@@ -100,31 +100,31 @@ func TestCopyStore(t *testing.T) {
 		t.Fatalf("after the drop the jobs folder holds %v", es)
 	}
 	ask(t, s, put, data)
-	s.expireCopies(time.Now().Add(job.CopyTTL + time.Minute))
+	s.expireCopies(time.Now().Add(proto.CopyTTL + time.Minute))
 	if es, _ := os.ReadDir(cfg.JobsDir); len(es) != 0 {
 		t.Fatalf("after expiry the jobs folder holds %v", es)
 	}
-	refused("unknown operation", job.CopyRequest{Op: "steal", Job: "j1", Key: "k1"}, nil, "unknown operation")
+	refused("unknown operation", proto.CopyRequest{Op: "steal", Job: "j1", Key: "k1"}, nil, "unknown operation")
 }
 
 // TestCheckRestore: checkpoint files come one per rank, of plain names,
 // for an unreplicated job.
 func TestCheckRestore(t *testing.T) {
-	ok := job.Restore{Rank: 1, Num: 3, File: job.FileRef{Name: "ckpt-3.rank-1"}}
-	mine := []job.Proc{{Rank: 1}}
+	ok := proto.Restore{Rank: 1, Num: 3, File: proto.FileRef{Name: "ckpt-3.rank-1"}}
+	mine := []proto.Proc{{Rank: 1}}
 	for _, tc := range []struct {
 		name string
-		c    job.Commit
+		c    proto.Commit
 		good bool
 	}{
-		{"none", job.Commit{N: 2, R: 1}, true},
-		{"one", job.Commit{N: 2, R: 1, Procs: mine, Restore: []job.Restore{ok}}, true},
-		{"replicated", job.Commit{N: 2, R: 2, Procs: mine, Restore: []job.Restore{ok}}, false},
-		{"twice", job.Commit{N: 2, R: 1, Procs: mine, Restore: []job.Restore{ok, ok}}, false},
-		{"another host's rank", job.Commit{N: 2, R: 1, Procs: []job.Proc{{Rank: 0}}, Restore: []job.Restore{ok}}, false},
-		{"number 0", job.Commit{N: 2, R: 1, Procs: mine, Restore: []job.Restore{{Rank: 1, File: ok.File}}}, false},
-		{"path", job.Commit{N: 2, R: 1, Procs: mine, Restore: []job.Restore{{Rank: 1, Num: 3, File: job.FileRef{Name: "../x"}}}}, false},
-		{"negative interval", job.Commit{N: 2, R: 1, CheckpointEvery: -1}, false},
+		{"none", proto.Commit{N: 2, R: 1}, true},
+		{"one", proto.Commit{N: 2, R: 1, Procs: mine, Restore: []proto.Restore{ok}}, true},
+		{"replicated", proto.Commit{N: 2, R: 2, Procs: mine, Restore: []proto.Restore{ok}}, false},
+		{"twice", proto.Commit{N: 2, R: 1, Procs: mine, Restore: []proto.Restore{ok, ok}}, false},
+		{"another host's rank", proto.Commit{N: 2, R: 1, Procs: []proto.Proc{{Rank: 0}}, Restore: []proto.Restore{ok}}, false},
+		{"number 0", proto.Commit{N: 2, R: 1, Procs: mine, Restore: []proto.Restore{{Rank: 1, File: ok.File}}}, false},
+		{"path", proto.Commit{N: 2, R: 1, Procs: mine, Restore: []proto.Restore{{Rank: 1, Num: 3, File: proto.FileRef{Name: "../x"}}}}, false},
+		{"negative interval", proto.Commit{N: 2, R: 1, CheckpointEvery: -1}, false},
 	} {
 		if err := checkRestore(tc.c); (err == nil) != tc.good {
 			t.Errorf("%s: %v", tc.name, err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // SetChunks gives the worker the agent's chunk service: it then stages
@@ -23,12 +23,12 @@ func (s *Service) SetChunks(c *chunk.Service) {
 // asked for with the job's key.
 func (s *Service) grantChunks(id, key string, h blob.Hash, from peer.ID) (ok, owner bool) {
 	s.mu.Lock()
-	r := s.jobs[job.ID(id)]
+	r := s.jobs[proto.JobID(id)]
 	s.mu.Unlock()
 	if r == nil || r.c.Key != key || !isHost(r.c, from) {
 		return false, false
 	}
-	for _, f := range append([]job.FileRef{r.c.Program}, r.c.Inputs...) {
+	for _, f := range append([]proto.FileRef{r.c.Program}, r.c.Inputs...) {
 		if f.Hash == h.String() {
 			return true, false
 		}
@@ -36,7 +36,7 @@ func (s *Service) grantChunks(id, key string, h blob.Hash, from peer.ID) (ok, ow
 	return false, false
 }
 
-func isHost(c job.Commit, p peer.ID) bool {
+func isHost(c proto.Commit, p peer.ID) bool {
 	for _, h := range c.Hosts {
 		if h.Peer == p {
 			return true

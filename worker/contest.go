@@ -6,24 +6,24 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The yield rule (issue 15): when a job is refused here for lack of room
 // (slots, cores, J or memory) while jobs it precedes hold uncommitted
-// leases, it asks them to give the room back (job.DeclineYield); a job
+// leases, it asks them to give the room back (proto.DeclineYield); a job
 // that cannot be placed yet does, and the line offers the room to the
 // earliest job. Every agent applies the same order (honoured priority,
-// then job.Precedes), so two jobs that each hold part of what they need
+// then Precedes), so two jobs that each hold part of what they need
 // never both wait: the contested hosts all go to the earlier one.
 
 // Contender is a job refused here for lack of room, as the yield rule
 // sees it: what it asks, and its place in the line.
 type Contender struct {
 	Submitter peer.ID
-	Need      job.Need
-	Since     job.Priority // its place among equal priorities (WaitPriority)
-	Honoured  int          // its priority as this host honours it
+	Need      proto.Need
+	Since     Seniority // its place among equal priorities (WaitPriority)
+	Honoured  int       // its priority as this host honours it
 }
 
 // Contested returns the uncommitted leases that contender c, refused here
@@ -36,18 +36,18 @@ type Contender struct {
 // even all of them would not let c in (running jobs hold the room), or c
 // fits already, none is asked: a job that gives back room c cannot use
 // is only offered it again, and loses its place meanwhile. Pure.
-func Contested(p Policy, u Usage, leases []Lease, c Contender, prio func(job.ID) (job.Priority, bool)) []Lease {
+func Contested(p Policy, u Usage, leases []Lease, c Contender, prio func(proto.JobID) (Seniority, bool)) []Lease {
 	if Decide(p, u, c.Submitter, c.Need).Accept {
 		return nil
 	}
 	var cands []Lease
-	place := map[string]job.Priority{}
+	place := map[string]Seniority{}
 	for _, l := range leases {
 		if l.Committed || l.Job == c.Need.Job || l.Priority > c.Honoured {
 			continue
 		}
 		hp, ok := prio(l.Job)
-		if l.Priority == c.Honoured && (!ok || !job.Precedes(c.Since, hp)) {
+		if l.Priority == c.Honoured && (!ok || !Precedes(c.Since, hp)) {
 			continue
 		}
 		cands, place[l.Key] = append(cands, l), hp
@@ -57,7 +57,7 @@ func Contested(p Policy, u Usage, leases []Lease, c Contender, prio func(job.ID)
 		if a.Priority != b.Priority {
 			return a.Priority < b.Priority
 		}
-		return job.Precedes(place[b.Key], place[a.Key]) // the latest gives way first
+		return Precedes(place[b.Key], place[a.Key]) // the latest gives way first
 	})
 	best := Decide(p, withoutLeases(u, cands), c.Submitter, c.Need)
 	if !best.Accept {
@@ -84,7 +84,7 @@ func withoutLeases(u Usage, ls []Lease) Usage {
 }
 
 // askYield tells the submitter of each lease contender c contests here
-// (Contested) that an earlier job waits for its room (job.DeclineYield),
+// (Contested) that an earlier job waits for its room (proto.DeclineYield),
 // once per lease and contender, within the decline rate. A lease whose
 // offer its submitter has not kept yet is asked later (askForLine, once
 // it is): sent now, the ask could reach the submitter before the offer,
@@ -100,7 +100,7 @@ func (s *Service) askYield(c Contender) {
 		}
 		log.Debugw("asking a later job to yield", "holder", l.Job, "for", c.Need.Job, "host", s.h.ID())
 		s.waiting.askedToYield(l.Job, l.Key)
-		msg, to, addrs := job.DeclineMsg{Job: l.Job, Code: job.DeclineYield}, l.Submitter, s.waiting.addrs(l.Job)
+		msg, to, addrs := proto.DeclineMsg{Job: l.Job, Code: proto.DeclineYield}, l.Submitter, s.waiting.addrs(l.Job)
 		s.wg.Add(1)
 		go func() { // the line's goroutine does not wait on a stream
 			defer s.wg.Done()

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The yield rule, on issue 19's out-of-core example: heat jobs of 4 ranks,
@@ -17,16 +17,16 @@ func TestContested(t *testing.T) {
 	mem := Policy{MaxJobs: 3, MaxProcs: 1, Cores: 3, Memory: 5 * U / 2, OS: "linux", Arch: "amd64", MaxPriority: 10}
 	one := Policy{MaxJobs: 1, MaxProcs: 4, Cores: 4, Memory: 8 * U, OS: "linux", Arch: "amd64"}
 	wide := Policy{MaxJobs: 3, MaxProcs: 2, Cores: 2, Memory: 8 * U, OS: "linux", Arch: "amd64"}
-	since := func(j job.ID, sec int) job.Priority {
-		return job.Priority{Since: t0.Add(time.Duration(sec) * time.Second), Job: j}
+	since := func(j proto.JobID, sec int) Seniority {
+		return Seniority{Since: t0.Add(time.Duration(sec) * time.Second), Job: j}
 	}
-	line := map[job.ID]job.Priority{"j0": since("j0", 0), "j1": since("j1", 1), "j2": since("j2", 2), "j3": since("j3", 3)}
-	prio := func(j job.ID) (job.Priority, bool) { p, ok := line[j]; return p, ok }
-	lease := func(j job.ID, prio int, mem int64, committed bool) Lease {
+	line := map[proto.JobID]Seniority{"j0": since("j0", 0), "j1": since("j1", 1), "j2": since("j2", 2), "j3": since("j3", 3)}
+	prio := func(j proto.JobID) (Seniority, bool) { p, ok := line[j]; return p, ok }
+	lease := func(j proto.JobID, prio int, mem int64, committed bool) Lease {
 		return Lease{Key: "k-" + string(j), Job: j, Slots: 1, Cores: 1, Memory: mem, Committed: committed, Priority: prio}
 	}
-	who := func(j job.ID, prio int) Contender {
-		return Contender{Submitter: "alice", Need: job.Need{Job: j, N: 4, R: 1, MemPerProc: U, Priority: prio}, Since: line[j], Honoured: prio}
+	who := func(j proto.JobID, prio int) Contender {
+		return Contender{Submitter: "alice", Need: proto.Need{Job: j, N: 4, R: 1, MemPerProc: U, Priority: prio}, Since: line[j], Honoured: prio}
 	}
 	cases := []struct {
 		name   string

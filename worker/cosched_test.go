@@ -6,7 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Co-scheduling within memory: the advert's per-process memory bounds
@@ -14,11 +14,11 @@ import (
 // declared and what they use.
 func TestDecideMemPerProc(t *testing.T) {
 	const G = int64(1) << 30
-	per := func(n int, m int64) job.Need { return job.Need{Job: "j1", N: n, R: 1, MemPerProc: m} }
+	per := func(n int, m int64) proto.Need { return proto.Need{Job: "j1", N: n, R: 1, MemPerProc: m} }
 	tests := []struct {
 		name   string
 		u      Usage
-		need   job.Need
+		need   proto.Need
 		slots  int
 		memory int64
 		full   bool
@@ -28,7 +28,7 @@ func TestDecideMemPerProc(t *testing.T) {
 		{name: "memory bounds the offer", u: Usage{Jobs: 1, Cores: 0, Memory: 6 * G}, need: per(4, G), slots: 2, memory: 2 * G},
 		{name: "one process does not fit: full, waits", u: Usage{Jobs: 1, Memory: 7*G + 1}, need: per(4, G), full: true, reason: "one process declares 1G of memory"},
 		{name: "never fits: not full", need: per(1, 9*G), reason: "8G lent in all"},
-		{name: "per-host floor above the sum", need: job.Need{Job: "j1", N: 2, R: 1, MemPerProc: G, Req: job.Requirements{MinMemory: 3 * G}}, slots: 2, memory: 3 * G},
+		{name: "per-host floor above the sum", need: proto.Need{Job: "j1", N: 2, R: 1, MemPerProc: G, Req: proto.Requirements{MinMemory: 3 * G}}, slots: 2, memory: 3 * G},
 		{name: "no declaration holds nothing", need: per(2, 0), slots: 2, memory: 0},
 	}
 	for _, tt := range tests {
@@ -49,7 +49,7 @@ func TestLeasesCoScheduleWithinMemory(t *testing.T) {
 	const G = int64(1) << 30
 	p := Policy{MaxJobs: 3, MaxProcs: 4, Cores: 8, Memory: 4 * G, OS: "linux", Arch: "amd64"}
 	l, _ := newTable(t, p)
-	n := func(id job.ID) job.Need { return job.Need{Job: id, N: 2, R: 1, MemPerProc: G} }
+	n := func(id proto.JobID) proto.Need { return proto.Need{Job: id, N: 2, R: 1, MemPerProc: G} }
 	d1, l1, err := l.Admit("alice", n("ja"), 0)
 	if err != nil || !d1.Accept || l1.Memory != 2*G {
 		t.Fatalf("first: %+v %+v %v", d1, l1, err)
@@ -79,14 +79,14 @@ func TestLeasesChargeMeasuredUse(t *testing.T) {
 	const G = int64(1) << 30
 	p := Policy{MaxJobs: 3, MaxProcs: 4, Cores: 8, Memory: 4 * G, OS: "linux", Arch: "amd64"}
 	l, _ := newTable(t, p)
-	if d, _, _ := l.Admit("alice", job.Need{Job: "ja", N: 1, R: 1, MemPerProc: G}, 0); !d.Accept {
+	if d, _, _ := l.Admit("alice", proto.Need{Job: "ja", N: 1, R: 1, MemPerProc: G}, 0); !d.Accept {
 		t.Fatal(d)
 	}
 	l.SetUsed("ja", 3*G)
 	if u := l.Usage(); u.Memory != 3*G {
 		t.Fatalf("usage %+v, want 3G charged", u)
 	}
-	d, _, _ := l.Admit("bob", job.Need{Job: "jb", N: 2, R: 1, MemPerProc: G}, 0)
+	d, _, _ := l.Admit("bob", proto.Need{Job: "jb", N: 2, R: 1, MemPerProc: G}, 0)
 	if !d.Accept || d.Slots != 1 {
 		t.Fatalf("second: %+v, want 1 slot (1G left)", d)
 	}
@@ -120,11 +120,11 @@ func TestHonouredPriority(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tt.name, got, tt.honoured)
 		}
 	}
-	p.MaxPriority = job.MaxPriority + 1
+	p.MaxPriority = proto.MaxPriority + 1
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "max-priority") {
 		t.Errorf("cap above range: %v", err)
 	}
-	p.MaxPriority, p.PriorityCaps = 0, map[peer.ID]int{bob: job.MinPriority - 1}
+	p.MaxPriority, p.PriorityCaps = 0, map[peer.ID]int{bob: proto.MinPriority - 1}
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "priority-cap") {
 		t.Errorf("per-peer cap below range: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // maxToldJobs bounds the jobs a worker remembers having declined, so it
@@ -54,29 +54,29 @@ func (d *decliner) claim(j string) bool {
 // decline tells the submitter of advert a why this worker makes no offer
 // for job j, when the decliner lets it. Best effort: a decline that cannot
 // be delivered is only logged.
-func (s *Service) decline(a flood.Advert, j job.ID, d Decision) {
+func (s *Service) decline(a flood.Advert, j proto.JobID, d Decision) {
 	// Once per flood key, not per job: a job flooded again (a restart)
 	// is answered again, else its new reservation hears nothing from
-	// this host and may count the network exhausted (job.Hopeless).
+	// this host and may count the network exhausted (the submitter's Hopeless rule).
 	if d.Code == "" || !s.declines.claim(a.Job) {
 		return
 	}
 	detail := d.Detail
-	if len(detail) > job.MaxDeclineDetail {
-		detail = detail[:job.MaxDeclineDetail]
+	if len(detail) > proto.MaxDeclineDetail {
+		detail = detail[:proto.MaxDeclineDetail]
 	}
-	s.tell(a.Submitter, a.Addrs, job.DeclineMsg{Job: j, Code: d.Code, Detail: detail})
+	s.tell(a.Submitter, a.Addrs, proto.DeclineMsg{Job: j, Code: d.Code, Detail: detail})
 }
 
 // tell sends one DeclineMsg to a submitter. Best effort: one that cannot
 // be delivered is only logged.
-func (s *Service) tell(to peer.ID, addrs []ma.Multiaddr, msg job.DeclineMsg) {
+func (s *Service) tell(to peer.ID, addrs []ma.Multiaddr, msg proto.DeclineMsg) {
 	if to != s.h.ID() && len(addrs) > 0 {
 		s.h.Peerstore().AddAddrs(to, addrs, peerstore.TempAddrTTL)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 	defer cancel()
-	st, err := s.ep.Open(ctx, to, job.DeclineProtocol)
+	st, err := s.ep.Open(ctx, to, proto.DeclineProtocol)
 	if err != nil {
 		log.Debugw("decline not sent", "job", msg.Job, "code", msg.Code, "err", err)
 		return

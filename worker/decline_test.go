@@ -6,7 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Every refusal a submitter can act on carries a decline code, and the
@@ -18,21 +18,21 @@ func TestDecideDeclineCodes(t *testing.T) {
 		p      func(p *Policy)
 		u      Usage
 		from   peer.ID
-		need   job.Need
-		code   job.DeclineCode
+		need   proto.Need
+		code   proto.DeclineCode
 		detail string
 	}{
-		{name: "denied", p: func(p *Policy) { p.Deny = map[peer.ID]bool{bob: true} }, from: bob, need: need(1, job.Requirements{}), code: job.DeclinePolicy},
-		{name: "not allowed", p: func(p *Policy) { p.Allow = map[peer.ID]bool{} }, from: bob, need: need(1, job.Requirements{}), code: job.DeclinePolicy},
-		{name: "busy", u: Usage{Jobs: 2, Cores: 2}, need: need(1, job.Requirements{}), code: job.DeclineBusy},
-		{name: "no free slot", u: Usage{Jobs: 1, Cores: 4}, need: need(1, job.Requirements{}), code: job.DeclineSlots},
-		{name: "os", need: need(1, job.Requirements{OS: "windows"}), code: job.DeclineRequirement, detail: "os=windows"},
-		{name: "arch", need: need(1, job.Requirements{Arch: "arm64"}), code: job.DeclineRequirement, detail: "arch=arm64"},
-		{name: "label", need: need(1, job.Requirements{Labels: []string{"gpu", "fpga"}}), code: job.DeclineRequirement, detail: "label=fpga"},
-		{name: "cores", need: need(1, job.Requirements{MinCores: 8}), code: job.DeclineRequirement, detail: "cores=8"},
-		{name: "memory never lent", need: need(1, job.Requirements{MinMemory: 16 << 30}), code: job.DeclineRequirement, detail: "mem=16G"},
-		{name: "memory in use", u: Usage{Jobs: 1, Cores: 1, Memory: 7 << 30}, need: need(1, job.Requirements{MinMemory: 2 << 30}), code: job.DeclineMemory, detail: "mem=2G"},
-		{name: "bad request is not told", need: need(0, job.Requirements{}), code: ""},
+		{name: "denied", p: func(p *Policy) { p.Deny = map[peer.ID]bool{bob: true} }, from: bob, need: need(1, proto.Requirements{}), code: proto.DeclinePolicy},
+		{name: "not allowed", p: func(p *Policy) { p.Allow = map[peer.ID]bool{} }, from: bob, need: need(1, proto.Requirements{}), code: proto.DeclinePolicy},
+		{name: "busy", u: Usage{Jobs: 2, Cores: 2}, need: need(1, proto.Requirements{}), code: proto.DeclineBusy},
+		{name: "no free slot", u: Usage{Jobs: 1, Cores: 4}, need: need(1, proto.Requirements{}), code: proto.DeclineSlots},
+		{name: "os", need: need(1, proto.Requirements{OS: "windows"}), code: proto.DeclineRequirement, detail: "os=windows"},
+		{name: "arch", need: need(1, proto.Requirements{Arch: "arm64"}), code: proto.DeclineRequirement, detail: "arch=arm64"},
+		{name: "label", need: need(1, proto.Requirements{Labels: []string{"gpu", "fpga"}}), code: proto.DeclineRequirement, detail: "label=fpga"},
+		{name: "cores", need: need(1, proto.Requirements{MinCores: 8}), code: proto.DeclineRequirement, detail: "cores=8"},
+		{name: "memory never lent", need: need(1, proto.Requirements{MinMemory: 16 << 30}), code: proto.DeclineRequirement, detail: "mem=16G"},
+		{name: "memory in use", u: Usage{Jobs: 1, Cores: 1, Memory: 7 << 30}, need: need(1, proto.Requirements{MinMemory: 2 << 30}), code: proto.DeclineMemory, detail: "mem=2G"},
+		{name: "bad request is not told", need: need(0, proto.Requirements{}), code: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,13 +49,13 @@ func TestDecideDeclineCodes(t *testing.T) {
 				t.Fatalf("Decide = %+v, want a refusal %q %q", d, tt.code, tt.detail)
 			}
 			if d.Code != "" {
-				if err := (job.DeclineMsg{Job: "j1", Code: d.Code, Detail: d.Detail}).Validate(); err != nil {
+				if err := (proto.DeclineMsg{Job: "j1", Code: d.Code, Detail: d.Detail}).Validate(); err != nil {
 					t.Fatalf("the decline it makes does not validate: %v", err)
 				}
 			}
 		})
 	}
-	if d := Decide(host(), Usage{}, alice, need(1, job.Requirements{})); !d.Accept || d.Code != "" {
+	if d := Decide(host(), Usage{}, alice, need(1, proto.Requirements{})); !d.Accept || d.Code != "" {
 		t.Fatalf("an offer carries no decline code: %+v", d)
 	}
 }
@@ -95,7 +95,7 @@ func TestDeclinerOncePerJobAndBounded(t *testing.T) {
 // new match) is told again, once per flood.
 func TestDeclinerOncePerFlood(t *testing.T) {
 	d := newDecliner(1e9, 1e9)
-	first, again := job.FloodKey("j0", 1), job.FloodKey("j0", 2)
+	first, again := proto.FloodKey("j0", 1), proto.FloodKey("j0", 2)
 	if !d.claim(first) || d.claim(first) {
 		t.Fatal("the first flood is not told exactly once")
 	}

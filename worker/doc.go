@@ -43,10 +43,10 @@
 //
 // # Declines
 //
-// A refusal the submitter can act on carries a job.DeclineCode (policy,
+// A refusal the submitter can act on carries a proto.DeclineCode (policy,
 // busy, slots, requirement, memory, draining) and, for a requirement, its
 // detail in --require's syntax ("mem=8G"). The worker tells the submitter
-// on job.DeclineProtocol, once per job and at most DeclineRate a second in
+// on proto.DeclineProtocol, once per job and at most DeclineRate a second in
 // all, so that `submit` can say why a job found no room ("24 agents saw
 // the advert: 18 do not allow you, ..."). A lease key is used once: a
 // second commit on it is refused (ErrLeaseUsed), as is any lease request
@@ -58,13 +58,13 @@
 // cores, P or memory in use) waits in a bounded line (WaitConfig) until
 // it expires. The moment slots come back (Leases.Freed: a lease released,
 // shrunk or expired) the worker offers them to the earliest job listed
-// (job.Precedes over WaitPriority: the advert's issue time, which is the
+// (Precedes over WaitPriority: the advert's issue time, which is the
 // job's submission, clamped to WaitConfig.Skew before this worker first
 // saw it); a submitter that no longer needs them refuses and the job
 // leaves the line. When such an advert is declined, or the line finds
 // its job still refused, while later jobs hold uncommitted leases here
 // whose room would let it in (Contested: the latest first, as few as
-// needed), their submitters are told to yield (job.DeclineYield), each
+// needed), their submitters are told to yield (proto.DeclineYield), each
 // only once it has kept the offer (Lease.Held: an ask must not overtake
 // the offer it is about); a job that gives the lease back as asked stays
 // in the line, any other cancel or a commit takes it out.

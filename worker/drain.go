@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // ErrDraining is returned for a commit that reaches a worker that is
@@ -66,7 +66,7 @@ func (r *running) leave(why string) {
 		// The submitter must hear it before the processes end: their ends
 		// would read as failures of their own.
 		ctx, cancel := context.WithTimeout(r.ctx, leaveTellWait)
-		k.sendAcked(ctx, job.Report{Kind: job.RepLeaving, Reason: why})
+		k.sendAcked(ctx, proto.Report{Kind: proto.RepLeaving, Reason: why})
 		cancel()
 	}
 	if m != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // FuzzLeaseRequest feeds arbitrary frames to what handleLease does before
@@ -15,23 +15,23 @@ import (
 // both checks stays within the caps and addresses only hosts it lists.
 func FuzzLeaseRequest(f *testing.F) {
 	var b bytes.Buffer
-	c := &job.Commit{Key: "s", N: 2, R: 1, Program: job.FileRef{Name: "p", Hash: "00", Size: 10},
-		Procs: []job.Proc{{Rank: 1}}, Hosts: []job.HostRef{{}}, RankHost: [][]int{{0}, {0}}}
-	if err := wire.WriteJSON(&b, job.LeaseRequest{Op: job.OpCommit, Job: "j1", Lease: "k", Commit: c}); err != nil {
+	c := &proto.Commit{Key: "s", N: 2, R: 1, Program: proto.FileRef{Name: "p", Hash: "00", Size: 10},
+		Procs: []proto.Proc{{Rank: 1}}, RankTable: proto.RankTable{Hosts: []proto.HostRef{{Peer: "h"}}, Ranks: [][]int{{0}, {0}}}}
+	if err := wire.WriteJSON(&b, proto.LeaseRequest{Op: proto.OpCommit, Job: "j1", Lease: "k", Commit: c}); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b.Bytes())
 	f.Add([]byte("\x30{\"op\":\"commit\",\"commit\":{\"n\":-1,\"r\":9e9}}"))
-	c.Hosts = []job.HostRef{{Site: -1}}
+	c.Hosts = []proto.HostRef{{Peer: "h", Site: -1}}
 	b.Reset()
-	if err := wire.WriteJSON(&b, job.LeaseRequest{Op: job.OpCommit, Job: "j1", Lease: "k", Commit: c}); err != nil {
+	if err := wire.WriteJSON(&b, proto.LeaseRequest{Op: proto.OpCommit, Job: "j1", Lease: "k", Commit: c}); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b.Bytes())
 	lim := AbuseLimits{MaxJobProcs: 64, MaxJobStage: 1 << 20}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var req job.LeaseRequest
-		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), job.MaxLeaseSize, &req); err != nil || req.Commit == nil {
+		var req proto.LeaseRequest
+		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), proto.MaxLeaseSize, &req); err != nil || req.Commit == nil {
 			return
 		}
 		c := *req.Commit
@@ -43,13 +43,13 @@ func FuzzLeaseRequest(f *testing.F) {
 			t.Fatalf("n=%d r=%d passed a cap of %d", c.N, c.R, lim.MaxJobProcs)
 		}
 		var total int64
-		for _, f := range append([]job.FileRef{c.Program}, c.Inputs...) {
+		for _, f := range append([]proto.FileRef{c.Program}, c.Inputs...) {
 			if f.Size < 0 || f.Size > lim.MaxJobStage || total+f.Size > lim.MaxJobStage {
 				t.Fatalf("files of %d then %d bytes passed a cap of %d", total, f.Size, lim.MaxJobStage)
 			}
 			total += f.Size
 		}
-		for _, reps := range c.RankHost {
+		for _, reps := range c.Ranks {
 			for _, h := range reps {
 				if h < 0 || h >= len(c.Hosts) {
 					t.Fatalf("rank table names host %d of %d", h, len(c.Hosts))

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -131,7 +131,7 @@ func (r *running) reportSliced(total time.Duration) {
 	k := r.sink
 	r.mu.Unlock()
 	if k != nil {
-		k.send(r.ctx, job.Report{Kind: job.RepSliced, Frozen: total})
+		k.send(r.ctx, proto.Report{Kind: proto.RepSliced, Frozen: total})
 	}
 }
 

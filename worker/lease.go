@@ -12,7 +12,7 @@ import (
 	logging "github.com/ipfs/go-log/v2"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
@@ -33,7 +33,7 @@ var (
 // released, when the job's processes are gone.
 type Lease struct {
 	Key       string // secret: sent only to the submitter, quoted in commit and cancel
-	Job       job.ID
+	Job       proto.JobID
 	Submitter peer.ID
 	Slots     int       // processes offered
 	Cores     int       // cores held
@@ -42,9 +42,9 @@ type Lease struct {
 	Committed bool
 	Priority  int // the job's priority as this host honours it (Policy.HonouredPriority)
 	// Need is what the advert asked per process and per host, from which
-	// Memory was computed (job.HeldMemory); the commit shrinks Memory to
+	// Memory was computed (HeldMemory); the commit shrinks Memory to
 	// the processes placed here (CommitMemory).
-	Need job.Need
+	Need proto.Need
 	// Frozen is set while the job's processes here are stopped in place
 	// for a job of higher priority: its cores and its place among the J
 	// are free, its memory is not.
@@ -71,11 +71,11 @@ type LeaseConfig struct {
 // DefaultLeaseConfig returns the settings of a real agent.
 func DefaultLeaseConfig() LeaseConfig {
 	return LeaseConfig{
-		// job.DefaultDeadline + 30 s: an offer made at a job's first flood
-		// is still good when its last flood, at the scheduling deadline,
-		// brings in enough, with 30 s left to commit. Submitters that know
-		// their deadline pass it to Reserve/Admit instead.
-		DefaultTTL: job.DefaultDeadline + 30*time.Second,
+		// A submitter's default scheduling deadline (2 minutes) and the
+		// commit margin: the lease of an advert that says no deadline (an
+		// older submitter's) outlives the search of a job left at the
+		// default. Adverts that say theirs get leaseTTL's.
+		DefaultTTL: 2*time.Minute + commitMargin,
 		// 10 minutes: a job may search for hosts for minutes (its
 		// scheduling deadline) while holding early offers; longer than
 		// that, an idle promise only blocks others.
@@ -108,8 +108,8 @@ type Leases struct {
 	mu     sync.Mutex
 	policy Policy
 	byKey  map[string]*Lease
-	byJob  map[job.ID]*Lease
-	used   map[job.ID]int64 // measured memory of committed jobs (SetUsed)
+	byJob  map[proto.JobID]*Lease
+	used   map[proto.JobID]int64 // measured memory of committed jobs (SetUsed)
 }
 
 // NewLeases returns an empty lease table under policy p.
@@ -125,7 +125,7 @@ func NewLeases(p Policy, cfg LeaseConfig) (*Leases, error) {
 		now = time.Now
 	}
 	return &Leases{now: now, defaultTTL: cfg.DefaultTTL, maxTTL: cfg.MaxTTL,
-		policy: p, byKey: map[string]*Lease{}, byJob: map[job.ID]*Lease{}, used: map[job.ID]int64{}, freed: make(chan struct{}, 1)}, nil
+		policy: p, byKey: map[string]*Lease{}, byJob: map[proto.JobID]*Lease{}, used: map[proto.JobID]int64{}, freed: make(chan struct{}, 1)}, nil
 }
 
 // SetPolicy replaces the policy (the owner changed a setting or reloaded an
@@ -152,7 +152,7 @@ func (l *Leases) Policy() Policy {
 // both count the same free cores. A refusal returns the Decision with its
 // reason and no error; an error means the decision accepted but the
 // reservation failed (the job already holds a lease here).
-func (l *Leases) Admit(submitter peer.ID, need job.Need, ttl time.Duration) (Decision, Lease, error) {
+func (l *Leases) Admit(submitter peer.ID, need proto.Need, ttl time.Duration) (Decision, Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep()
@@ -172,15 +172,15 @@ func (l *Leases) Admit(submitter peer.ID, need job.Need, ttl time.Duration) (Dec
 // more than MaxTTL: MaxTTL), under a fresh random key. It fails with
 // ErrCapacity when the policy's J, P, cores or memory would be exceeded,
 // and with ErrJobLeased when the job already holds a lease here.
-func (l *Leases) Reserve(j job.ID, submitter peer.ID, slots, cores int, memory int64, ttl time.Duration) (Lease, error) {
+func (l *Leases) Reserve(j proto.JobID, submitter peer.ID, slots, cores int, memory int64, ttl time.Duration) (Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep()
 	return l.reserve(j, submitter, slots, cores, memory, ttl)
 }
 
-func (l *Leases) reserve(j job.ID, submitter peer.ID, slots, cores int, memory int64, ttl time.Duration) (Lease, error) {
-	if _, err := job.ParseID(string(j)); err != nil {
+func (l *Leases) reserve(j proto.JobID, submitter peer.ID, slots, cores int, memory int64, ttl time.Duration) (Lease, error) {
+	if _, err := proto.ParseJobID(string(j)); err != nil {
 		return Lease{}, fmt.Errorf("reserve: %w", err)
 	}
 	if slots < 1 || cores < slots || memory < 0 || ttl < 0 {
@@ -228,7 +228,7 @@ func newLeaseKey() string {
 // expiring. The key must name a live lease of that job, not yet committed:
 // a key is used once, so a replayed commit (a key already used, or
 // released) is refused with ErrLeaseUsed or ErrNoLease.
-func (l *Leases) Commit(key string, j job.ID) error {
+func (l *Leases) Commit(key string, j proto.JobID) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep()
@@ -295,7 +295,7 @@ func (l *Leases) Get(key string) (Lease, bool) {
 }
 
 // ByJob returns the live lease a job holds here.
-func (l *Leases) ByJob(j job.ID) (Lease, bool) {
+func (l *Leases) ByJob(j proto.JobID) (Lease, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep()
@@ -308,7 +308,7 @@ func (l *Leases) ByJob(j job.ID) (Lease, bool) {
 
 // Runs says whether job j runs here: its lease is committed. An offer
 // (an uncommitted lease) is not a run: the job may still give it back.
-func (l *Leases) Runs(j job.ID) bool {
+func (l *Leases) Runs(j proto.JobID) bool {
 	ls, ok := l.ByJob(j)
 	return ok && ls.Committed
 }
@@ -437,7 +437,7 @@ func (l *Leases) SetLeaving(key string, leaving bool) bool {
 }
 
 // CommitMemory lowers the memory a committed lease holds to what the
-// procs processes placed here declare (job.HeldMemory): an offer of c
+// procs processes placed here declare (HeldMemory): an offer of c
 // processes at MemPerProc each, of which the plan used fewer, gives the
 // rest back for other jobs. Slots and cores stay, for a retry on the
 // same lease. A lease without a per-process declaration is left alone.
@@ -448,7 +448,7 @@ func (l *Leases) CommitMemory(key string, procs int) {
 	if !ok || ls.Need.MemPerProc == 0 {
 		return
 	}
-	if m := job.HeldMemory(ls.Need, procs); m < ls.Memory {
+	if m := HeldMemory(ls.Need, procs); m < ls.Memory {
 		ls.Memory = m
 		l.signalFreed()
 	}
@@ -484,7 +484,7 @@ func (l *Leases) FitsThawed(key string) bool {
 }
 
 // MemHold is what job j holds and was last measured using here.
-func (l *Leases) MemHold(j job.ID) MemHold {
+func (l *Leases) MemHold(j proto.JobID) MemHold {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := MemHold{Used: l.used[j]}
@@ -498,7 +498,7 @@ func (l *Leases) MemHold(j job.ID) MemHold {
 // using (worker/memuse.go); from then on the job is charged the more of
 // that and what its lease holds (MemHold.Charge). A job without a lease
 // here is ignored.
-func (l *Leases) SetUsed(j job.ID, bytes int64) {
+func (l *Leases) SetUsed(j proto.JobID, bytes int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.byJob[j]; !ok {

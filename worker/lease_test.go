@@ -10,7 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
@@ -154,7 +154,7 @@ func TestLeaseTTL(t *testing.T) {
 func TestLeaseRefusals(t *testing.T) {
 	tests := []struct {
 		name   string
-		job    job.ID
+		job    proto.JobID
 		slots  int
 		cores  int
 		memory int64
@@ -200,15 +200,15 @@ func TestLeaseRefusals(t *testing.T) {
 
 func TestAdmit(t *testing.T) {
 	l, _ := newTable(t, host())
-	d, ls, err := l.Admit("alice", job.Need{Job: "ja", N: 3, R: 1}, 0)
+	d, ls, err := l.Admit("alice", proto.Need{Job: "ja", N: 3, R: 1}, 0)
 	if err != nil || !d.Accept || ls.Slots != 3 || ls.Key == "" {
 		t.Fatalf("Admit = %+v %+v %v", d, ls, err)
 	}
-	d, ls, err = l.Admit("bob", job.Need{Job: "jb", N: 3, R: 1}, 0)
+	d, ls, err = l.Admit("bob", proto.Need{Job: "jb", N: 3, R: 1}, 0)
 	if err != nil || !d.Accept || ls.Slots != 1 {
 		t.Fatalf("second Admit = %+v %+v %v, want 1 slot (1 core left)", d, ls, err)
 	}
-	d, ls, err = l.Admit("carol", job.Need{Job: "jc", N: 1, R: 1}, 0)
+	d, ls, err = l.Admit("carol", proto.Need{Job: "jc", N: 1, R: 1}, 0)
 	if err != nil || d.Accept || ls.Key != "" || d.Reason == "" {
 		t.Fatalf("third Admit = %+v %+v %v, want a refusal (J=2)", d, ls, err)
 	}
@@ -219,7 +219,7 @@ func TestAdmit(t *testing.T) {
 	if err := l.SetPolicy(p); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.Admit("alice", job.Need{Job: "ja", N: 3, R: 1}, 0); !errors.Is(err, ErrJobLeased) {
+	if _, _, err := l.Admit("alice", proto.Need{Job: "ja", N: 3, R: 1}, 0); !errors.Is(err, ErrJobLeased) {
 		t.Fatalf("re-advert: %v", err)
 	}
 	if err := l.SetPolicy(Policy{MaxJobs: -1}); err == nil || l.Policy().MaxJobs != 3 {
@@ -252,7 +252,7 @@ func TestTwoJobsNeverShareSlots(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				n := job.Need{Job: job.ID(fmt.Sprintf("job%d", i)), N: 3, R: 1}
+				n := proto.Need{Job: proto.JobID(fmt.Sprintf("job%d", i)), N: 3, R: 1}
 				if d, ls, err := l.Admit(peer.ID(fmt.Sprint("sub", i)), n, 0); err == nil && d.Accept {
 					slots[i] = ls.Slots
 				}
@@ -297,10 +297,10 @@ func TestLeaseTableInvariants(t *testing.T) {
 }
 
 func randomOp(l *Leases, clk *fakeClock, rng *rand.Rand, g, step int) {
-	j := job.ID(fmt.Sprintf("g%dj%d", g, rng.IntN(5)))
+	j := proto.JobID(fmt.Sprintf("g%dj%d", g, rng.IntN(5)))
 	switch rng.IntN(6) {
 	case 0, 1:
-		n := job.Need{Job: j, N: 1 + rng.IntN(6), R: 1, Req: job.Requirements{MinMemory: int64(rng.IntN(3)) << 30}}
+		n := proto.Need{Job: j, N: 1 + rng.IntN(6), R: 1, Req: proto.Requirements{MinMemory: int64(rng.IntN(3)) << 30}}
 		_, _, _ = l.Admit("s", n, time.Duration(rng.IntN(20))*time.Second)
 	case 2:
 		if ls, ok := l.ByJob(j); ok {
@@ -363,7 +363,7 @@ func TestLeavingLeaseUnderSwapPolicies(t *testing.T) {
 		if err := l.Commit(a.Key, "ja"); err != nil {
 			t.Fatal(err)
 		}
-		jb := job.Need{Job: "jb", N: 1, R: 1, MemPerProc: 600 * M}
+		jb := proto.Need{Job: "jb", N: 1, R: 1, MemPerProc: 600 * M}
 		if d, _, _ := l.Admit("bob", jb, 0); d.Accept {
 			t.Fatalf("%v: admitted beside a job that holds the memory", tt.policy)
 		}

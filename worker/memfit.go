@@ -1,12 +1,12 @@
 package worker
 
 import (
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // MemHold is one job's memory on this host: what its lease holds (the
-// job's declaration, job.HeldMemory) and what its processes were last
+// job's declaration, HeldMemory) and what its processes were last
 // measured using (the cgroup's memory.current, or the sum of VmRSS).
 type MemHold struct {
 	Declared int64
@@ -19,11 +19,11 @@ type MemHold struct {
 // that is not there; one that uses less keeps its declaration.
 func (h MemHold) Charge() int64 { return max(h.Declared, h.Used, 0) }
 
-// MemoryHeld is the sum of the holds' charges, saturating at job.MaxSize.
+// MemoryHeld is the sum of the holds' charges, saturating at proto.MaxSize.
 func MemoryHeld(holds []MemHold) int64 {
 	var sum int64
 	for _, h := range holds {
-		sum = min(sum+h.Charge(), job.MaxSize)
+		sum = min(sum+h.Charge(), proto.MaxSize)
 	}
 	return sum
 }

@@ -3,7 +3,7 @@ package worker
 import (
 	"testing"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func TestFitsMemory(t *testing.T) {
@@ -26,7 +26,7 @@ func TestFitsMemory(t *testing.T) {
 		{"nothing lent", 0, nil, 1, false},
 		{"nothing asked on nothing lent", 0, nil, 0, true},
 		{"negative add refused", 4 * G, nil, -1, false},
-		{"saturates, no overflow", job.MaxSize, []MemHold{{Used: job.MaxSize}, {Used: job.MaxSize}}, 1, false},
+		{"saturates, no overflow", proto.MaxSize, []MemHold{{Used: proto.MaxSize}, {Used: proto.MaxSize}}, 1, false},
 	}
 	for _, c := range cases {
 		if got := FitsMemory(c.lent, c.holds, c.add); got != c.want {

@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func realPeers(t testing.TB, n int) []peer.ID {
@@ -84,7 +84,7 @@ func TestLoadPeerList(t *testing.T) {
 	// End to end with the policy: a denied submitter gets no offer.
 	p := host()
 	p.Deny = deny
-	if d := Decide(p, Usage{}, ids[1], need(1, job.Requirements{})); d.Accept {
+	if d := Decide(p, Usage{}, ids[1], need(1, proto.Requirements{})); d.Accept {
 		t.Fatal("denied submitter accepted")
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -45,7 +45,7 @@ func stallNote(barrier int, waited time.Duration) string {
 // everywhere (as for the Zorilla library's Abort).
 func (j pmiJob) Abort(rank, code int, msg string) {
 	log.Infow("rank called MPI_Abort", "job", j.r.id, "rank", rank, "code", code, "msg", msg)
-	j.k.send(j.r.ctx, job.Report{Kind: job.RepAbort, Rank: rank, Code: code})
+	j.k.send(j.r.ctx, proto.Report{Kind: proto.RepAbort, Rank: rank, Code: code})
 }
 
 // launchPMI joins the job's fence and starts every local rank with a PMI
@@ -72,7 +72,7 @@ func (r *running) launchPMI(k *sink) ([]proc.Process, error) {
 	}
 	netEnv := pmiNetEnv(r.c.Env, netDevices(ifaces, loopbackName()))
 	hostOf := make([]int, r.c.N)
-	for rank, reps := range r.c.RankHost {
+	for rank, reps := range r.c.Ranks {
 		hostOf[rank] = reps[0]
 	}
 	local := make([]int, len(r.c.Procs))
@@ -93,7 +93,7 @@ func (r *running) launchPMI(k *sink) ([]proc.Process, error) {
 	go r.followPMI(k, f)
 	stalls := &pmi.Stalls{KVS: f, After: pmiStallAfter, Note: func(barrier, rank int, waited time.Duration) {
 		log.Infow("ranks wait long in a PMI barrier", "job", r.id, "barrier", barrier, "rank", rank, "waited", waited)
-		k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: rank, Stream: proc.Stderr, Data: []byte(stallNote(barrier, waited))})
+		k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Rank: rank, Stream: proc.Stderr, Data: []byte(stallNote(barrier, waited))})
 	}}
 	info := pmi.Info{Size: r.c.N, KVSName: "kvs_" + r.routeID(), Mapping: pmi.ProcessMapping(hostOf)}
 	var procs []proc.Process
@@ -108,7 +108,7 @@ func (r *running) launchPMI(k *sink) ([]proc.Process, error) {
 	return procs, nil
 }
 
-func (r *running) startPMIRank(k *sink, j pmi.KVS, p job.Proc, info pmi.Info, netEnv []string) (proc.Process, error) {
+func (r *running) startPMIRank(k *sink, j pmi.KVS, p proto.Proc, info pmi.Info, netEnv []string) (proc.Process, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("pmi socket: %w", err)
@@ -125,7 +125,7 @@ func (r *running) startPMIRank(k *sink, j pmi.KVS, p job.Proc, info pmi.Info, ne
 		ExtraFile: theirs, ExtraFileEnv: "PMI_FD",
 	}
 	out := func(stream string, line []byte) {
-		k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: stream, Data: append([]byte(nil), line...)})
+		k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: stream, Data: append([]byte(nil), line...)})
 	}
 	pr, err := r.svc.runner.Start(r.ctx, spec, out)
 	if err != nil {
@@ -137,7 +137,7 @@ func (r *running) startPMIRank(k *sink, j pmi.KVS, p job.Proc, info pmi.Info, ne
 		sess, err := pmi.Serve(r.ctx, ours, info, pmiJob{KVS: j, r: r, k: k})
 		if err != nil && r.ctx.Err() == nil {
 			log.Infow("PMI connection ended with an error", "job", r.id, "rank", p.Rank, "err", err)
-			k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,
+			k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,
 				Data: []byte(fmt.Sprintf("zorilla: rank %d PMI: %v", p.Rank, err))})
 		}
 		log.Debugw("PMI connection closed", "job", r.id, "rank", p.Rank, "session", sess)
@@ -149,7 +149,7 @@ func (r *running) startPMIRank(k *sink, j pmi.KVS, p job.Proc, info pmi.Info, ne
 func (r *running) followPMI(k *sink, f *pmi.Fence) {
 	select {
 	case <-f.Ready():
-		k.send(r.ctx, job.Report{Kind: job.RepReady})
+		k.send(r.ctx, proto.Report{Kind: proto.RepReady})
 	case <-r.ctx.Done():
 	}
 }

@@ -14,7 +14,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // pmiDialTimeout bounds the direct dial to each other host of a PMI job.
@@ -68,7 +68,7 @@ func (r *running) checkPMIReach(ctx context.Context) ([][]string, error) {
 }
 
 // dialDirect returns nil once this agent has a direct connection to ref.
-func (r *running) dialDirect(ctx context.Context, ref job.HostRef) error {
+func (r *running) dialDirect(ctx context.Context, ref proto.HostRef) error {
 	h := r.svc.h
 	if hasDirect(h.Network().ConnsToPeer(ref.Peer)) {
 		return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/pbnjay/memory"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
@@ -94,7 +94,7 @@ const MaxHostLabels = 256
 // denied is accepted.
 func DefaultPolicy() Policy {
 	cores := runtime.NumCPU()
-	mem := int64(min(memory.TotalMemory()/4*3, uint64(job.MaxSize)))
+	mem := int64(min(memory.TotalMemory()/4*3, uint64(proto.MaxSize)))
 	return Policy{MaxJobs: 1, MaxProcs: cores, Cores: cores, Memory: mem, OS: runtime.GOOS, Arch: runtime.GOARCH}
 }
 
@@ -103,36 +103,36 @@ func (p Policy) Validate() error {
 	switch {
 	case p.MaxJobs < 0 || p.MaxJobs > MaxJobsLimit:
 		return fmt.Errorf("max-jobs: must be 0..%d, got %d", MaxJobsLimit, p.MaxJobs)
-	case p.MaxProcs < 0 || p.MaxProcs > job.MaxProcs:
-		return fmt.Errorf("max-procs: must be 0..%d, got %d", job.MaxProcs, p.MaxProcs)
-	case p.Cores < 0 || p.Cores > job.MaxCores:
-		return fmt.Errorf("cores: must be 0..%d, got %d", job.MaxCores, p.Cores)
-	case p.Memory < 0 || p.Memory > job.MaxSize:
-		return fmt.Errorf("memory: must be 0..%d bytes, got %d", job.MaxSize, p.Memory)
+	case p.MaxProcs < 0 || p.MaxProcs > proto.MaxProcs:
+		return fmt.Errorf("max-procs: must be 0..%d, got %d", proto.MaxProcs, p.MaxProcs)
+	case p.Cores < 0 || p.Cores > proto.MaxCores:
+		return fmt.Errorf("cores: must be 0..%d, got %d", proto.MaxCores, p.Cores)
+	case p.Memory < 0 || p.Memory > proto.MaxSize:
+		return fmt.Errorf("memory: must be 0..%d bytes, got %d", proto.MaxSize, p.Memory)
 	case len(p.Labels) > MaxHostLabels:
 		return fmt.Errorf("labels: at most %d, got %d", MaxHostLabels, len(p.Labels))
 	case len(p.PriorityCaps) > MaxPriorityCaps:
 		return fmt.Errorf("priority-cap: at most %d entries, got %d", MaxPriorityCaps, len(p.PriorityCaps))
 	}
-	if p.MaxSwapSlice < 0 || p.MaxSwapSlice > job.MaxSwapSlice {
-		return fmt.Errorf("max-swap-slice: must be 0..%v, got %v", job.MaxSwapSlice, p.MaxSwapSlice)
+	if p.MaxSwapSlice < 0 || p.MaxSwapSlice > proto.MaxSwapSlice {
+		return fmt.Errorf("max-swap-slice: must be 0..%v, got %v", proto.MaxSwapSlice, p.MaxSwapSlice)
 	}
 	if p.SwapPolicy != gang.Sequential && p.SwapPolicy != gang.Overlapped {
 		return fmt.Errorf("swap-policy: want sequential or overlapped, got %v", p.SwapPolicy)
 	}
-	if err := job.CheckPriority(p.MaxPriority); err != nil {
+	if err := proto.CheckPriority(p.MaxPriority); err != nil {
 		return fmt.Errorf("max-%w", err)
 	}
 	for id, c := range p.PriorityCaps {
-		if err := job.CheckPriority(c); err != nil {
+		if err := proto.CheckPriority(c); err != nil {
 			return fmt.Errorf("priority-cap %s: %w", id, err)
 		}
 	}
-	if err := (job.Requirements{OS: p.OS, Arch: p.Arch}).Validate(); err != nil {
+	if err := (proto.Requirements{OS: p.OS, Arch: p.Arch}).Validate(); err != nil {
 		return err
 	}
 	for _, l := range p.Labels {
-		if err := job.CheckLabel(l); err != nil {
+		if err := proto.CheckLabel(l); err != nil {
 			return err
 		}
 	}
@@ -158,8 +158,8 @@ type Decision struct {
 	Memory int64
 	Reason string
 	// Code and Detail are a refusal's reason as the submitter is told it
-	// (job.DeclineMsg); an empty Code (a malformed request) is not told.
-	Code   job.DeclineCode
+	// (proto.DeclineMsg); an empty Code (a malformed request) is not told.
+	Code   proto.DeclineCode
 	Detail string
 	// Full is set on a refusal only for lack of free capacity (J, cores,
 	// P, memory in use): the same advert would be accepted on this
@@ -175,7 +175,7 @@ func full(d Decision) Decision {
 	return d
 }
 
-func refuse(code job.DeclineCode, detail, format string, a ...any) Decision {
+func refuse(code proto.DeclineCode, detail, format string, a ...any) Decision {
 	return Decision{Code: code, Detail: detail, Reason: fmt.Sprintf(format, a...)}
 }
 
@@ -184,72 +184,71 @@ func refuse(code job.DeclineCode, detail, format string, a ...any) Decision {
 // fewer than J applications are running or reserved, the requirements are
 // met, and at least one process fits. It is a pure function of its
 // arguments.
-func Decide(p Policy, u Usage, submitter peer.ID, need job.Need) Decision {
+func Decide(p Policy, u Usage, submitter peer.ID, need proto.Need) Decision {
 	if err := need.Validate(); err != nil {
 		return refuse("", "", "bad request: %v", err)
 	}
 	if p.Deny[submitter] {
-		return refuse(job.DeclinePolicy, "", "submitter %s is denied", submitter)
+		return refuse(proto.DeclinePolicy, "", "submitter %s is denied", submitter)
 	}
 	if p.Allow != nil && !p.Allow[submitter] && (p.Self == "" || submitter != p.Self) {
-		return refuse(job.DeclinePolicy, "", "submitter %s is not in the allow list", submitter)
+		return refuse(proto.DeclinePolicy, "", "submitter %s is not in the allow list", submitter)
 	}
 	if u.Jobs >= p.MaxJobs {
-		d := refuse(job.DeclineBusy, "", "busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
+		d := refuse(proto.DeclineBusy, "", "busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
 		if p.MaxJobs < 1 || unfit(p, need) {
 			return d // never: this owner lends nothing, or not enough
 		}
 		return full(d)
 	}
 	if detail, why := unmet(p, need.Req); why != "" {
-		return refuse(job.DeclineRequirement, detail, "%s", why)
+		return refuse(proto.DeclineRequirement, detail, "%s", why)
 	}
 	freeCores, freeMem := p.Cores-u.Cores, p.Memory-u.Memory
 	if need.Req.MinCores > p.Cores {
-		return refuse(job.DeclineRequirement, fmt.Sprintf("cores=%d", need.Req.MinCores),
+		return refuse(proto.DeclineRequirement, fmt.Sprintf("cores=%d", need.Req.MinCores),
 			"requires %d cores, %d lent in all", need.Req.MinCores, p.Cores)
 	}
 	if need.Req.MinCores > freeCores {
-		return full(refuse(job.DeclineRequirement, fmt.Sprintf("cores=%d", need.Req.MinCores),
+		return full(refuse(proto.DeclineRequirement, fmt.Sprintf("cores=%d", need.Req.MinCores),
 			"requires %d cores, %d free", need.Req.MinCores, max(freeCores, 0)))
 	}
 	if need.Req.MinMemory > p.Memory {
 		// Never lent: waiting for the jobs here to end does not help.
-		return refuse(job.DeclineRequirement, "mem="+job.FormatSize(need.Req.MinMemory),
-			"requires %s of memory, %s lent in all", job.FormatSize(need.Req.MinMemory), job.FormatSize(p.Memory))
+		return refuse(proto.DeclineRequirement, "mem="+proto.FormatSize(need.Req.MinMemory),
+			"requires %s of memory, %s lent in all", proto.FormatSize(need.Req.MinMemory), proto.FormatSize(p.Memory))
 	}
 	if need.MemPerProc > p.Memory {
-		return refuse(job.DeclineRequirement, "mem-per-proc="+job.FormatSize(need.MemPerProc),
-			"one process declares %s of memory, %s lent in all", job.FormatSize(need.MemPerProc), job.FormatSize(p.Memory))
+		return refuse(proto.DeclineRequirement, "mem-per-proc="+proto.FormatSize(need.MemPerProc),
+			"one process declares %s of memory, %s lent in all", proto.FormatSize(need.MemPerProc), proto.FormatSize(p.Memory))
 	}
 	if need.Req.MinMemory > freeMem {
-		return full(refuse(job.DeclineMemory, "mem="+job.FormatSize(need.Req.MinMemory),
-			"requires %s of memory, %s free", job.FormatSize(need.Req.MinMemory), job.FormatSize(max(freeMem, 0))))
+		return full(refuse(proto.DeclineMemory, "mem="+proto.FormatSize(need.Req.MinMemory),
+			"requires %s of memory, %s free", proto.FormatSize(need.Req.MinMemory), proto.FormatSize(max(freeMem, 0))))
 	}
 	slots := min(p.MaxProcs, freeCores, need.N)
 	if slots < 1 {
-		d := refuse(job.DeclineSlots, "", "no free slot: P=%d, %d cores free", p.MaxProcs, max(freeCores, 0))
+		d := refuse(proto.DeclineSlots, "", "no free slot: P=%d, %d cores free", p.MaxProcs, max(freeCores, 0))
 		if p.MaxProcs < 1 || p.Cores < 1 {
 			return d
 		}
 		return full(d)
 	}
 	if per := need.MemPerProc; per > 0 {
-		slots = min(slots, int(min(max(freeMem, 0)/per, int64(job.MaxProcs))))
+		slots = min(slots, int(min(max(freeMem, 0)/per, int64(proto.MaxProcs))))
 		if slots < 1 {
-			return full(refuse(job.DeclineMemory, "mem-per-proc="+job.FormatSize(per),
-				"one process declares %s of memory, %s free (jobs here hold or use the rest)",
-				job.FormatSize(per), job.FormatSize(max(freeMem, 0))))
+			return full(refuse(proto.DeclineMemory, "mem-per-proc="+proto.FormatSize(per),
+				"one process declares %s of memory, %s free (jobs here hold or use the rest)", proto.FormatSize(per), proto.FormatSize(max(freeMem, 0))))
 		}
 	}
 	return Decision{Accept: true, Slots: slots, Cores: max(slots, need.Req.MinCores),
-		Memory: job.HeldMemory(need, slots), Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
+		Memory: HeldMemory(need, slots), Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
 }
 
 // unfit reports whether need could not be offered even with every slot
 // free: a requirement the machine lacks, or more cores or memory than it
 // lends, or no process slot at all.
-func unfit(p Policy, need job.Need) bool {
+func unfit(p Policy, need proto.Need) bool {
 	_, why := unmet(p, need.Req)
 	return why != "" || need.Req.MinCores > p.Cores || need.Req.MinMemory > p.Memory ||
 		need.MemPerProc > p.Memory || p.MaxProcs < 1 || p.Cores < 1
@@ -257,7 +256,7 @@ func unfit(p Policy, need job.Need) bool {
 
 // unmet says which fixed requirement (OS, arch, labels) this machine does
 // not meet, in --require's syntax and in words, or "", "".
-func unmet(p Policy, r job.Requirements) (detail, why string) {
+func unmet(p Policy, r proto.Requirements) (detail, why string) {
 	if r.OS != "" && r.OS != p.OS {
 		return "os=" + r.OS, fmt.Sprintf("requires os=%s, this host is %s", r.OS, p.OS)
 	}

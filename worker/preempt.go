@@ -8,17 +8,17 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Holder is a job running on this host, as the preemption plan sees it.
 type Holder struct {
-	Job job.ID
+	Job proto.JobID
 	// Priority is the priority this host honoured when it admitted the
 	// job (Policy.HonouredPriority), and Since its place in the line
-	// (job.Priority): among equal priorities the latest job gives way.
+	// (Seniority): among equal priorities the latest job gives way.
 	Priority int
-	Since    job.Priority
+	Since    Seniority
 	Cores    int
 	Memory   MemHold
 	// Checkpoint says the job has a checkpoint to restart from: it is
@@ -91,9 +91,9 @@ const (
 // Preemption is one job to preempt and how; For is the waiting job it
 // makes room for (set by PlanTurn).
 type Preemption struct {
-	Job    job.ID
+	Job    proto.JobID
 	Action Action
-	For    job.ID
+	For    proto.JobID
 }
 
 // PlanPreemption decides which running jobs to preempt so that an advert
@@ -102,7 +102,7 @@ type Preemption struct {
 //
 // Only jobs of honoured priority strictly below the advert's are
 // candidates, and, when the advert is refused for memory only
-// (job.DeclineMemory) and asks for a swap slice itself, jobs of equal
+// (proto.DeclineMemory) and asks for a swap slice itself, jobs of equal
 // priority whose turn is over (Holder.turnOver): the hybrid technique's
 // swap by checkpoint, the waiting job taking its turn. They are taken
 // lowest priority first, then the latest in the line first. A candidate with a checkpoint is swapped out
@@ -115,7 +115,7 @@ type Preemption struct {
 // the plan is minimal for its order. It returns nil, and the refusal,
 // when no set of candidates makes room: then nothing is preempted. u is
 // the host's usage; the holders Leaving are counted as gone.
-func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need job.Need, since job.Priority) ([]Preemption, Decision) {
+func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need proto.Need, since Seniority) ([]Preemption, Decision) {
 	for _, h := range holders {
 		if h.Leaving {
 			u = freed(u, h)
@@ -126,7 +126,7 @@ func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need
 		return nil, d
 	}
 	prio := p.HonouredPriority(submitter, need.Priority)
-	turns := d.Code == job.DeclineMemory && p.SwapSlice(need.SwapSlice) > 0
+	turns := d.Code == proto.DeclineMemory && p.SwapSlice(need.SwapSlice) > 0
 	cands := candidates(holders, prio, since, turns)
 	hs := byJob(cands)
 	var all []Preemption
@@ -152,8 +152,8 @@ func PlanPreemption(p Policy, u Usage, holders []Holder, submitter peer.ID, need
 // plan sees it: its advert's submitter and need, and its place in the line.
 type Waiter struct {
 	Submitter peer.ID
-	Need      job.Need
-	Since     job.Priority
+	Need      proto.Need
+	Since     Seniority
 }
 
 // Turn is what a host does for its waiting line at once: the preemptions,
@@ -162,7 +162,7 @@ type Waiter struct {
 // that fit already). A job swapped out yields to the whole set.
 type Turn struct {
 	Plan []Preemption
-	Set  []job.ID
+	Set  []proto.JobID
 }
 
 // PlanTurn plans preemptions for the jobs waiting in the line, in its
@@ -239,7 +239,7 @@ func duringSwitch(hs []Holder) []Holder {
 
 // candidates are the holders that may give way to a job of priority prio,
 // in the order they do; with turns, the equal ones whose turn is over too.
-func candidates(holders []Holder, prio int, since job.Priority, turns bool) []Holder {
+func candidates(holders []Holder, prio int, since Seniority, turns bool) []Holder {
 	var out []Holder
 	for _, h := range holders {
 		lower := h.Priority < prio || turns && h.Priority == prio && h.turnOver()
@@ -260,7 +260,7 @@ func candidates(holders []Holder, prio int, since job.Priority, turns bool) []Ho
 			// latest in line would differ between them.
 			return ao > bo
 		}
-		return job.Precedes(b.Since, a.Since) // the latest gives way first
+		return Precedes(b.Since, a.Since) // the latest gives way first
 	})
 	return out
 }
@@ -283,8 +283,8 @@ func freed(u Usage, h Holder) Usage {
 	return u
 }
 
-func byJob(hs []Holder) map[job.ID]Holder {
-	m := make(map[job.ID]Holder, len(hs))
+func byJob(hs []Holder) map[proto.JobID]Holder {
+	m := make(map[proto.JobID]Holder, len(hs))
 	for _, h := range hs {
 		m[h.Job] = h
 	}
@@ -293,7 +293,7 @@ func byJob(hs []Holder) map[job.ID]Holder {
 
 // prune drops, in plan order, each preemption the advert does not need
 // to be offered slots processes.
-func prune(p Policy, u Usage, hs map[job.ID]Holder, plan []Preemption, submitter peer.ID, need job.Need, slots int) []Preemption {
+func prune(p Policy, u Usage, hs map[proto.JobID]Holder, plan []Preemption, submitter peer.ID, need proto.Need, slots int) []Preemption {
 	for i := 0; i < len(plan); {
 		if d := Decide(p, usageAfter(u, hs, plan, i), submitter, need); len(plan) > 1 && d.Accept && d.Slots >= slots {
 			plan = append(plan[:i:i], plan[i+1:]...)
@@ -305,7 +305,7 @@ func prune(p Policy, u Usage, hs map[job.ID]Holder, plan []Preemption, submitter
 }
 
 // usageAfter is u once every job of plan but the skip-th is preempted.
-func usageAfter(u Usage, hs map[job.ID]Holder, plan []Preemption, skip int) Usage {
+func usageAfter(u Usage, hs map[proto.JobID]Holder, plan []Preemption, skip int) Usage {
 	for j, pr := range plan {
 		if j != skip {
 			u = freed(u, hs[pr.Job])

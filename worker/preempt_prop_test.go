@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Properties of PlanPreemption over random hosts: it only takes jobs of
@@ -26,8 +26,8 @@ func TestPlanPreemptionProperties(t *testing.T) {
 		var hs []Holder
 		var u Usage
 		for i := range rng.IntN(5) {
-			h := Holder{Job: job.ID(fmt.Sprintf("j%d", i)), Priority: rng.IntN(10),
-				Since: job.Priority{Since: t0.Add(time.Duration(rng.IntN(100)) * time.Second), Job: job.ID(fmt.Sprintf("j%d", i))},
+			h := Holder{Job: proto.JobID(fmt.Sprintf("j%d", i)), Priority: rng.IntN(10),
+				Since: Seniority{Since: t0.Add(time.Duration(rng.IntN(100)) * time.Second), Job: proto.JobID(fmt.Sprintf("j%d", i))},
 				Cores: 1 + rng.IntN(2), Memory: MemHold{Declared: int64(rng.IntN(3)) * G, Used: int64(rng.IntN(2)) * G},
 				Checkpoint: rng.IntN(2) == 0, Preempted: rng.IntN(6) == 0}
 			hs = append(hs, h)
@@ -37,15 +37,15 @@ func TestPlanPreemptionProperties(t *testing.T) {
 			}
 			u.Memory += h.Memory.Charge()
 		}
-		need := job.Need{Job: "jnew", N: 1 + rng.IntN(4), R: 1, Priority: rng.IntN(12), MemPerProc: int64(rng.IntN(2)) * G}
-		since := job.Priority{Since: t0.Add(time.Hour), Job: "jnew"}
+		need := proto.Need{Job: "jnew", N: 1 + rng.IntN(4), R: 1, Priority: rng.IntN(12), MemPerProc: int64(rng.IntN(2)) * G}
+		since := Seniority{Since: t0.Add(time.Hour), Job: "jnew"}
 		plan, d := PlanPreemption(p, u, hs, "alice", need, since)
 		prio := p.HonouredPriority("alice", need.Priority)
 		byID := byJob(hs)
 		if len(plan) > 0 {
 			planned++
 		}
-		seen := map[job.ID]bool{}
+		seen := map[proto.JobID]bool{}
 		for _, pr := range plan {
 			h := byID[pr.Job]
 			switch {
@@ -92,8 +92,8 @@ func TestPlanTurnProperties(t *testing.T) {
 		var hs []Holder
 		var u Usage
 		for i := range 1 + rng.IntN(4) {
-			id := job.ID(fmt.Sprintf("j%d", i))
-			h := Holder{Job: id, Priority: rng.IntN(3), Since: job.Priority{Since: t0.Add(time.Duration(i) * time.Second), Job: id},
+			id := proto.JobID(fmt.Sprintf("j%d", i))
+			h := Holder{Job: id, Priority: rng.IntN(3), Since: Seniority{Since: t0.Add(time.Duration(i) * time.Second), Job: id},
 				Cores: 1, Memory: MemHold{Declared: int64(1+rng.IntN(2)) * G}, Checkpoint: rng.IntN(4) > 0,
 				SwapSlice: time.Minute, Ran: time.Duration(rng.IntN(120)) * time.Second}
 			hs = append(hs, h)
@@ -103,9 +103,9 @@ func TestPlanTurnProperties(t *testing.T) {
 		}
 		var line []Waiter
 		for i := range 1 + rng.IntN(4) {
-			id := job.ID(fmt.Sprintf("w%d", i))
-			line = append(line, Waiter{Submitter: "alice", Since: job.Priority{Since: t0.Add(time.Hour + time.Duration(i)*time.Second), Job: id},
-				Need: job.Need{Job: id, N: 1, R: 1, Priority: rng.IntN(3), MemPerProc: int64(1+rng.IntN(2)) * G, SwapSlice: time.Minute}})
+			id := proto.JobID(fmt.Sprintf("w%d", i))
+			line = append(line, Waiter{Submitter: "alice", Since: Seniority{Since: t0.Add(time.Hour + time.Duration(i)*time.Second), Job: id},
+				Need: proto.Need{Job: id, N: 1, R: 1, Priority: rng.IntN(3), MemPerProc: int64(1+rng.IntN(2)) * G, SwapSlice: time.Minute}})
 		}
 		slices.SortStableFunc(line, func(a, b Waiter) int { return b.Need.Priority - a.Need.Priority }) // the line's order
 		turn := PlanTurn(p, u, hs, line)
@@ -119,11 +119,11 @@ func TestPlanTurnProperties(t *testing.T) {
 		if len(turn.Set) > 1 {
 			sets++
 		}
-		byID, waiting := byJob(hs), map[job.ID]Waiter{}
+		byID, waiting := byJob(hs), map[proto.JobID]Waiter{}
 		for _, w := range line {
 			waiting[w.Need.Job] = w
 		}
-		seen := map[job.ID]bool{}
+		seen := map[proto.JobID]bool{}
 		for _, pr := range turn.Plan {
 			h, w := byID[pr.Job], waiting[pr.For]
 			prio := p.HonouredPriority(w.Submitter, w.Need.Priority)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -20,7 +20,7 @@ import (
 // The I/O side of preemption (issue 19): the worker applies
 // PlanPreemption when an advert is refused for lack of room, and asks the
 // submitter of each job to swap out to stop it with a checkpoint
-// (job.PreemptProtocol). The freed slots go to the waiting line, where a
+// (proto.PreemptProtocol). The freed slots go to the waiting line, where a
 // job of higher priority is served first and no lower one is admitted
 // ahead of it. A job without a checkpoint is frozen in place (proc.Freeze)
 // when the plan says memory permits, and continued (proc.Thaw) once its
@@ -49,14 +49,14 @@ func (r *running) canSwap() bool {
 // admitBehindHigher admits an advert unless a job of higher honoured
 // priority waits in the line for this host: then it is refused as full,
 // and waits in its turn.
-func (s *Service) admitBehindHigher(submitter peer.ID, need job.Need, honoured int) (Decision, Lease, error) {
+func (s *Service) admitBehindHigher(submitter peer.ID, need proto.Need, honoured int) (Decision, Lease, error) {
 	if s.yields(need.Job) {
-		return full(refuse(job.DeclineBusy, "", "swapped out here for a job that has not started yet")), Lease{}, nil
+		return full(refuse(proto.DeclineBusy, "", "swapped out here for a job that has not started yet")), Lease{}, nil
 	}
 	if top, ok := s.waiting.highestWaiting(need.Job, s.leases, time.Now()); ok && top > honoured {
-		return full(refuse(job.DeclineBusy, "", "a job of higher priority (%d) waits for this host", top)), Lease{}, nil
+		return full(refuse(proto.DeclineBusy, "", "a job of higher priority (%d) waits for this host", top)), Lease{}, nil
 	}
-	return s.leases.Admit(submitter, need, s.cfg.LeaseTTL)
+	return s.leases.Admit(submitter, need, leaseTTL(need))
 }
 
 // preemptForWaiting plans, for the jobs waiting in the line for this host
@@ -114,12 +114,12 @@ func (s *Service) preemptForWaiting() {
 // has another. Yielding only to the set let in, it would be served again,
 // being earlier in the line, as soon as that set ran, ahead of a job that
 // waited for the next turn (with four jobs of which two fit, the fourth
-// waited until the first had run three times). At most 1+job.MaxYieldWith
+// waited until the first had run three times). At most 1+proto.MaxYieldWith
 // jobs, the earliest in the line. Pure.
-func yieldSet(j job.ID, prio int, forJob job.ID, set []job.ID, line []waitEntry, runs func(job.ID) bool) []job.ID {
-	out := []job.ID{forJob}
-	add := func(t job.ID) {
-		if t != j && len(out) <= job.MaxYieldWith && !slices.Contains(out, t) {
+func yieldSet(j proto.JobID, prio int, forJob proto.JobID, set []proto.JobID, line []waitEntry, runs func(proto.JobID) bool) []proto.JobID {
+	out := []proto.JobID{forJob}
+	add := func(t proto.JobID) {
+		if t != j && len(out) <= proto.MaxYieldWith && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
 	}
@@ -137,7 +137,7 @@ func yieldSet(j job.ID, prio int, forJob job.ID, set []job.ID, line []waitEntry,
 // waiters are the jobs preemption makes room for, in the line's order
 // (highest priority, then earliest): those that hold no lease here and do
 // not yield to a job still waiting (one swapped out here for it). Pure.
-func waiters(line []waitEntry, held, yielding func(job.ID) bool) []Waiter {
+func waiters(line []waitEntry, held, yielding func(proto.JobID) bool) []Waiter {
 	var out []Waiter
 	for _, e := range line {
 		if !held(e.need.Job) && !yielding(e.need.Job) {
@@ -182,8 +182,8 @@ func (r *running) swapAfterRelease() bool {
 }
 
 // holders are the jobs running here as PlanPreemption sees them.
-func (s *Service) holders() ([]Holder, map[job.ID]*running) {
-	byID := map[job.ID]*running{}
+func (s *Service) holders() ([]Holder, map[proto.JobID]*running) {
+	byID := map[proto.JobID]*running{}
 	var out []Holder
 	p, now := s.leases.Policy(), time.Now()
 	for _, r := range s.runningJobs() {
@@ -206,10 +206,10 @@ func (s *Service) holders() ([]Holder, map[job.ID]*running) {
 // heldJob is what holders reads of one running job: its lease here, its
 // place in the line, its memory, and the state of its run.
 type heldJob struct {
-	id       job.ID
+	id       proto.JobID
 	lease    Lease
 	leased   bool // the lease is still held
-	since    job.Priority
+	since    Seniority
 	listed   bool // the job is in the line (since is its place)
 	mem      MemHold
 	released time.Time // its ranks' release here; zero before
@@ -225,7 +225,7 @@ func holderOf(p Policy, v heldJob, now time.Time) (Holder, bool) {
 	}
 	since := v.since
 	if !v.listed {
-		since = job.Priority{Job: v.id}
+		since = Seniority{Job: v.id}
 	}
 	h := Holder{Job: v.id, Priority: v.lease.Priority, Since: since, Cores: v.lease.Cores, Memory: v.mem,
 		Checkpoint: v.canSwap, SwapSlice: p.SwapSlice(v.lease.Need.SwapSlice),
@@ -249,13 +249,13 @@ func holderOf(p Policy, v heldJob, now time.Time) (Holder, bool) {
 // of set (the first is the one it makes room for); a refusal (no
 // checkpoint in time, the job ended) leaves it running and a candidate
 // again.
-func (s *Service) swapOut(r *running, set []job.ID, prio int) {
-	ctx, cancel := context.WithTimeout(s.ctx, job.DefaultStopTimeout+30*time.Second)
+func (s *Service) swapOut(r *running, set []proto.JobID, prio int) {
+	ctx, cancel := context.WithTimeout(s.ctx, proto.PreemptStopTimeout+30*time.Second)
 	defer cancel()
 	forJob := set[0]
-	msg := job.PreemptMsg{Job: r.id, Lease: r.lease, For: forJob, With: set[1:], Priority: prio}
-	var reply job.PreemptReply
-	err := s.ep.Call(ctx, r.submitter, job.PreemptProtocol, msg, &reply, job.MaxPreemptSize)
+	msg := proto.PreemptMsg{Job: r.id, Lease: r.lease, For: forJob, With: set[1:], Priority: prio}
+	var reply proto.PreemptReply
+	err := s.ep.Call(ctx, r.submitter, proto.PreemptProtocol, msg, &reply, proto.MaxPreemptSize)
 	if err != nil || !reply.Stopped {
 		log.Infow("job not swapped out; it runs on", "job", r.id, "for", forJob, "err", err, "reason", reply.Reason)
 		s.leases.SetLeaving(r.lease, false)
@@ -265,10 +265,10 @@ func (s *Service) swapOut(r *running, set []job.ID, prio int) {
 
 // highestWaiting is the highest honoured priority of the jobs in the line
 // other than self that hold no lease here; false when there is none.
-func (w *waitLine) highestWaiting(self job.ID, leases *Leases, now time.Time) (int, bool) {
+func (w *waitLine) highestWaiting(self proto.JobID, leases *Leases, now time.Time) (int, bool) {
 	w.mu.Lock()
 	w.sweep(now) // an expired advert holds nothing back
-	ids := make([]job.ID, 0, len(w.jobs))
+	ids := make([]proto.JobID, 0, len(w.jobs))
 	prios := make([]int, 0, len(w.jobs))
 	for id, e := range w.jobs {
 		if id != self {
@@ -308,7 +308,7 @@ func (s *Service) freeze(r *running, why string) {
 	s.leases.SetFrozen(r.lease, true)
 	log.Infow("job frozen in place", "job", r.id, "for", why)
 	if k != nil {
-		k.send(r.ctx, job.Report{Kind: job.RepFrozen, Reason: "preempted by " + why})
+		k.send(r.ctx, proto.Report{Kind: proto.RepFrozen, Reason: "preempted by " + why})
 	}
 }
 
@@ -356,7 +356,7 @@ func (s *Service) thaw(r *running) {
 	r.pre.preempted.Store(false)
 	log.Infow("job continued", "job", r.id)
 	if k != nil {
-		k.send(r.ctx, job.Report{Kind: job.RepThawed})
+		k.send(r.ctx, proto.Report{Kind: proto.RepThawed})
 	}
 	s.kickGang() // out of its time slice, the rotation freezes it again
 }

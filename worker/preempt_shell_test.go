@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // holderOf: which running jobs preemption may consider, and with what.
@@ -16,8 +16,8 @@ func TestHolderOf(t *testing.T) {
 	now := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
 	p := Policy{MaxSwapSlice: 5 * time.Minute}
 	lease := Lease{Key: "k", Job: "ja", Committed: true, Priority: 3, Cores: 2,
-		Need: job.Need{Job: "ja", N: 2, R: 1, SwapSlice: 10 * time.Minute}}
-	line := job.Priority{Since: now.Add(-time.Hour), Job: "ja"}
+		Need: proto.Need{Job: "ja", N: 2, R: 1, SwapSlice: 10 * time.Minute}}
+	line := Seniority{Since: now.Add(-time.Hour), Job: "ja"}
 	base := heldJob{id: "ja", lease: lease, leased: true, since: line, listed: true, mem: MemHold{Declared: G, Used: 2 * G},
 		released: now.Add(-7 * time.Minute), canSwap: true, started: true}
 	want := Holder{Job: "ja", Priority: 3, Since: line, Cores: 2, Memory: MemHold{Declared: G, Used: 2 * G},
@@ -34,7 +34,7 @@ func TestHolderOf(t *testing.T) {
 		{"lease gone", with(func(v *heldJob) { v.leased = false }), Holder{}, false},
 		{"lease not committed", with(func(v *heldJob) { v.lease.Committed = false }), Holder{}, false},
 		{"not in the line: placed by its ID alone", with(func(v *heldJob) { v.listed = false }),
-			wantWith(func(h *Holder) { h.Since = job.Priority{Job: "ja"} }), true},
+			wantWith(func(h *Holder) { h.Since = Seniority{Job: "ja"} }), true},
 		{"not released yet: ran nothing", with(func(v *heldJob) { v.released = time.Time{} }),
 			wantWith(func(h *Holder) { h.Ran = 0 }), true},
 		{"a clock step back: ran nothing", with(func(v *heldJob) { v.released = now.Add(time.Minute) }),
@@ -63,24 +63,24 @@ func TestHolderOf(t *testing.T) {
 // waiters: the jobs preemption makes room for, in the line's order.
 func TestWaiters(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
-	entry := func(j job.ID) waitEntry {
+	entry := func(j proto.JobID) waitEntry {
 		a, n := advertOf(j, t0)
-		return waitEntry{advert: a, need: n, prio: job.Priority{Since: t0, Job: j}}
+		return waitEntry{advert: a, need: n, prio: Seniority{Since: t0, Job: j}}
 	}
 	line := []waitEntry{entry("ja"), entry("jb"), entry("jc")}
 	tests := []struct {
 		name           string
-		held, yielding []job.ID
-		want           []job.ID
+		held, yielding []proto.JobID
+		want           []proto.JobID
 	}{
-		{name: "the whole line, in order", want: []job.ID{"ja", "jb", "jc"}},
-		{name: "one holding a lease here is skipped", held: []job.ID{"ja"}, want: []job.ID{"jb", "jc"}},
-		{name: "one yielding to a waiting job is skipped", yielding: []job.ID{"jb"}, want: []job.ID{"ja", "jc"}},
-		{name: "both", held: []job.ID{"jb"}, yielding: []job.ID{"ja"}, want: []job.ID{"jc"}},
-		{name: "none left", held: []job.ID{"ja", "jb"}, yielding: []job.ID{"jc"}},
+		{name: "the whole line, in order", want: []proto.JobID{"ja", "jb", "jc"}},
+		{name: "one holding a lease here is skipped", held: []proto.JobID{"ja"}, want: []proto.JobID{"jb", "jc"}},
+		{name: "one yielding to a waiting job is skipped", yielding: []proto.JobID{"jb"}, want: []proto.JobID{"ja", "jc"}},
+		{name: "both", held: []proto.JobID{"jb"}, yielding: []proto.JobID{"ja"}, want: []proto.JobID{"jc"}},
+		{name: "none left", held: []proto.JobID{"ja", "jb"}, yielding: []proto.JobID{"jc"}},
 	}
 	for _, tt := range tests {
-		var got []job.ID
+		var got []proto.JobID
 		for _, w := range waiters(line, oneOf(tt.held...), oneOf(tt.yielding...)) {
 			got = append(got, w.Need.Job)
 			if e := line[slices.IndexFunc(line, func(e waitEntry) bool { return e.need.Job == w.Need.Job })]; w.Since != e.prio || w.Submitter != e.advert.Submitter {
@@ -120,12 +120,12 @@ func TestWaitLineYielding(t *testing.T) {
 			w.jobs["jb"] = &waitEntry{advert: a, need: n} // as noted before it expired
 			w.mu.Unlock()
 		}
-		w.yieldTo("ja", []job.ID{"jb"}, "")
-		held := func(j job.ID) bool { return tt.held && j == "jb" }
+		w.yieldTo("ja", []proto.JobID{"jb"}, "")
+		held := func(j proto.JobID) bool { return tt.held && j == "jb" }
 		if got := w.yielding("ja", held); got != tt.want {
 			t.Errorf("%s: yielding %v, want %v", tt.name, got, tt.want)
 		}
-		if again := w.yielding("ja", func(job.ID) bool { return false }); !tt.want && again {
+		if again := w.yielding("ja", func(proto.JobID) bool { return false }); !tt.want && again {
 			t.Errorf("%s: the mark was not forgotten", tt.name)
 		}
 		if w.yielding("jb", held) {
@@ -137,8 +137,8 @@ func TestWaitLineYielding(t *testing.T) {
 	w := newWaitLine(DefaultWaitConfig())
 	a, n := advertOf("jb", now)
 	w.note(a, n, 0, now)
-	w.yieldTo("ja", []job.ID{"jb"}, "")
-	w.yieldTo("jc", []job.ID{"jd"}, "")
+	w.yieldTo("ja", []proto.JobID{"jb"}, "")
+	w.yieldTo("jc", []proto.JobID{"jd"}, "")
 	w.ordered(now) // sweeps
 	w.mu.Lock()
 	marks := len(w.yields)
@@ -156,24 +156,24 @@ func TestWaitLineYielding(t *testing.T) {
 func TestWaitLineYieldFromAdvert(t *testing.T) {
 	now := time.Now()
 	w := lineWith(now, "ja", "jb")
-	none := func(job.ID) bool { return false }
-	jbHeld := func(j job.ID) bool { return j == "jb" }
-	w.yieldTo("ja", []job.ID{"jb"}, "ja-1")
+	none := func(proto.JobID) bool { return false }
+	jbHeld := func(j proto.JobID) bool { return j == "jb" }
+	w.yieldTo("ja", []proto.JobID{"jb"}, "ja-1")
 	if !w.yielding("ja", none) {
 		t.Fatal("ja does not yield to jb, which waits")
 	}
 	if w.yielding("ja", jbHeld) {
 		t.Fatal("ja still yields once jb holds a lease")
 	}
-	w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // a late copy of the same flood
+	w.yieldTo("ja", []proto.JobID{"jb"}, "ja-1") // a late copy of the same flood
 	if w.yielding("ja", none) {
 		t.Error("a copy of a flood whose mark was honoured set it again")
 	}
-	w.yieldTo("ja", []job.ID{"jb"}, "ja-2") // the next resume's flood
+	w.yieldTo("ja", []proto.JobID{"jb"}, "ja-2") // the next resume's flood
 	if !w.yielding("ja", none) {
 		t.Error("a new flood's mark is not set")
 	}
-	w.yieldTo("jc", []job.ID{"jb"}, "jc-1") // not listed: the sweep forgets it, and its spent key
+	w.yieldTo("jc", []proto.JobID{"jb"}, "jc-1") // not listed: the sweep forgets it, and its spent key
 	w.drop("ja")
 	w.ordered(now)
 	w.mu.Lock()
@@ -190,10 +190,10 @@ func TestWaitLineYieldFromAdvert(t *testing.T) {
 func TestWaitLineServedEndsYields(t *testing.T) {
 	now := time.Now()
 	w := lineWith(now, "ja", "jb", "jc")
-	none := func(job.ID) bool { return false }
-	w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // ja resumed after a swap for jb
-	w.yieldTo("jc", []job.ID{"jb"}, "")     // this host's own plan
-	w.yieldTo("jb", []job.ID{"jc"}, "jb-1") // unrelated to jb being served
+	none := func(proto.JobID) bool { return false }
+	w.yieldTo("ja", []proto.JobID{"jb"}, "ja-1") // ja resumed after a swap for jb
+	w.yieldTo("jc", []proto.JobID{"jb"}, "")     // this host's own plan
+	w.yieldTo("jb", []proto.JobID{"jc"}, "jb-1") // unrelated to jb being served
 	w.served("jb")
 	if w.yielding("ja", none) || w.yielding("jc", none) {
 		t.Error("a job still yields to one that was served here")
@@ -201,7 +201,7 @@ func TestWaitLineServedEndsYields(t *testing.T) {
 	if !w.yielding("jb", none) {
 		t.Error("a mark to another job was forgotten")
 	}
-	w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // a late copy of ja's flood, jb swapped out in turn
+	w.yieldTo("ja", []proto.JobID{"jb"}, "ja-1") // a late copy of ja's flood, jb swapped out in turn
 	if w.yielding("ja", none) {
 		t.Error("a late copy of a spent flood set its mark again")
 	}
@@ -229,11 +229,11 @@ func TestYieldLastsUntilTheOtherRuns(t *testing.T) {
 			l, _ := newTable(t, host())
 			w := newWaitLine(DefaultWaitConfig())
 			now := time.Now()
-			for _, j := range []job.ID{"ja", "jb"} {
+			for _, j := range []proto.JobID{"ja", "jb"} {
 				a, n := advertOf(j, now)
 				w.note(a, n, 0, now)
 			}
-			w.yieldTo("ja", []job.ID{"jb"}, "ja-1") // ja resumed after a swap for jb
+			w.yieldTo("ja", []proto.JobID{"jb"}, "ja-1") // ja resumed after a swap for jb
 			if tt.jb != "" {
 				ls, err := l.Reserve("jb", "bob", 1, 1, 1<<30, 0)
 				if err != nil {
@@ -267,7 +267,7 @@ func TestYieldLastsUntilTheOtherRuns(t *testing.T) {
 func TestWaitLineYieldsToTheWholeSet(t *testing.T) {
 	now := time.Now()
 	w := lineWith(now, "ja", "jc", "jd")
-	w.yieldTo("ja", []job.ID{"jc", "jd", "ja"}, "") // itself in the set: ignored
+	w.yieldTo("ja", []proto.JobID{"jc", "jd", "ja"}, "") // itself in the set: ignored
 	if !w.yielding("ja", oneOf()) {
 		t.Fatal("ja does not yield to its set, which waits")
 	}
@@ -278,7 +278,7 @@ func TestWaitLineYieldsToTheWholeSet(t *testing.T) {
 	w.mu.Lock()
 	left := w.yields["ja"].to
 	w.mu.Unlock()
-	if !slices.Equal(left, []job.ID{"jd"}) {
+	if !slices.Equal(left, []proto.JobID{"jd"}) {
 		t.Fatalf("after jc ran, ja yields to %v, want [jd]", left)
 	}
 	w.served("jd")
@@ -287,11 +287,11 @@ func TestWaitLineYieldsToTheWholeSet(t *testing.T) {
 	}
 	// From an advert: a set whose other job left the line is forgotten
 	// once the first runs.
-	w.yieldTo("ja", []job.ID{"jc", "jgone"}, "ja-1")
+	w.yieldTo("ja", []proto.JobID{"jc", "jgone"}, "ja-1")
 	if w.yielding("ja", oneOf("jc")) {
 		t.Error("ja yields to a job that left the line")
 	}
-	w.yieldTo("ja", []job.ID{"jc"}, "ja-1")
+	w.yieldTo("ja", []proto.JobID{"jc"}, "ja-1")
 	if w.yielding("ja", oneOf()) {
 		t.Error("a copy of a spent flood set its mark again")
 	}
@@ -301,7 +301,7 @@ func TestWaitLineYieldsToTheWholeSet(t *testing.T) {
 // that waited with it, of its priority or higher, that does not run here.
 func TestYieldSet(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
-	entry := func(j job.ID, honoured int) waitEntry {
+	entry := func(j proto.JobID, honoured int) waitEntry {
 		a, n := advertOf(j, t0)
 		return waitEntry{advert: a, need: n, honoured: honoured}
 	}
@@ -309,18 +309,18 @@ func TestYieldSet(t *testing.T) {
 	tests := []struct {
 		name string
 		prio int
-		set  []job.ID
-		runs []job.ID
-		want []job.ID
+		set  []proto.JobID
+		runs []proto.JobID
+		want []proto.JobID
 	}{
 		{name: "the job it made room for first, then the set, then the line",
-			set: []job.ID{"jc", "jd"}, want: []job.ID{"jd", "jc", "jh", "jb"}},
-		{name: "jobs running here are not waited for", set: []job.ID{"jd"}, runs: []job.ID{"jb", "jh"},
-			want: []job.ID{"jd", "jc"}},
-		{name: "a higher-priority job waits only for its equals and betters", prio: 5, set: []job.ID{"jd"},
-			want: []job.ID{"jd", "jh"}},
-		{name: "a lower one waits for all", prio: -1, set: []job.ID{"jd"},
-			want: []job.ID{"jd", "jh", "jb", "jc", "jl"}},
+			set: []proto.JobID{"jc", "jd"}, want: []proto.JobID{"jd", "jc", "jh", "jb"}},
+		{name: "jobs running here are not waited for", set: []proto.JobID{"jd"}, runs: []proto.JobID{"jb", "jh"},
+			want: []proto.JobID{"jd", "jc"}},
+		{name: "a higher-priority job waits only for its equals and betters", prio: 5, set: []proto.JobID{"jd"},
+			want: []proto.JobID{"jd", "jh"}},
+		{name: "a lower one waits for all", prio: -1, set: []proto.JobID{"jd"},
+			want: []proto.JobID{"jd", "jh", "jb", "jc", "jl"}},
 	}
 	for _, tt := range tests {
 		if got := yieldSet("ja", tt.prio, "jd", tt.set, line, oneOf(tt.runs...)); !slices.Equal(got, tt.want) {
@@ -329,15 +329,15 @@ func TestYieldSet(t *testing.T) {
 	}
 	var long []waitEntry
 	for i := range 40 {
-		long = append(long, entry(job.ID(fmt.Sprintf("j%02d", i)), 0))
+		long = append(long, entry(proto.JobID(fmt.Sprintf("j%02d", i)), 0))
 	}
-	if got := yieldSet("ja", 0, "j39", nil, long, oneOf()); len(got) != 1+job.MaxYieldWith || got[0] != "j39" || got[1] != "j00" {
-		t.Errorf("a long line: %d jobs from %v, want %d, j39 then the earliest", len(got), got[:2], 1+job.MaxYieldWith)
+	if got := yieldSet("ja", 0, "j39", nil, long, oneOf()); len(got) != 1+proto.MaxYieldWith || got[0] != "j39" || got[1] != "j00" {
+		t.Errorf("a long line: %d jobs from %v, want %d, j39 then the earliest", len(got), got[:2], 1+proto.MaxYieldWith)
 	}
 }
 
 // lineWith is a waiting line listing jobs ids, their adverts issued at now.
-func lineWith(now time.Time, ids ...job.ID) *waitLine {
+func lineWith(now time.Time, ids ...proto.JobID) *waitLine {
 	w := newWaitLine(DefaultWaitConfig())
 	for _, j := range ids {
 		a, n := advertOf(j, now)
@@ -347,8 +347,8 @@ func lineWith(now time.Time, ids ...job.ID) *waitLine {
 }
 
 // oneOf says whether a job is one of ids.
-func oneOf(ids ...job.ID) func(job.ID) bool {
-	return func(j job.ID) bool { return slices.Contains(ids, j) }
+func oneOf(ids ...proto.JobID) func(proto.JobID) bool {
+	return func(j proto.JobID) bool { return slices.Contains(ids, j) }
 }
 
 // Marks that close a circle (each job yielding, directly or through
@@ -358,13 +358,13 @@ func TestWaitLineYieldCircles(t *testing.T) {
 	now := time.Now()
 	for _, tt := range []struct {
 		name  string
-		marks map[job.ID][]job.ID
+		marks map[proto.JobID][]proto.JobID
 		ja    bool // ja yields
 	}{
-		{name: "each for the other", marks: map[job.ID][]job.ID{"ja": {"jb"}, "jb": {"ja"}}},
-		{name: "a circle of three", marks: map[job.ID][]job.ID{"ja": {"jb"}, "jb": {"jc"}, "jc": {"ja"}}},
-		{name: "the rest of the set still waited for", marks: map[job.ID][]job.ID{"ja": {"jb", "jc"}, "jb": {"ja"}}, ja: true},
-		{name: "a chain, no circle", marks: map[job.ID][]job.ID{"ja": {"jb"}, "jb": {"jc"}}, ja: true},
+		{name: "each for the other", marks: map[proto.JobID][]proto.JobID{"ja": {"jb"}, "jb": {"ja"}}},
+		{name: "a circle of three", marks: map[proto.JobID][]proto.JobID{"ja": {"jb"}, "jb": {"jc"}, "jc": {"ja"}}},
+		{name: "the rest of the set still waited for", marks: map[proto.JobID][]proto.JobID{"ja": {"jb", "jc"}, "jb": {"ja"}}, ja: true},
+		{name: "a chain, no circle", marks: map[proto.JobID][]proto.JobID{"ja": {"jb"}, "jb": {"jc"}}, ja: true},
 	} {
 		w := lineWith(now, "ja", "jb", "jc")
 		for j, to := range tt.marks {
@@ -374,7 +374,7 @@ func TestWaitLineYieldCircles(t *testing.T) {
 			t.Errorf("%s: ja yields %v, want %v", tt.name, got, tt.ja)
 		}
 		waiting := 0
-		for _, j := range []job.ID{"ja", "jb", "jc"} {
+		for _, j := range []proto.JobID{"ja", "jb", "jc"} {
 			if !w.yielding(j, oneOf()) {
 				waiting++
 			}

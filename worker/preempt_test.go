@@ -7,7 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func TestPlanPreemption(t *testing.T) {
@@ -15,8 +15,8 @@ func TestPlanPreemption(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	// A 4-core host lending 4G, J=2, that honours priorities up to 10.
 	p := Policy{MaxJobs: 2, MaxProcs: 4, Cores: 4, Memory: 4 * G, OS: "linux", Arch: "amd64", MaxPriority: 10}
-	h := func(id job.ID, prio int, min int, cores int, mem int64, ckpt bool) Holder {
-		return Holder{Job: id, Priority: prio, Since: job.Priority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id},
+	h := func(id proto.JobID, prio int, min int, cores int, mem int64, ckpt bool) Holder {
+		return Holder{Job: id, Priority: prio, Since: Seniority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id},
 			Cores: cores, Memory: MemHold{Declared: mem}, Checkpoint: ckpt}
 	}
 	usage := func(hs ...Holder) Usage {
@@ -28,11 +28,11 @@ func TestPlanPreemption(t *testing.T) {
 		}
 		return u
 	}
-	adv := func(prio, n int, per int64) job.Need {
-		return job.Need{Job: "jnew", N: n, R: 1, Priority: prio, MemPerProc: per}
+	adv := func(prio, n int, per int64) proto.Need {
+		return proto.Need{Job: "jnew", N: n, R: 1, Priority: prio, MemPerProc: per}
 	}
-	swap := func(id job.ID) Preemption { return Preemption{Job: id, Action: ActionSwap} }
-	freeze := func(id job.ID) Preemption { return Preemption{Job: id, Action: ActionFreeze} }
+	swap := func(id proto.JobID) Preemption { return Preemption{Job: id, Action: ActionSwap} }
+	freeze := func(id proto.JobID) Preemption { return Preemption{Job: id, Action: ActionFreeze} }
 	a := h("ja", 0, 0, 2, 2*G, true)
 	b := h("jb", 0, 1, 2, 2*G, true)
 	bNoCk := h("jb", 0, 1, 2, 2*G, false)
@@ -41,7 +41,7 @@ func TestPlanPreemption(t *testing.T) {
 		name    string
 		from    peer.ID
 		holders []Holder
-		need    job.Need
+		need    proto.Need
 		want    []Preemption
 		accept  bool
 	}{
@@ -81,7 +81,7 @@ func TestPlanPreemption(t *testing.T) {
 				u = freed(u, x)
 			}
 		}
-		since := job.Priority{Since: t0.Add(time.Hour), Job: "jnew"}
+		since := Seniority{Since: t0.Add(time.Hour), Job: "jnew"}
 		got, d := PlanPreemption(pc, u, tt.holders, from, tt.need, since)
 		if !reflect.DeepEqual(got, tt.want) || d.Accept != tt.accept {
 			t.Errorf("%s: plan %v (accept %v: %s), want %v (accept %v)", tt.name, got, d.Accept, d.Reason, tt.want, tt.accept)
@@ -106,7 +106,7 @@ func TestPlanPreemptionTurns(t *testing.T) {
 	// J=3 and 4 cores: only memory (4G) keeps a second job out.
 	p := Policy{MaxJobs: 3, MaxProcs: 4, Cores: 4, Memory: 4 * G, OS: "linux", Arch: "amd64", MaxPriority: 10}
 	type hold struct {
-		id         job.ID
+		id         proto.JobID
 		prio, min  int
 		cores      int
 		mem        int64
@@ -114,20 +114,20 @@ func TestPlanPreemptionTurns(t *testing.T) {
 		slice, ran time.Duration
 	}
 	h := func(x hold) Holder {
-		return Holder{Job: x.id, Priority: x.prio, Since: job.Priority{Since: t0.Add(time.Duration(x.min) * time.Minute), Job: x.id},
+		return Holder{Job: x.id, Priority: x.prio, Since: Seniority{Since: t0.Add(time.Duration(x.min) * time.Minute), Job: x.id},
 			Cores: x.cores, Memory: MemHold{Declared: x.mem}, Checkpoint: x.ckpt, SwapSlice: x.slice, Ran: x.ran}
 	}
 	over := hold{id: "ja", cores: 2, mem: 4 * G, ckpt: true, slice: time.Minute, ran: 2 * time.Minute}
 	with := func(x hold, f func(*hold)) hold { f(&x); return x }
-	adv := func(prio, n int, per int64, slice time.Duration) job.Need {
-		return job.Need{Job: "jnew", N: n, R: 1, Priority: prio, MemPerProc: per, SwapSlice: slice}
+	adv := func(prio, n int, per int64, slice time.Duration) proto.Need {
+		return proto.Need{Job: "jnew", N: n, R: 1, Priority: prio, MemPerProc: per, SwapSlice: slice}
 	}
-	swap := func(id job.ID) Preemption { return Preemption{Job: id, Action: ActionSwap} }
+	swap := func(id proto.JobID) Preemption { return Preemption{Job: id, Action: ActionSwap} }
 	tests := []struct {
 		name    string
 		policy  func(*Policy)
 		holders []hold
-		need    job.Need
+		need    proto.Need
 		want    []Preemption
 	}{
 		{name: "turn over: swapped out for its equal", holders: []hold{over}, need: adv(0, 2, G, time.Minute),
@@ -170,7 +170,7 @@ func TestPlanPreemptionTurns(t *testing.T) {
 			u.Cores += x.cores
 			u.Memory += x.mem
 		}
-		since := job.Priority{Since: t0.Add(time.Hour), Job: "jnew"}
+		since := Seniority{Since: t0.Add(time.Hour), Job: "jnew"}
 		got, d := PlanPreemption(pol, u, hs, "alice", tt.need, since)
 		if !reflect.DeepEqual(got, tt.want) || d.Accept != (tt.want != nil) {
 			t.Errorf("%s: plan %v (accept %v: %s), want %v", tt.name, got, d.Accept, d.Reason, tt.want)
@@ -204,20 +204,20 @@ func TestPlanPreemptionCountsLeaving(t *testing.T) {
 	const M = int64(1) << 20
 	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	p := Policy{MaxJobs: 3, MaxProcs: 1, Cores: 3, Memory: 1024 * M, OS: "linux", Arch: "amd64"}
-	h := func(id job.ID, min int, leaving bool) Holder {
-		return Holder{Job: id, Since: job.Priority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id}, Cores: 1,
+	h := func(id proto.JobID, min int, leaving bool) Holder {
+		return Holder{Job: id, Since: Seniority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id}, Cores: 1,
 			Memory: MemHold{Declared: 450 * M}, Checkpoint: true, SwapSlice: 1500 * time.Millisecond, Ran: 2 * time.Second,
 			Preempted: leaving, Leaving: leaving}
 	}
 	ran := func(x Holder, d time.Duration) Holder { x.Ran = d; return x }
-	adv := func(per int64) job.Need {
-		return job.Need{Job: "jc", N: 4, R: 1, MemPerProc: per, SwapSlice: 1500 * time.Millisecond}
+	adv := func(per int64) proto.Need {
+		return proto.Need{Job: "jc", N: 4, R: 1, MemPerProc: per, SwapSlice: 1500 * time.Millisecond}
 	}
-	swap := func(id job.ID) []Preemption { return []Preemption{{Job: id, Action: ActionSwap}} }
+	swap := func(id proto.JobID) []Preemption { return []Preemption{{Job: id, Action: ActionSwap}} }
 	tests := []struct {
 		name    string
 		holders []Holder
-		need    job.Need
+		need    proto.Need
 		want    []Preemption
 		accept  bool
 	}{
@@ -236,7 +236,7 @@ func TestPlanPreemptionCountsLeaving(t *testing.T) {
 	}
 	for _, tt := range tests {
 		u := Usage{Jobs: len(tt.holders), Cores: len(tt.holders), Memory: int64(len(tt.holders)) * 450 * M}
-		got, d := PlanPreemption(p, u, tt.holders, "alice", tt.need, job.Priority{Since: t0.Add(time.Hour), Job: "jc"})
+		got, d := PlanPreemption(p, u, tt.holders, "alice", tt.need, Seniority{Since: t0.Add(time.Hour), Job: "jc"})
 		if !reflect.DeepEqual(got, tt.want) || d.Accept != tt.accept {
 			t.Errorf("%s: plan %v (accept %v: %s), want %v (accept %v)", tt.name, got, d.Accept, d.Reason, tt.want, tt.accept)
 		}
@@ -252,21 +252,21 @@ func TestPlanTurn(t *testing.T) {
 	const slice = 1500 * time.Millisecond
 	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	p := Policy{MaxJobs: 4, MaxProcs: 1, Cores: 4, Memory: 1024 * M, OS: "linux", Arch: "amd64", MaxPriority: 10}
-	at := func(min int, id job.ID) job.Priority {
-		return job.Priority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id}
+	at := func(min int, id proto.JobID) Seniority {
+		return Seniority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id}
 	}
 	// Running since minute min, its turn over by over (negative: not yet).
-	h := func(id job.ID, min int, over time.Duration) Holder {
+	h := func(id proto.JobID, min int, over time.Duration) Holder {
 		return Holder{Job: id, Since: at(min, id), Cores: 1, Memory: MemHold{Declared: 450 * M},
 			Checkpoint: true, SwapSlice: slice, Ran: slice + over}
 	}
 	leaving := func(x Holder) Holder { x.Preempted, x.Leaving = true, true; return x }
 	// Waiting since minute min, of priority prio, declaring mem.
-	w := func(id job.ID, min, prio int, mem int64) Waiter {
+	w := func(id proto.JobID, min, prio int, mem int64) Waiter {
 		return Waiter{Submitter: "alice", Since: at(min, id),
-			Need: job.Need{Job: id, N: 4, R: 1, Priority: prio, MemPerProc: mem, SwapSlice: slice}}
+			Need: proto.Need{Job: id, N: 4, R: 1, Priority: prio, MemPerProc: mem, SwapSlice: slice}}
 	}
-	swap := func(id, forJob job.ID) Preemption { return Preemption{Job: id, Action: ActionSwap, For: forJob} }
+	swap := func(id, forJob proto.JobID) Preemption { return Preemption{Job: id, Action: ActionSwap, For: forJob} }
 	tests := []struct {
 		name    string
 		holders []Holder
@@ -276,51 +276,51 @@ func TestPlanTurn(t *testing.T) {
 		{name: "both turns over: the waiting set takes both places",
 			holders: []Holder{h("ja", 0, 10*time.Millisecond), h("jb", 1, 0)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("ja", "jc"), swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
+			want:    Turn{Plan: []Preemption{swap("ja", "jc"), swap("jb", "jd")}, Set: []proto.JobID{"jc", "jd"}}},
 		{name: "one turn over: one place",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("ja", "jc")}, Set: []job.ID{"jc"}}},
+			want:    Turn{Plan: []Preemption{swap("ja", "jc")}, Set: []proto.JobID{"jc"}}},
 		// Released 0.5 s after ja (a set's second job placed later): its
 		// turn is nearly over, and goes with ja's, so the set let in is
 		// released together.
 		{name: "the other's turn nearly over: the set switches whole",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -500*time.Millisecond)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("ja", "jc"), swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
+			want:    Turn{Plan: []Preemption{swap("ja", "jc"), swap("jb", "jd")}, Set: []proto.JobID{"jc", "jd"}}},
 		{name: "nearly over counts only once a job leaves: a job that needs both waits",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -500*time.Millisecond)},
 			line:    []Waiter{w("jc", 2, 0, 900*M)}},
 		{name: "a switch under way (ja leaving): the nearly done goes too",
 			holders: []Holder{leaving(h("ja", 0, time.Second)), h("jb", 1, -500*time.Millisecond)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
+			want:    Turn{Plan: []Preemption{swap("jb", "jd")}, Set: []proto.JobID{"jc", "jd"}}},
 		{name: "the other's turn ends while the first leaves: the second waiting job gets it",
 			holders: []Holder{leaving(h("ja", 0, time.Second)), h("jb", 1, 0)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("jb", "jd")}, Set: []job.ID{"jc", "jd"}}},
+			want:    Turn{Plan: []Preemption{swap("jb", "jd")}, Set: []proto.JobID{"jc", "jd"}}},
 		{name: "one waiting job: one swapped out, as PlanPreemption does",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, 0)},
 			line:    []Waiter{w("jc", 2, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("jb", "jc")}, Set: []job.ID{"jc"}}},
+			want:    Turn{Plan: []Preemption{swap("jb", "jc")}, Set: []proto.JobID{"jc"}}},
 		{name: "the line fits already: nothing to do",
 			holders: []Holder{h("ja", 0, 0)},
 			line:    []Waiter{w("jc", 2, 0, 450*M)}},
 		{name: "first fit: an equal too large for the room is passed over",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jc", 2, 0, 900*M), w("jd", 3, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("ja", "jd")}, Set: []job.ID{"jd"}}},
+			want:    Turn{Plan: []Preemption{swap("ja", "jd")}, Set: []proto.JobID{"jd"}}},
 		{name: "a higher-priority job that cannot be let in holds back the lower ones",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jh", 4, 5, 2000*M), w("jc", 2, 0, 450*M)}},
 		{name: "a higher-priority job first; an equal whose turn has not come waits",
 			holders: []Holder{h("ja", 0, -time.Second), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jh", 4, 5, 450*M), w("jc", 2, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("jb", "jh")}, Set: []job.ID{"jh"}}},
+			want:    Turn{Plan: []Preemption{swap("jb", "jh")}, Set: []proto.JobID{"jh"}}},
 		{name: "a higher-priority job first, then the equal whose turn came",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jh", 4, 5, 450*M), w("jc", 2, 0, 450*M)},
-			want:    Turn{Plan: []Preemption{swap("jb", "jh"), swap("ja", "jc")}, Set: []job.ID{"jh", "jc"}}},
+			want:    Turn{Plan: []Preemption{swap("jb", "jh"), swap("ja", "jc")}, Set: []proto.JobID{"jh", "jc"}}},
 	}
 	for _, tt := range tests {
 		u := Usage{Jobs: len(tt.holders), Cores: len(tt.holders), Memory: int64(len(tt.holders)) * 450 * M}

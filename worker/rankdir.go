@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Every copy of a rank works in a folder of its own inside the job folder
@@ -20,13 +20,13 @@ import (
 // the job folder.
 
 // rankDir is the working folder of copy p.
-func (r *running) rankDir(p job.Proc) string {
+func (r *running) rankDir(p proto.Proc) string {
 	return filepath.Join(r.dir, fmt.Sprintf("rank-%d.%d", p.Rank, p.Replica))
 }
 
 // stageRank makes copy p's folder and copies the inputs into it from the
 // blob store (where stage verified them).
-func (r *running) stageRank(p job.Proc) error {
+func (r *running) stageRank(p proto.Proc) error {
 	dir := r.rankDir(p)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("folder of rank %d.%d: %w", p.Rank, p.Replica, err)
@@ -53,7 +53,7 @@ func (r *running) sendOutputs(k *sink) {
 			matches, _ := filepath.Glob(filepath.Join(dir, pattern))
 			for _, path := range matches {
 				if err := r.sendOutput(k, p, path); err != nil {
-					k.send(r.ctx, job.Report{Kind: job.RepOutput, Stream: "stderr", Rank: -1,
+					k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Stream: "stderr", Rank: -1,
 						Data: []byte(fmt.Sprintf("output %s of rank %d not sent: %v", filepath.Base(path), p.Rank, err))})
 				}
 			}
@@ -67,7 +67,7 @@ func (r *running) sendOutputs(k *sink) {
 // their folder: every file is opened through openInJob (no symbolic link
 // followed, nothing outside the job folder), so a job cannot make the
 // agent send it a file the job itself could not read.
-func (r *running) sendOutput(k *sink, p job.Proc, path string) error {
+func (r *running) sendOutput(k *sink, p proto.Proc, path string) error {
 	f, err := openInJob(r.dir, path)
 	if err != nil {
 		return err
@@ -105,18 +105,18 @@ func (r *running) sendOutput(k *sink, p job.Proc, path string) error {
 }
 
 // sendFile sends size bytes of f as output file name of copy p.
-func (r *running) sendFile(k *sink, p job.Proc, name string, f io.Reader, size int64) error {
+func (r *running) sendFile(k *sink, p proto.Proc, name string, f io.Reader, size int64) error {
 	if size > r.svc.cfg.MaxOutputFile {
 		return fmt.Errorf("%d bytes exceeds the %d-byte limit", size, r.svc.cfg.MaxOutputFile)
 	}
-	buf := make([]byte, job.FileChunkSize)
+	buf := make([]byte, proto.FileChunkSize)
 	for {
 		n, err := io.ReadFull(f, buf)
 		eof := err == io.EOF || err == io.ErrUnexpectedEOF
 		if err != nil && !eof {
 			return err
 		}
-		if !k.send(r.ctx, job.Report{Kind: job.RepFile, Rank: p.Rank, Replica: p.Replica, Name: name,
+		if !k.send(r.ctx, proto.Report{Kind: proto.RepFile, Rank: p.Rank, Replica: p.Replica, Name: name,
 			Data: append([]byte(nil), buf[:n]...), EOF: eof}) {
 			return errors.New("submitter lost")
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/silence"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // reportQueue bounds the events waiting for the stream: a process printing
@@ -27,8 +27,8 @@ const reportQueue = 256
 // new report is taken until acknowledgements come, so the processes'
 // output waits in their pipes.
 const (
-	maxUnacked      = job.MaxUnackedReports
-	maxUnackedBytes = job.MaxUnackedBytes
+	maxUnacked      = proto.MaxUnackedReports
+	maxUnackedBytes = proto.MaxUnackedBytes
 )
 
 // errRefused marks a submitter's refusal of the job's reports: it counted
@@ -64,18 +64,19 @@ type sink struct {
 // outgoing is a report on its way, with, for a sender that waits for it,
 // a channel closed once the submitter acknowledged it.
 type outgoing struct {
-	job.Report
+	proto.Report
+
 	acked chan struct{}
 }
 
 // openSink opens the job's report stream to its submitter. It fails when
 // the submitter cannot be reached or refuses: the job does not start.
-func openSink(ctx context.Context, ep *rpc.Endpoint, hello job.ReportHello, to peer.ID, beat, grace time.Duration) (*sink, rpc.Stream, error) {
+func openSink(ctx context.Context, ep *rpc.Endpoint, hello proto.ReportHello, to peer.ID, beat, grace time.Duration) (*sink, rpc.Stream, error) {
 	k := &sink{grace: grace, beat: beat,
 		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
 		lost: make(chan struct{}), done: make(chan struct{})}
 	k.open = func(ctx context.Context) (rpc.Stream, error) {
-		s, err := ep.Open(ctx, to, job.ReportProtocol)
+		s, err := ep.Open(ctx, to, proto.ReportProtocol)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +94,7 @@ func openSink(ctx context.Context, ep *rpc.Endpoint, hello job.ReportHello, to p
 }
 
 // send queues e, or reports false when the submitter is lost or ctx ends.
-func (k *sink) send(ctx context.Context, e job.Report) bool {
+func (k *sink) send(ctx context.Context, e proto.Report) bool {
 	select {
 	case k.events <- outgoing{Report: e}:
 		return true
@@ -106,7 +107,7 @@ func (k *sink) send(ctx context.Context, e job.Report) bool {
 
 // sendAcked queues e and waits until the submitter acknowledged it; it
 // reports false when the submitter is lost or ctx ends first.
-func (k *sink) sendAcked(ctx context.Context, e job.Report) bool {
+func (k *sink) sendAcked(ctx context.Context, e proto.Report) bool {
 	o := outgoing{Report: e, acked: make(chan struct{})}
 	select {
 	case k.events <- o:
@@ -187,8 +188,8 @@ func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
 		return nil, err
 	}
 	_ = s.SetReadDeadline(time.Now().Add(4 * k.beat))
-	var ack job.ReportAck
-	if err := wire.ReadJSON(bufio.NewReader(s), job.MaxReplySize, &ack); err != nil {
+	var ack proto.ReportAck
+	if err := wire.ReadJSON(bufio.NewReader(s), proto.MaxReplySize, &ack); err != nil {
 		_ = s.Reset()
 		return nil, fmt.Errorf("report stream answer: %w", err)
 	}
@@ -226,7 +227,7 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 		return nil
 	}
 	w := &patientWriter{s: s, beat: k.beat, silent: silent}
-	write := func(e job.Report) error { return wire.WriteJSON(w, e) }
+	write := func(e proto.Report) error { return wire.WriteJSON(w, e) }
 	// ended is the end of the stream, broke or failed (err): the
 	// submitter's last answers come before that end, and the one for
 	// RepDone makes it a finish, not a break to open a new stream for (a
@@ -271,7 +272,7 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 		case e := <-events:
 			k.seq++
 			e.Seq = k.seq
-			k.sentLast = e.Kind == job.RepDone
+			k.sentLast = e.Kind == proto.RepDone
 			k.unacked = append(k.unacked, e)
 			k.unackedBytes += len(e.Data)
 			if err := write(e.Report); err != nil {
@@ -281,7 +282,7 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 			if err := silent(now); err != nil {
 				return false, err
 			}
-			if err := write(job.Report{Kind: job.RepHeartbeat}); err != nil {
+			if err := write(proto.Report{Kind: proto.RepHeartbeat}); err != nil {
 				return ended(err, false)
 			}
 		case seq := <-acks:
@@ -348,8 +349,8 @@ func readAcks(s rpc.Stream, acks chan uint64, broke chan<- error, heard *atomic.
 	br := bufio.NewReader(s)
 	_ = s.SetReadDeadline(time.Time{}) // (connect's, for the hello's answer)
 	for {
-		var ack job.ReportAck
-		if err := wire.ReadJSON(br, job.MaxReplySize, &ack); err != nil {
+		var ack proto.ReportAck
+		if err := wire.ReadJSON(br, proto.MaxReplySize, &ack); err != nil {
 			broke <- err
 			return
 		}

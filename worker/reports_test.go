@@ -11,7 +11,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // pipeStream is one end of an in-memory stream.
@@ -29,7 +29,7 @@ type fakeSubmitter struct {
 	pause      time.Duration // on the first stream, after the first report, read nothing for this long but acknowledge every beat; then answer heartbeats
 	refuse     string        // the answer to every stream after the first
 	held       uint64
-	taken      []job.Report
+	taken      []proto.Report
 	streams    int
 }
 
@@ -38,24 +38,24 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 	f.streams++
 	first := f.streams == 1
 	br := bufio.NewReader(s)
-	var hello job.ReportHello
-	if wire.ReadJSON(br, job.MaxReplySize, &hello) != nil {
+	var hello proto.ReportHello
+	if wire.ReadJSON(br, proto.MaxReplySize, &hello) != nil {
 		return
 	}
 	refuse := ""
 	if !first {
 		refuse = f.refuse
 	}
-	if wire.WriteJSON(s, job.ReportAck{Seq: f.held, Refused: refuse}) != nil || refuse != "" {
+	if wire.WriteJSON(s, proto.ReportAck{Seq: f.held, Refused: refuse}) != nil || refuse != "" {
 		return
 	}
 	for {
-		var r job.Report
-		if wire.ReadJSON(br, job.MaxReportSize, &r) != nil {
+		var r proto.Report
+		if wire.ReadJSON(br, proto.MaxReportSize, &r) != nil {
 			return
 		}
-		if r.Kind == job.RepHeartbeat {
-			if (!first || f.pause > 0) && wire.WriteJSON(s, job.ReportAck{Seq: f.held}) != nil {
+		if r.Kind == proto.RepHeartbeat {
+			if (!first || f.pause > 0) && wire.WriteJSON(s, proto.ReportAck{Seq: f.held}) != nil {
 				return
 			}
 			continue
@@ -74,8 +74,8 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 		if first && f.held == f.breakAfter {
 			return
 		}
-		if r.Kind == job.RepDone {
-			_ = wire.WriteJSON(s, job.ReportAck{Seq: f.held})
+		if r.Kind == proto.RepDone {
+			_ = wire.WriteJSON(s, proto.ReportAck{Seq: f.held})
 			return
 		}
 	}
@@ -88,7 +88,7 @@ func (f *fakeSubmitter) ackWhileDeaf(s net.Conn) bool {
 	defer t.Stop()
 	for end := time.Now().Add(f.pause); time.Now().Before(end); {
 		<-t.C
-		if wire.WriteJSON(s, job.ReportAck{Seq: f.held}) != nil {
+		if wire.WriteJSON(s, proto.ReportAck{Seq: f.held}) != nil {
 			return false
 		}
 	}
@@ -122,7 +122,7 @@ func testSinkBeat(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable
 			defer func() { served <- struct{}{} }()
 			f.serve(b)
 		}()
-		if err := wire.WriteJSON(a, job.ReportHello{Job: "j"}); err != nil {
+		if err := wire.WriteJSON(a, proto.ReportHello{Job: "j"}); err != nil {
 			return nil, err
 		}
 		return pipeStream{a}, nil
@@ -142,11 +142,11 @@ func sendAll(t *testing.T, k *sink, n int) {
 	}
 	go k.run(ctx, s)
 	for i := range n {
-		if !k.send(ctx, job.Report{Kind: job.RepOutput, Data: []byte{byte('a' + i)}}) {
+		if !k.send(ctx, proto.Report{Kind: proto.RepOutput, Data: []byte{byte('a' + i)}}) {
 			t.Fatal("send failed")
 		}
 	}
-	k.send(ctx, job.Report{Kind: job.RepDone})
+	k.send(ctx, proto.Report{Kind: proto.RepDone})
 	select {
 	case <-k.done:
 	case <-ctx.Done():
@@ -200,7 +200,7 @@ func TestSinkGivesUpAfterGrace(t *testing.T) {
 				up.Store(false)
 			}
 			go k.run(ctx, s)
-			k.send(ctx, job.Report{Kind: job.RepOutput}) // the stream breaks after it
+			k.send(ctx, proto.Report{Kind: proto.RepOutput}) // the stream breaks after it
 			select {
 			case <-k.lost:
 			case <-ctx.Done():

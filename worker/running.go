@@ -13,7 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
@@ -24,10 +24,10 @@ import (
 // goroutine.
 type running struct {
 	svc       *Service
-	id        job.ID
+	id        proto.JobID
 	lease     string
 	submitter peer.ID
-	c         job.Commit
+	c         proto.Commit
 	dir       string
 	sandbox   *proc.Sandbox  // owned by run; nil before stage
 	res       proc.Resources // the sandbox's limits
@@ -54,7 +54,7 @@ type running struct {
 }
 
 // start checks a commit against its lease and runs it in the background.
-func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) error {
+func (s *Service) start(from peer.ID, id proto.JobID, lease string, c proto.Commit) error {
 	if err := errors.Join(checkCommit(c), checkRestore(c), s.checkGangColumn(c.GangColumn)); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}
@@ -87,11 +87,11 @@ func (s *Service) start(from peer.ID, id job.ID, lease string, c job.Commit) err
 
 // checkCommit refuses a commit that could escape the job folder or ask for
 // more than a job may.
-func checkCommit(c job.Commit) error {
+func checkCommit(c proto.Commit) error {
 	if c.Key == "" || len(c.Procs) == 0 || c.N < 1 || c.R < 1 || c.Attempt < 0 {
 		return errors.New("incomplete commit")
 	}
-	for _, f := range append([]job.FileRef{c.Program}, c.Inputs...) {
+	for _, f := range append([]proto.FileRef{c.Program}, c.Inputs...) {
 		if err := plainName(f.Name); err != nil {
 			return err
 		}
@@ -106,23 +106,8 @@ func checkCommit(c job.Commit) error {
 			return fmt.Errorf("process %d.%d outside n=%d r=%d", p.Rank, p.Replica, c.N, c.R)
 		}
 	}
-	if len(c.RankHost) != c.N {
-		return fmt.Errorf("rank table has %d ranks, want %d", len(c.RankHost), c.N)
-	}
-	for rank, reps := range c.RankHost {
-		if len(reps) != c.R {
-			return fmt.Errorf("rank %d has %d copies, want %d", rank, len(reps), c.R)
-		}
-		for _, h := range reps {
-			if h < 0 || h >= len(c.Hosts) {
-				return fmt.Errorf("rank %d placed on unknown host %d", rank, h)
-			}
-		}
-	}
-	for i, h := range c.Hosts {
-		if h.Site < 0 || h.Site >= len(c.Hosts) {
-			return fmt.Errorf("host %d in site %d of %d hosts", i, h.Site, len(c.Hosts))
-		}
+	if err := c.RankTable.Check(c.N, c.R); err != nil {
+		return err
 	}
 	return nil
 }
@@ -207,7 +192,7 @@ func (r *running) run() {
 		s.endLease(r.lease)
 		close(r.done)
 	}()
-	k, st, err := openSink(r.ctx, s.ep, job.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter,
+	k, st, err := openSink(r.ctx, s.ep, proto.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter,
 		s.cfg.Heartbeat, s.cfg.SubmitterGrace)
 	if err != nil {
 		log.Warnw("cannot report to submitter; job not started", "job", r.id, "err", err)
@@ -220,20 +205,20 @@ func (r *running) run() {
 	r.mu.Unlock()
 
 	if err := r.prepare(); err != nil {
-		k.send(r.ctx, job.Report{Kind: job.RepFailed, Reason: err.Error()})
-		k.send(r.ctx, job.Report{Kind: job.RepDone})
+		k.send(r.ctx, proto.Report{Kind: proto.RepFailed, Reason: err.Error()})
+		k.send(r.ctx, proto.Report{Kind: proto.RepDone})
 		return
 	}
 	go r.sendCheckpoints(k)
 	procs, err := r.launch(k)
 	if err != nil {
-		rep := job.Report{Kind: job.RepFailed, Reason: err.Error()}
+		rep := proto.Report{Kind: proto.RepFailed, Reason: err.Error()}
 		if pe := (*proc.ProgramError)(nil); errors.As(err, &pe) {
 			rep.Reason, rep.BadProgram = pe.Why, true
 		}
 		k.send(r.ctx, rep)
 	} else {
-		k.send(r.ctx, job.Report{Kind: job.RepStarted})
+		k.send(r.ctx, proto.Report{Kind: proto.RepStarted})
 	}
 	r.mu.Lock()
 	r.procs = procs
@@ -246,7 +231,7 @@ func (r *running) run() {
 	if err == nil {
 		r.sendOutputs(k)
 	}
-	k.send(r.ctx, job.Report{Kind: job.RepDone})
+	k.send(r.ctx, proto.Report{Kind: proto.RepDone})
 }
 
 // launch registers the job with the MPI router and starts every local copy.
@@ -276,7 +261,7 @@ func (r *running) launch(k *sink) ([]proc.Process, error) {
 			Timeout: r.c.Timeout, Limits: s.cfg.Limits, Sandbox: r.sandbox,
 		}
 		out := func(stream string, line []byte) {
-			k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: stream, Data: append([]byte(nil), line...)})
+			k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: stream, Data: append([]byte(nil), line...)})
 		}
 		pr, err := s.runner.Start(r.ctx, spec, out)
 		if err != nil {
@@ -320,22 +305,12 @@ func (r *running) routeID() string {
 }
 
 func (r *running) mpiSpec() router.JobSpec {
-	hosts := make([][]peer.ID, len(r.c.RankHost))
-	for rank, reps := range r.c.RankHost {
-		for _, h := range reps {
-			hosts[rank] = append(hosts[rank], r.c.Hosts[h].Peer)
-		}
-	}
 	local := make([]router.Proc, len(r.c.Procs))
 	for i, p := range r.c.Procs {
 		local[i] = router.Proc{Rank: p.Rank, Replica: p.Replica}
 	}
-	sites := make(map[peer.ID]int, len(r.c.Hosts))
-	for _, h := range r.c.Hosts {
-		sites[h.Peer] = h.Site
-	}
-	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Hosts: hosts, Local: local,
-		Sites: sites, OnSaved: r.saved}
+	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Table: r.c.RankTable, Local: local,
+		OnSaved: r.saved}
 }
 
 // followMPI reports phase two (every local copy in mpi.Init), a local
@@ -347,7 +322,7 @@ func (r *running) followMPI(k *sink, m *router.Job) {
 		select {
 		case <-ready:
 			ready = nil
-			k.send(r.ctx, job.Report{Kind: job.RepReady})
+			k.send(r.ctx, proto.Report{Kind: proto.RepReady})
 		case e, ok := <-events:
 			if !ok {
 				events = nil // the router removed the job
@@ -355,9 +330,9 @@ func (r *running) followMPI(k *sink, m *router.Job) {
 			}
 			switch {
 			case e.Kind == router.EventAbort && e.Peer == "":
-				k.send(r.ctx, job.Report{Kind: job.RepAbort, Rank: e.Rank, Code: e.Code})
+				k.send(r.ctx, proto.Report{Kind: proto.RepAbort, Rank: e.Rank, Code: e.Code})
 			case e.Kind == router.EventPeerLost:
-				k.send(r.ctx, job.Report{Kind: job.RepPeerLost, Peer: e.Peer})
+				k.send(r.ctx, proto.Report{Kind: proto.RepPeerLost, Peer: e.Peer})
 			}
 		case <-r.ctx.Done():
 			return
@@ -384,7 +359,7 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 			x := pr.Wait()
 			if why := sandboxWords(x, r.res); why != "" {
 				log.Infow("job copy ended by its sandbox", "job", r.id, "rank", p.Rank, "replica", p.Replica, "why", why)
-				k.send(r.ctx, job.Report{Kind: job.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,
+				k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,
 					Data: []byte(fmt.Sprintf("zorilla: rank %d copy %d %s", p.Rank, p.Replica, why))})
 			}
 			// A copy of a replicated rank killed by a signal is the
@@ -398,10 +373,10 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 				// A replicated start cannot complete without this copy (its
 				// rank never reaches Init here): say so now rather than let
 				// the submitter wait for its Init timeout.
-				k.send(r.ctx, job.Report{Kind: job.RepFailed,
+				k.send(r.ctx, proto.Report{Kind: proto.RepFailed,
 					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
 			}
-			exit := job.Report{Kind: job.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut}
+			exit := proto.Report{Kind: proto.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut}
 			if f := r.mpiFailure(); f != nil && (x.Code != 0 || x.Signal != "") {
 				if f.Left() {
 					// The job's other agents carry on without this host:
@@ -412,7 +387,7 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 					// The rank failed because the job lost a host: say which
 					// before its exit, which would read as the program's own
 					// failure (followMPI may not have said it yet).
-					k.send(r.ctx, job.Report{Kind: job.RepPeerLost, Peer: f.Peer})
+					k.send(r.ctx, proto.Report{Kind: proto.RepPeerLost, Peer: f.Peer})
 				}
 			}
 			k.send(r.ctx, exit)

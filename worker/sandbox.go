@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
@@ -31,7 +31,7 @@ func jobResources(p Policy, l Lease, procs int, pidsPerProc int64) proc.Resource
 func sandboxWords(x proc.Exit, res proc.Resources) string {
 	switch {
 	case x.OutOfMemory:
-		return fmt.Sprintf("stopped: out of memory (the job may use %s on this host)", job.FormatSize(res.MemoryBytes))
+		return fmt.Sprintf("stopped: out of memory (the job may use %s on this host)", proto.FormatSize(res.MemoryBytes))
 	case x.PidsLimit:
 		return fmt.Sprintf("a fork failed: the job reached its limit of %d processes on this host", res.Pids)
 	}

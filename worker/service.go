@@ -20,7 +20,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
@@ -32,10 +32,6 @@ var ErrClosed = errors.New("worker: closed")
 
 // ServiceConfig configures the worker side of the agent.
 type ServiceConfig struct {
-	// LeaseTTL is how long an offer's slots stay reserved without a commit;
-	// 0 takes the lease table's default (which outlives a job's default
-	// scheduling deadline, so early offers survive a growing flood).
-	LeaseTTL time.Duration
 	// JobsDir holds one folder per job running here; removed when it ends.
 	JobsDir string
 	// Heartbeat is how often a worker tells the submitter it is alive; the
@@ -58,7 +54,7 @@ type ServiceConfig struct {
 	// MaxOffersInFlight bounds concurrent offers, so a burst of adverts
 	// cannot make the agent open unbounded streams.
 	MaxOffersInFlight int
-	// DeclineRate and DeclineBurst bound the declines (job.DeclineMsg) the
+	// DeclineRate and DeclineBurst bound the declines (proto.DeclineMsg) the
 	// worker sends, per second, in all; each job is told at most once.
 	DeclineRate  float64
 	DeclineBurst int
@@ -114,8 +110,6 @@ func (c ServiceConfig) validate() error {
 		}
 	}
 	switch {
-	case c.LeaseTTL < 0:
-		return fmt.Errorf("worker: lease TTL must not be negative, got %v", c.LeaseTTL)
 	case c.JobsDir == "":
 		return errors.New("worker: jobs dir is not set")
 	case c.Heartbeat <= 0:
@@ -172,7 +166,7 @@ type Service struct {
 	copies   copyStore   // checkpoint copies kept for other hosts (checkpoint_copy.go)
 
 	mu   sync.Mutex // guards jobs
-	jobs map[job.ID]*running
+	jobs map[proto.JobID]*running
 
 	draining atomic.Bool   // Drain was called: no new job starts
 	gangKick chan struct{} // a job joined or left the rotation (gangloop.go)
@@ -193,13 +187,13 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		leases: leases, ctx: ctx, cancel: cancel,
 		offers:   make(chan struct{}, cfg.MaxOffersInFlight),
 		declines: newDecliner(cfg.DeclineRate, cfg.DeclineBurst),
-		jobs:     map[job.ID]*running{},
+		jobs:     map[proto.JobID]*running{},
 		abuse:    newAbuse(cfg.Abuse),
 		waiting:  newWaitLine(cfg.Wait),
 		pmi:      pmi.NewNetwork(ep),
 		gangKick: make(chan struct{}, 1),
 	}
-	ep.Handle(job.LeaseProtocol, s.handleLease)
+	ep.Handle(proto.LeaseProtocol, s.handleLease)
 	s.wg.Add(1)
 	go s.serveWaiting()
 	if cfg.MemorySample > 0 {
@@ -210,7 +204,7 @@ func NewService(h p2phost.Host, ep *rpc.Endpoint, cfg ServiceConfig, leases *Lea
 		s.wg.Add(1)
 		go s.runGang()
 	}
-	ep.Handle(job.CopyProtocol, s.handleCopy)
+	ep.Handle(proto.CopyProtocol, s.handleCopy)
 	return s, nil
 }
 
@@ -256,13 +250,13 @@ func prepareJobsDir(dir string) error {
 // OnAdvert is the flood's delivery hook: decide locally, and if the job is
 // welcome, reserve slots and offer them to the submitter.
 func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
-	need, err := job.DecodeNeed(a.Body)
+	need, err := proto.DecodeNeed(a.Body)
 	if err != nil {
 		s.abuse.refused.Add(RefusedBadAdvert)
 		log.Debugw("advert with a bad need", "job", a.Job, "err", err)
 		return
 	}
-	if !job.IsFloodKeyOf(a.Job, need.Job) {
+	if !proto.IsFloodKeyOf(a.Job, need.Job) {
 		s.abuse.refused.Add(RefusedBadAdvert)
 		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
 		return
@@ -286,7 +280,7 @@ func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
 // submitter does not keep is released at once. An advert refused only for
 // lack of free slots waits in the line (waitq.go), and asks the later jobs
 // holding slots here to give them back.
-func (s *Service) offer(a flood.Advert, need job.Need) {
+func (s *Service) offer(a flood.Advert, need proto.Need) {
 	honoured := s.leases.Policy().HonouredPriority(a.Submitter, need.Priority)
 	if l, held := s.leases.ByJob(need.Job); held {
 		_, listed := s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
@@ -297,18 +291,18 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 			// flooded again (a restart): it waits in the line for the
 			// slots that run frees, and its submitter hears that this
 			// host is busy, not nothing.
-			s.decline(a, need.Job, Decision{Code: job.DeclineBusy, Detail: "its earlier run is still ending here"})
+			s.decline(a, need.Job, Decision{Code: proto.DeclineBusy, Detail: "its earlier run is still ending here"})
 		}
 		return
 	}
 	if s.draining.Load() {
 		s.abuse.refused.Add(RefusedDraining)
-		s.decline(a, need.Job, Decision{Code: job.DeclineDraining})
+		s.decline(a, need.Job, Decision{Code: proto.DeclineDraining})
 		return
 	}
 	if !s.abuse.admitAdvert(need) {
 		log.Debugw("advert for a job too large", "job", a.Job, "n", need.N, "r", need.R)
-		s.decline(a, need.Job, Decision{Code: job.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
+		s.decline(a, need.Job, Decision{Code: proto.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
 		return
 	}
 	prio, listed := s.waiting.note(a, need, honoured, time.Now())
@@ -348,22 +342,22 @@ func (s *Service) offer(a flood.Advert, need job.Need) {
 // noteYield marks a listed job whose advert says it was swapped out for
 // others (Need.YieldTo, YieldWith) as yielding to them here: so does every
 // host of its run, including those whose own plan did not swap it out.
-func (s *Service) noteYield(a flood.Advert, need job.Need, listed bool) {
+func (s *Service) noteYield(a flood.Advert, need proto.Need, listed bool) {
 	if listed && need.YieldTo != "" {
-		s.waiting.yieldTo(need.Job, append([]job.ID{need.YieldTo}, need.YieldWith...), a.Job)
+		s.waiting.yieldTo(need.Job, append([]proto.JobID{need.YieldTo}, need.YieldWith...), a.Job)
 	}
 }
 
 // sendOffer offers lease l to the submitter of advert a and reports
 // whether it kept it; a lease not kept is released.
-func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need job.Need, l Lease) bool {
+func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need proto.Need, l Lease) bool {
 	if a.Submitter != s.h.ID() {
 		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
 	}
-	msg := job.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires,
-		Site: job.SiteLabel(s.leases.Policy().Labels), GangFree: s.gangFree()}
-	var reply job.OfferReply
-	err := s.ep.Call(ctx, a.Submitter, job.OfferProtocol, msg, &reply, job.MaxReplySize)
+	msg := proto.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires,
+		Site: proto.SiteLabel(s.leases.Policy().Labels), GangFree: s.gangFree()}
+	var reply proto.OfferReply
+	err := s.ep.Call(ctx, a.Submitter, proto.OfferProtocol, msg, &reply, proto.MaxReplySize)
 	if err != nil || !reply.Keep {
 		log.Debugw("offer not kept", "job", need.Job, "host", s.h.ID(), "err", err, "reason", reply.Reason)
 		s.endLease(l.Key)
@@ -387,23 +381,23 @@ func (s *Service) endLease(key string) {
 // handleLease serves one LeaseRequest from a submitter.
 func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
-	var req job.LeaseRequest
-	if err := wire.ReadJSON(bufio.NewReader(st), job.MaxLeaseSize, &req); err != nil {
+	var req proto.LeaseRequest
+	if err := wire.ReadJSON(bufio.NewReader(st), proto.MaxLeaseSize, &req); err != nil {
 		s.abuse.refused.Add(RefusedBadLease)
 		log.Debugw("bad lease request", "from", from, "err", err)
 		_ = st.Reset()
 		return
 	}
-	reply := job.LeaseReply{OK: true}
+	reply := proto.LeaseReply{OK: true}
 	var err error
-	if req.Op == job.OpKill && req.Retry {
+	if req.Op == proto.OpKill && req.Retry {
 		reply.Lease, err = s.killForRetry(ctx, from, req)
 	} else {
 		err = s.apply(from, req)
 	}
 	if err != nil {
 		s.abuse.countLeaseError(err)
-		reply = job.LeaseReply{Error: err.Error()}
+		reply = proto.LeaseReply{Error: err.Error()}
 	}
 	if err := wire.WriteJSON(st, reply); err != nil {
 		_ = st.Reset()
@@ -413,12 +407,12 @@ func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) 
 }
 
 // apply carries out a LeaseRequest from submitter from.
-func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
+func (s *Service) apply(from peer.ID, req proto.LeaseRequest) error {
 	if l, ok := s.leases.Get(req.Lease); !ok || l.Job != req.Job || l.Submitter != from {
 		return fmt.Errorf("%s %s: no such lease here (expired, released, or not yours)", req.Op, req.Job)
 	}
 	switch req.Op {
-	case job.OpCancel:
+	case proto.OpCancel:
 		if s.lookup(req.Job, req.Lease) != nil {
 			return fmt.Errorf("cancel %s: already committed; kill it instead", req.Job)
 		}
@@ -426,7 +420,7 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		s.waiting.cancelled(req.Job, req.Lease) // first: the freed slots go to who still waits
 		s.endLease(req.Lease)
 		return nil
-	case job.OpCommit:
+	case proto.OpCommit:
 		if req.Commit == nil {
 			return errors.New("commit without a body")
 		}
@@ -442,27 +436,27 @@ func (s *Service) apply(from peer.ID, req job.LeaseRequest) error {
 		s.waiting.drop(req.Job)   // placed: it waits for nothing here
 		s.waiting.served(req.Job) // it runs here: the jobs swapped out for it take their turn again
 		return nil
-	case job.OpRelease:
+	case proto.OpRelease:
 		r := s.lookup(req.Job, req.Lease)
 		if r == nil {
 			return fmt.Errorf("job %s is not running here", req.Job)
 		}
 		r.release(releaseTime(req.ReleasedAt, time.Now()))
 		return nil
-	case job.OpResume:
+	case proto.OpResume:
 		r := s.lookup(req.Job, req.Lease)
 		if r == nil {
 			return fmt.Errorf("resume %s: the job no longer runs here", req.Job)
 		}
 		r.resume()
 		return nil
-	case job.OpCheckpoint:
+	case proto.OpCheckpoint:
 		r := s.lookup(req.Job, req.Lease)
 		if r == nil {
 			return fmt.Errorf("checkpoint %s: the job no longer runs here", req.Job)
 		}
 		return r.checkpointNow()
-	case job.OpKill:
+	case proto.OpKill:
 		if r := s.lookup(req.Job, req.Lease); r != nil {
 			r.kill(req.Reason)
 			return nil
@@ -482,7 +476,7 @@ const killStopWait = 8 * time.Second
 // killForRetry ends the job's processes here (when it was committed), waits
 // until they and the job folder are gone, and reserves the same slots again
 // under a new lease key for the job's next start, which it returns.
-func (s *Service) killForRetry(ctx context.Context, from peer.ID, req job.LeaseRequest) (string, error) {
+func (s *Service) killForRetry(ctx context.Context, from peer.ID, req proto.LeaseRequest) (string, error) {
 	l, ok := s.leases.Get(req.Lease)
 	if !ok || l.Job != req.Job || l.Submitter != from {
 		return "", fmt.Errorf("kill %s: no such lease here (expired, released, or not yours)", req.Job)
@@ -498,14 +492,14 @@ func (s *Service) killForRetry(ctx context.Context, from peer.ID, req job.LeaseR
 		}
 	}
 	s.endLease(req.Lease) // the run has ended it already, if there was one
-	nl, err := s.leases.Reserve(l.Job, l.Submitter, l.Slots, l.Cores, l.Memory, s.cfg.LeaseTTL)
+	nl, err := s.leases.Reserve(l.Job, l.Submitter, l.Slots, l.Cores, l.Memory, leaseTTL(l.Need))
 	if err != nil {
 		return "", fmt.Errorf("kill %s: slots not kept for a retry: %w", req.Job, err)
 	}
 	return nl.Key, nil
 }
 
-func (s *Service) lookup(id job.ID, lease string) *running {
+func (s *Service) lookup(id proto.JobID, lease string) *running {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.jobs[id]

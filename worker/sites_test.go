@@ -1,9 +1,11 @@
 package worker
 
 import (
+	"fmt"
 	"testing"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // TestCheckCommitSites: a commit's host sites number the job's hosts.
@@ -18,10 +20,11 @@ func TestCheckCommitSites(t *testing.T) {
 		{[]int{0, 2}, false},
 		{[]int{-1, 0}, false},
 	} {
-		c := job.Commit{Key: "s", N: 2, R: 1, Program: job.FileRef{Name: "p", Hash: "00", Size: 10},
-			Procs: []job.Proc{{Rank: 1}}, RankHost: [][]int{{0}, {1}}}
-		for _, s := range tc.sites {
-			c.Hosts = append(c.Hosts, job.HostRef{Peer: "x", Site: s})
+		c := proto.Commit{Key: "s", N: 2, R: 1, Program: proto.FileRef{Name: "p", Hash: "00", Size: 10},
+			Procs: []proto.Proc{{Rank: 1}}}
+		c.Ranks = [][]int{{0}, {1}}
+		for i, s := range tc.sites {
+			c.Hosts = append(c.Hosts, proto.HostRef{Peer: peer.ID(fmt.Sprint("x", i)), Site: s})
 		}
 		if err := checkCommit(c); (err == nil) != tc.ok {
 			t.Errorf("sites %v: %v", tc.sites, err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // fetchInto puts file f of job r at path with mode: from the local blob
@@ -22,7 +22,7 @@ import (
 // Either way the bytes are verified against f.Hash. left is what the job
 // may still stage (AbuseLimits.MaxJobStage less its files so far); it
 // returns the file's size.
-func (r *running) fetchInto(f job.FileRef, path string, mode os.FileMode, left int64) (int64, error) {
+func (r *running) fetchInto(f proto.FileRef, path string, mode os.FileMode, left int64) (int64, error) {
 	s := r.svc
 	h, err := blob.ParseHash(f.Hash)
 	if err != nil {
@@ -58,22 +58,22 @@ func (r *running) fetchInto(f job.FileRef, path string, mode os.FileMode, left i
 
 // fetch asks the submitter for blob h and stores it, refusing bytes that do
 // not hash to h.
-func (s *Service) fetch(ctx context.Context, from peer.ID, id job.ID, key string, h blob.Hash, limit int64) error {
+func (s *Service) fetch(ctx context.Context, from peer.ID, id proto.JobID, key string, h blob.Hash, limit int64) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	st, err := s.ep.Open(ctx, from, job.FetchProtocol)
+	st, err := s.ep.Open(ctx, from, proto.FetchProtocol)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	stop := context.AfterFunc(ctx, func() { _ = st.Reset() })
 	defer stop()
-	if err := wire.WriteJSON(st, job.FetchRequest{Job: id, Key: key, Hash: h.String()}); err != nil {
+	if err := wire.WriteJSON(st, proto.FetchRequest{Job: id, Key: key, Hash: h.String()}); err != nil {
 		return err
 	}
 	br := bufio.NewReader(st)
-	var rep job.FetchReply
-	if err := wire.ReadJSON(br, job.MaxReplySize, &rep); err != nil {
+	var rep proto.FetchReply
+	if err := wire.ReadJSON(br, proto.MaxReplySize, &rep); err != nil {
 		return err
 	}
 	if rep.Error != "" {
@@ -100,7 +100,7 @@ func (r *running) stage() error {
 	if err := os.MkdirAll(r.dir, 0o700); err != nil {
 		return fmt.Errorf("job folder: %w", err)
 	}
-	files := append([]job.FileRef{r.c.Program}, r.c.Inputs...)
+	files := append([]proto.FileRef{r.c.Program}, r.c.Inputs...)
 	left := r.svc.cfg.Abuse.MaxJobStage
 	for i, f := range files {
 		mode := os.FileMode(0o600)

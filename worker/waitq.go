@@ -10,13 +10,13 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/zorilla-p2p/zorilla/flood"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // The waiting line (issue 15). A worker that declines an advert only for
 // lack of free slots keeps it here until the advert expires, and the
 // moment slots free offers them to the earliest job still waiting
-// (job.Precedes): a waiting job is served when the slots free, not when
+// (Precedes): a waiting job is served when the slots free, not when
 // its flood's next radius happens to come by. A job that holds a lease
 // here stays listed too, so that when an earlier job is refused for lack
 // of the slots it holds, it can be asked to give them back (DeclineYield),
@@ -25,9 +25,9 @@ import (
 // waitEntry is one job this worker has seen advertised and may serve.
 type waitEntry struct {
 	advert flood.Advert // the latest copy: addresses, expiry
-	need   job.Need
+	need   proto.Need
 	first  time.Time // when this worker first saw the job
-	prio   job.Priority
+	prio   Seniority
 	asked  string // the lease this job was asked to yield, if any
 	// honoured is the job's priority as this host honours it: a higher
 	// one is served first, whatever its place in the line (issue 19).
@@ -67,12 +67,12 @@ func DefaultWaitConfig() WaitConfig {
 // WaitPriority is the Priority this worker gives a job: its claimed
 // submission (the advert's Issued), but not earlier than skew before
 // this worker first saw it. Pure.
-func WaitPriority(id job.ID, issued, first time.Time, skew time.Duration) job.Priority {
+func WaitPriority(id proto.JobID, issued, first time.Time, skew time.Duration) Seniority {
 	since := issued
 	if floor := first.Add(-skew); since.Before(floor) {
 		since = floor
 	}
-	return job.Priority{Since: since, Job: id}
+	return Seniority{Since: since, Job: id}
 }
 
 // waitLine is the table of waiting jobs. Its lock guards only the table,
@@ -81,7 +81,7 @@ type waitLine struct {
 	cfg WaitConfig
 
 	mu   sync.Mutex
-	jobs map[job.ID]*waitEntry
+	jobs map[proto.JobID]*waitEntry
 	// yields maps a job swapped out for others to them (the set its
 	// turn let in, PlanTurn): it is not served here while one of them
 	// waits (preempt_shell.go). A mark comes from this host's own plan
@@ -89,24 +89,24 @@ type waitLine struct {
 	// its flood key); spent holds, per job, the flood key whose mark was
 	// honoured, so that later copies of the same flood do not set it
 	// again.
-	yields map[job.ID]yieldMark
-	spent  map[job.ID]string
+	yields map[proto.JobID]yieldMark
+	spent  map[proto.JobID]string
 }
 
 type yieldMark struct {
-	to  []job.ID
+	to  []proto.JobID
 	key string
 }
 
 func newWaitLine(cfg WaitConfig) *waitLine {
-	return &waitLine{cfg: cfg, jobs: map[job.ID]*waitEntry{}, yields: map[job.ID]yieldMark{}, spent: map[job.ID]string{}}
+	return &waitLine{cfg: cfg, jobs: map[proto.JobID]*waitEntry{}, yields: map[proto.JobID]yieldMark{}, spent: map[proto.JobID]string{}}
 }
 
 // yieldTo records that job j was swapped out for the jobs to: by this
 // host's plan (key ""), or as j's advert of flood key says. A flood's mark
 // is set once: after it was honoured, its copies change nothing.
-func (w *waitLine) yieldTo(j job.ID, to []job.ID, key string) {
-	to = slices.DeleteFunc(slices.Clone(to), func(t job.ID) bool { return t == j })
+func (w *waitLine) yieldTo(j proto.JobID, to []proto.JobID, key string) {
+	to = slices.DeleteFunc(slices.Clone(to), func(t proto.JobID) bool { return t == j })
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(to) == 0 || key != "" && w.spent[j] == key {
@@ -116,7 +116,7 @@ func (w *waitLine) yieldTo(j job.ID, to []job.ID, key string) {
 }
 
 // forget ends j's mark (w.mu held); a flood's mark is spent.
-func (w *waitLine) forget(j job.ID, m yieldMark) {
+func (w *waitLine) forget(j proto.JobID, m yieldMark) {
 	delete(w.yields, j)
 	if m.key != "" {
 		w.spent[j] = m.key
@@ -132,14 +132,14 @@ func (w *waitLine) forget(j job.ID, m yieldMark) {
 // (DeclineYield), and the job swapped out, earlier than the one it made
 // room for, would ask and take its hosts back one by one, undoing the turn
 // (issue 19's failures).
-func (w *waitLine) served(to job.ID) {
+func (w *waitLine) served(to proto.JobID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for j, m := range w.yields {
 		if !slices.Contains(m.to, to) {
 			continue
 		}
-		if rest := slices.DeleteFunc(slices.Clone(m.to), func(t job.ID) bool { return t == to }); len(rest) > 0 {
+		if rest := slices.DeleteFunc(slices.Clone(m.to), func(t proto.JobID) bool { return t == to }); len(rest) > 0 {
 			w.yields[j] = yieldMark{to: rest, key: m.key}
 			continue
 		}
@@ -156,13 +156,13 @@ func (w *waitLine) served(to job.ID) {
 // swapped out for a set waits until the whole set runs: were it served
 // once the first ran, it would take, being earlier in the line, the room
 // its turn made for the others.
-func (w *waitLine) yielding(j job.ID, runs func(job.ID) bool) bool {
+func (w *waitLine) yielding(j proto.JobID, runs func(proto.JobID) bool) bool {
 	w.mu.Lock()
 	m, ok := w.yields[j]
-	var waiting []job.ID
+	var waiting []proto.JobID
 	if ok {
 		for _, t := range m.to {
-			if e, listed := w.jobs[t]; listed && time.Now().Before(e.advert.Expires) && !w.waitsFor(t, j, map[job.ID]bool{}) {
+			if e, listed := w.jobs[t]; listed && time.Now().Before(e.advert.Expires) && !w.waitsFor(t, j, map[proto.JobID]bool{}) {
 				waiting = append(waiting, t)
 			}
 		}
@@ -190,7 +190,7 @@ func (w *waitLine) yielding(j job.ID, runs func(job.ID) bool) bool {
 // meet so: a resumed job's advert, naming the jobs that waited when it was
 // swapped out, reaching a host where one of them ran and was swapped out
 // for it since.
-func (w *waitLine) waitsFor(t, j job.ID, seen map[job.ID]bool) bool {
+func (w *waitLine) waitsFor(t, j proto.JobID, seen map[proto.JobID]bool) bool {
 	if seen[t] {
 		return false
 	}
@@ -205,7 +205,7 @@ func (w *waitLine) waitsFor(t, j job.ID, seen map[job.ID]bool) bool {
 
 // note lists the job of advert a (or refreshes it) and returns its
 // priority; false when the line is full of earlier jobs.
-func (w *waitLine) note(a flood.Advert, need job.Need, honoured int, now time.Time) (job.Priority, bool) {
+func (w *waitLine) note(a flood.Advert, need proto.Need, honoured int, now time.Time) (Seniority, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.sweep(now)
@@ -217,7 +217,7 @@ func (w *waitLine) note(a flood.Advert, need job.Need, honoured int, now time.Ti
 	e.prio = WaitPriority(need.Job, a.Issued, e.first, w.cfg.Skew)
 	if !ok && len(w.jobs) >= w.cfg.Max {
 		latest := w.latest()
-		if !job.Precedes(e.prio, latest.prio) {
+		if !Precedes(e.prio, latest.prio) {
 			return e.prio, false
 		}
 		delete(w.jobs, latest.need.Job)
@@ -230,7 +230,7 @@ func (w *waitLine) note(a flood.Advert, need job.Need, honoured int, now time.Ti
 func (w *waitLine) latest() *waitEntry {
 	var out *waitEntry
 	for _, e := range w.jobs {
-		if out == nil || job.Precedes(out.prio, e.prio) {
+		if out == nil || Precedes(out.prio, e.prio) {
 			out = e
 		}
 	}
@@ -238,14 +238,14 @@ func (w *waitLine) latest() *waitEntry {
 }
 
 // drop forgets a job: it runs here, or it said it needs nothing more.
-func (w *waitLine) drop(j job.ID) {
+func (w *waitLine) drop(j proto.JobID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.jobs, j)
 }
 
 // askedToYield remembers that job j was asked to give back lease key.
-func (w *waitLine) askedToYield(j job.ID, key string) {
+func (w *waitLine) askedToYield(j proto.JobID, key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.jobs[j]; ok {
@@ -257,7 +257,7 @@ func (w *waitLine) askedToYield(j job.ID, key string) {
 // as asked stays in the line, to be offered again; any other cancel (an
 // offer the plan did not use, a job that ended) means it needs nothing
 // more here.
-func (w *waitLine) cancelled(j job.ID, key string) {
+func (w *waitLine) cancelled(j proto.JobID, key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.jobs[j]; ok && e.asked == key {
@@ -268,7 +268,7 @@ func (w *waitLine) cancelled(j job.ID, key string) {
 }
 
 // addrs returns the addresses a listed job's submitter gave.
-func (w *waitLine) addrs(j job.ID) []ma.Multiaddr {
+func (w *waitLine) addrs(j proto.JobID) []ma.Multiaddr {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if e, ok := w.jobs[j]; ok {
@@ -278,12 +278,12 @@ func (w *waitLine) addrs(j job.ID) []ma.Multiaddr {
 }
 
 // priority returns a listed job's priority.
-func (w *waitLine) priority(j job.ID) (job.Priority, bool) {
+func (w *waitLine) priority(j proto.JobID) (Seniority, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.jobs[j]
 	if !ok {
-		return job.Priority{}, false
+		return Seniority{}, false
 	}
 	return e.prio, true
 }
@@ -301,7 +301,7 @@ func (w *waitLine) ordered(now time.Time) []waitEntry {
 		if a.honoured != b.honoured {
 			return b.honoured - a.honoured // higher priority first
 		}
-		if job.Precedes(a.prio, b.prio) {
+		if Precedes(a.prio, b.prio) {
 			return -1
 		}
 		return 1
@@ -329,7 +329,7 @@ func (w *waitLine) sweep(now time.Time) {
 		}
 	}
 	for j, m := range w.yields {
-		if !slices.ContainsFunc(m.to, func(t job.ID) bool { _, listed := w.jobs[t]; return listed }) {
+		if !slices.ContainsFunc(m.to, func(t proto.JobID) bool { _, listed := w.jobs[t]; return listed }) {
 			delete(w.yields, j) // the jobs yielded to need nothing more here
 		}
 	}
@@ -363,10 +363,10 @@ func (s *Service) serveWaiting() {
 
 // yields says whether job j, swapped out here for another job, still
 // leaves its place to it: until that job runs here (waitLine.yielding).
-func (s *Service) yields(j job.ID) bool { return s.waiting.yielding(j, s.leases.Runs) }
+func (s *Service) yields(j proto.JobID) bool { return s.waiting.yielding(j, s.leases.Runs) }
 
 // holds says whether job j holds a lease here.
-func (s *Service) holds(j job.ID) bool {
+func (s *Service) holds(j proto.JobID) bool {
 	_, ok := s.leases.ByJob(j)
 	return ok
 }
@@ -398,7 +398,7 @@ func (s *Service) offerWaiting() {
 		if _, held := s.leases.ByJob(e.need.Job); held || e.honoured < blocked || s.yields(e.need.Job) {
 			continue
 		}
-		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, s.cfg.LeaseTTL)
+		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, leaseTTL(e.need))
 		if err != nil || !d.Accept {
 			if !d.Full {
 				s.waiting.drop(e.need.Job) // the policy changed: it never will

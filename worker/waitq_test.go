@@ -9,7 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/flood"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 var t0 = time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC)
@@ -35,8 +35,8 @@ func TestWaitPriority(t *testing.T) {
 	}
 }
 
-func advertOf(j job.ID, issued time.Time) (flood.Advert, job.Need) {
-	return flood.Advert{Job: string(j), Issued: issued, Expires: issued.Add(5 * time.Minute)}, job.Need{Job: j, N: 1, R: 1}
+func advertOf(j proto.JobID, issued time.Time) (flood.Advert, proto.Need) {
+	return flood.Advert{Job: string(j), Issued: issued, Expires: issued.Add(5 * time.Minute)}, proto.Need{Job: j, N: 1, R: 1}
 }
 
 // The line serves the earliest job first whatever order the adverts came
@@ -45,17 +45,17 @@ func advertOf(j job.ID, issued time.Time) (flood.Advert, job.Need) {
 func TestWaitLineOrderBoundExpiry(t *testing.T) {
 	w := newWaitLine(WaitConfig{Max: 3, Skew: time.Minute, OfferTimeout: time.Second})
 	for _, i := range []int{3, 1, 2, 4} {
-		a, n := advertOf(job.ID(fmt.Sprintf("j%d", i)), t0.Add(time.Duration(i)*time.Second))
+		a, n := advertOf(proto.JobID(fmt.Sprintf("j%d", i)), t0.Add(time.Duration(i)*time.Second))
 		_, listed := w.note(a, n, 0, t0.Add(5*time.Second))
 		if want := i != 4; listed != want {
 			t.Errorf("j%d listed %v, want %v (the line holds the 3 earliest)", i, listed, want)
 		}
 	}
-	var got []job.ID
+	var got []proto.JobID
 	for _, e := range w.ordered(t0.Add(10 * time.Second)) {
 		got = append(got, e.need.Job)
 	}
-	if want := []job.ID{"j1", "j2", "j3"}; !slices.Equal(got, want) {
+	if want := []proto.JobID{"j1", "j2", "j3"}; !slices.Equal(got, want) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 	// An earlier job arriving at a full line takes the latest one's place.
@@ -100,21 +100,21 @@ func TestDecideFull(t *testing.T) {
 		name string
 		p    func(p *Policy)
 		u    Usage
-		need job.Need
+		need proto.Need
 		full bool
 	}{
-		{"J reached", nil, busy, need(1, job.Requirements{}), true},
-		{"no free core", nil, Usage{Jobs: 1, Cores: 4}, need(1, job.Requirements{}), true},
-		{"min cores free later", nil, Usage{Jobs: 1, Cores: 2}, need(1, job.Requirements{MinCores: 4}), true},
-		{"min cores never", nil, Usage{}, need(1, job.Requirements{MinCores: 8}), false},
-		{"memory free later", nil, Usage{Jobs: 1, Cores: 1, Memory: 7 << 30}, need(1, job.Requirements{MinMemory: 2 << 30}), true},
-		{"memory never", nil, Usage{}, need(1, job.Requirements{MinMemory: 16 << 30}), false},
-		{"busy, and a label it lacks", nil, busy, need(1, job.Requirements{Labels: []string{"fpga"}}), false},
-		{"busy, and more cores than lent", nil, busy, need(1, job.Requirements{MinCores: 8}), false},
-		{"J=0 lends nothing", func(p *Policy) { p.MaxJobs = 0 }, Usage{}, need(1, job.Requirements{}), false},
-		{"P=0 offers nothing", func(p *Policy) { p.MaxProcs = 0 }, Usage{}, need(1, job.Requirements{}), false},
-		{"busy, and denied", func(p *Policy) { p.Deny = map[peer.ID]bool{"alice": true} }, busy, need(1, job.Requirements{}), false},
-		{"accepted", nil, Usage{}, need(1, job.Requirements{}), false},
+		{"J reached", nil, busy, need(1, proto.Requirements{}), true},
+		{"no free core", nil, Usage{Jobs: 1, Cores: 4}, need(1, proto.Requirements{}), true},
+		{"min cores free later", nil, Usage{Jobs: 1, Cores: 2}, need(1, proto.Requirements{MinCores: 4}), true},
+		{"min cores never", nil, Usage{}, need(1, proto.Requirements{MinCores: 8}), false},
+		{"memory free later", nil, Usage{Jobs: 1, Cores: 1, Memory: 7 << 30}, need(1, proto.Requirements{MinMemory: 2 << 30}), true},
+		{"memory never", nil, Usage{}, need(1, proto.Requirements{MinMemory: 16 << 30}), false},
+		{"busy, and a label it lacks", nil, busy, need(1, proto.Requirements{Labels: []string{"fpga"}}), false},
+		{"busy, and more cores than lent", nil, busy, need(1, proto.Requirements{MinCores: 8}), false},
+		{"J=0 lends nothing", func(p *Policy) { p.MaxJobs = 0 }, Usage{}, need(1, proto.Requirements{}), false},
+		{"P=0 offers nothing", func(p *Policy) { p.MaxProcs = 0 }, Usage{}, need(1, proto.Requirements{}), false},
+		{"busy, and denied", func(p *Policy) { p.Deny = map[peer.ID]bool{"alice": true} }, busy, need(1, proto.Requirements{}), false},
+		{"accepted", nil, Usage{}, need(1, proto.Requirements{}), false},
 	}
 	for _, c := range cases {
 		p := host()
@@ -133,7 +133,7 @@ func TestDecideFull(t *testing.T) {
 // the end of a dry run) leaves it.
 func TestWaitLineCancel(t *testing.T) {
 	w := newWaitLine(DefaultWaitConfig())
-	for _, j := range []job.ID{"yielder", "done"} {
+	for _, j := range []proto.JobID{"yielder", "done"} {
 		a, n := advertOf(j, t0)
 		w.note(a, n, 0, t0)
 	}
@@ -157,17 +157,17 @@ func TestWaitLineCancel(t *testing.T) {
 func TestWaitLineServesHigherPriorityFirst(t *testing.T) {
 	w := newWaitLine(DefaultWaitConfig())
 	for i, c := range []struct {
-		id   job.ID
+		id   proto.JobID
 		prio int
 	}{{"early", 0}, {"later", 0}, {"urgent", 5}, {"background", -3}} {
 		a, n := advertOf(c.id, t0.Add(time.Duration(i)*time.Second))
 		w.note(a, n, c.prio, t0)
 	}
-	var got []job.ID
+	var got []proto.JobID
 	for _, e := range w.ordered(t0) {
 		got = append(got, e.need.Job)
 	}
-	want := []job.ID{"urgent", "early", "later", "background"}
+	want := []proto.JobID{"urgent", "early", "later", "background"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("served %v, want %v", got, want)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -26,7 +27,7 @@ func cancelAction(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return usageErrorf("cancel takes one JOB, got %d arguments", c.NArg())
 	}
-	if _, err := job.ParseID(c.Args().First()); err != nil {
+	if _, err := proto.ParseJobID(c.Args().First()); err != nil {
 		return usageError(err)
 	}
 	cl, rec, err := clientForJob(c)

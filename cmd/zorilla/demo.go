@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // Bounds of the demo network: it runs on one machine.
@@ -88,8 +89,8 @@ func demoConfigFrom(c *cli.Context) (demoConfig, error) {
 		return cfg, fmt.Errorf("-n: must be 1..%d (agents x procs), got %d", cfg.agents*cfg.procs, cfg.n)
 	case cfg.timeout < time.Second:
 		return cfg, fmt.Errorf("--timeout: must be at least 1s, got %v", cfg.timeout)
-	case cfg.checkpointEvery < 0 || cfg.checkpointEvery > job.MaxTimeout:
-		return cfg, fmt.Errorf("--checkpoint-every: must be between 0 and %v, got %v", job.MaxTimeout, cfg.checkpointEvery)
+	case cfg.checkpointEvery < 0 || cfg.checkpointEvery > proto.MaxTimeout:
+		return cfg, fmt.Errorf("--checkpoint-every: must be between 0 and %v, got %v", proto.MaxTimeout, cfg.checkpointEvery)
 	}
 	if cfg.program != "" {
 		if err := checkLocalFiles(job.Description{Executable: cfg.program}); err != nil {

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
 )
@@ -23,8 +23,8 @@ func abuseFlags() []cli.Flag {
 func abuseConfig(c *cli.Context, cfg *node.Config) error {
 	a := &cfg.Services.Worker.Abuse
 	a.MaxJobProcs = c.Int("max-job-procs")
-	if a.MaxJobProcs < 1 || a.MaxJobProcs > job.MaxProcs {
-		return usageErrorf("--max-job-procs: must be 1..%d, got %d", job.MaxProcs, a.MaxJobProcs)
+	if a.MaxJobProcs < 1 || a.MaxJobProcs > proto.MaxProcs {
+		return usageErrorf("--max-job-procs: must be 1..%d, got %d", proto.MaxProcs, a.MaxJobProcs)
 	}
 	n, err := parseSize(c.String("max-job-stage"))
 	if err != nil || n < 1 {

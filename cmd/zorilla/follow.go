@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/node"
 )
@@ -221,7 +222,7 @@ func heldMemory(n int64) string {
 	if n <= 0 {
 		return "-"
 	}
-	return job.FormatSize(n)
+	return proto.FormatSize(n)
 }
 
 // writeOffers prints an rlist in its order, with how many processes plan

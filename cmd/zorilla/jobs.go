@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -158,7 +159,7 @@ func clientForJob(c *cli.Context) (*node.Client, job.Record, error) {
 // findJob returns the record of the job named by arg: a whole job ID or
 // the unique prefix of one.
 func findJob(ctx context.Context, cl *node.Client, arg string) (job.Record, error) {
-	id, err := job.ParseID(arg)
+	id, err := proto.ParseJobID(arg)
 	if err != nil {
 		return job.Record{}, usageError(err)
 	}

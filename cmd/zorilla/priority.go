@@ -8,7 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
 	"github.com/zorilla-p2p/zorilla/worker/gang"
@@ -18,8 +18,8 @@ import (
 // --max-swap-slice and --swap-policy.
 func priorityConfig(c *cli.Context, cfg *node.Config) error {
 	cfg.MaxSwapSlice = c.Duration("max-swap-slice")
-	if cfg.MaxSwapSlice < 0 || cfg.MaxSwapSlice > job.MaxSwapSlice {
-		return usageErrorf("--max-swap-slice: must be 0..%v, got %v", job.MaxSwapSlice, cfg.MaxSwapSlice)
+	if cfg.MaxSwapSlice < 0 || cfg.MaxSwapSlice > proto.MaxSwapSlice {
+		return usageErrorf("--max-swap-slice: must be 0..%v, got %v", proto.MaxSwapSlice, cfg.MaxSwapSlice)
 	}
 	sp, err := gang.ParsePolicy(strings.TrimSpace(c.String("swap-policy")))
 	if err != nil {
@@ -27,7 +27,7 @@ func priorityConfig(c *cli.Context, cfg *node.Config) error {
 	}
 	cfg.SwapPolicy = sp
 	cfg.MaxPriority = c.Int("max-priority")
-	if err := job.CheckPriority(cfg.MaxPriority); err != nil {
+	if err := proto.CheckPriority(cfg.MaxPriority); err != nil {
 		return usageErrorf("--max-%v", err)
 	}
 	caps := trimAll(c.StringSlice("priority-cap"))
@@ -61,7 +61,7 @@ func parsePriorityCap(s string) (peer.ID, int, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("priority: %q is not a whole number", v)
 	}
-	if err := job.CheckPriority(n); err != nil {
+	if err := proto.CheckPriority(n); err != nil {
 		return "", 0, err
 	}
 	return id, n, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func TestProgressLines(t *testing.T) {
@@ -63,8 +64,8 @@ func TestProgressLines(t *testing.T) {
 func TestPlacementSummary(t *testing.T) {
 	a, b := peer.ID("aaaaaaaaaaaa"), peer.ID("bbbbbbbbbbbb")
 	plan := job.Plan{N: 3, R: 1, Strategy: job.Spread, Hosts: []job.HostPlan{
-		{Offer: job.Offer{Peer: a, RTT: 1500 * time.Microsecond}, Procs: []job.Proc{{Rank: 0}, {Rank: 2}}},
-		{Offer: job.Offer{Peer: b, RTT: 20 * time.Millisecond}, Procs: []job.Proc{{Rank: 1}}},
+		{Offer: job.Offer{Peer: a, RTT: 1500 * time.Microsecond}, Procs: []proto.Proc{{Rank: 0}, {Rank: 2}}},
+		{Offer: job.Offer{Peer: b, RTT: 20 * time.Millisecond}, Procs: []proto.Proc{{Rank: 1}}},
 	}}
 	got := placementSummary(plan)
 	for _, want := range []string{"placed 3 x 1 spread on 2 hosts", "1.5ms  ranks 0 2", "20ms  ranks 1"} {

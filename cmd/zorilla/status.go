@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func statusCommand() *cli.Command {
@@ -34,7 +35,7 @@ func statusAction(c *cli.Context) error {
 	default:
 		return usageErrorf("status takes one JOB, got %d arguments", c.NArg())
 	}
-	if _, err := job.ParseID(c.Args().First()); err != nil {
+	if _, err := proto.ParseJobID(c.Args().First()); err != nil {
 		return usageError(err)
 	}
 	cl, rec, err := clientForJob(c)
@@ -161,7 +162,7 @@ func writeRuns(w io.Writer, runs []job.Run) {
 
 // procList writes processes as their tags in the output: "3" for the
 // first copy of rank 3, "3.1" for its second copy.
-func procList(ps []job.Proc) string {
+func procList(ps []proto.Proc) string {
 	s := make([]string, len(ps))
 	for i, p := range ps {
 		s[i] = procTag(p.Rank, p.Replica)

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // writeCheckpoints lists the job's checkpoints: number, when it was taken,
@@ -22,8 +23,7 @@ func writeCheckpoints(w io.Writer, r job.Record) {
 		if !c.Complete {
 			state = fmt.Sprintf("%d of %d ranks", len(c.Files), r.Desc.Nodes)
 		}
-		fmt.Fprintf(tw, "  %d\t%s\tattempt %d\t%s\t%s\n", c.Num, c.Taken.Local().Format(timeLayout), c.Attempt,
-			job.FormatSize(c.Bytes()), state)
+		fmt.Fprintf(tw, "  %d\t%s\tattempt %d\t%s\t%s\n", c.Num, c.Taken.Local().Format(timeLayout), c.Attempt, proto.FormatSize(c.Bytes()), state)
 	}
 	tw.Flush()
 }

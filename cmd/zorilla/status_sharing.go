@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // writeSharing adds the time-sharing lines of a job's status: its
@@ -20,7 +21,7 @@ func writeSharing(tw *tabwriter.Writer, r job.Record, now time.Time) {
 			slice = d.SwapSlice.String()
 		}
 		fmt.Fprintf(tw, "sharing\tpriority %d, memory per process %s, swap slice %s\n",
-			d.Priority, job.FormatSize(d.MemPerProc), slice)
+			d.Priority, proto.FormatSize(d.MemPerProc), slice)
 	}
 	if len(r.Switches) == 0 {
 		return

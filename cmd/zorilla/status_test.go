@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 // status, jobs and cancel on a real agent: a detached job is listed and
@@ -314,10 +315,10 @@ func exitCodeOf(err error) int {
 }
 
 // procs reads pairs of rank, replica.
-func procs(rr ...int) []job.Proc {
-	var ps []job.Proc
+func procs(rr ...int) []proto.Proc {
+	var ps []proto.Proc
 	for i := 0; i+1 < len(rr); i += 2 {
-		ps = append(ps, job.Proc{Rank: rr[i], Replica: rr[i+1]})
+		ps = append(ps, proto.Proc{Rank: rr[i], Replica: rr[i+1]})
 	}
 	return ps
 }

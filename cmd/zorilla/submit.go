@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -57,7 +58,7 @@ func submitFlags() []cli.Flag {
 		&cli.DurationFlag{Name: "checkpoint-every", Usage: "take a checkpoint (where the program calls Comm.Checkpoint) only when `D` has passed since the last one; by default at every call"},
 		&cli.IntFlag{Name: "retries", Usage: "start the job again on other hosts at most `N` times when it loses a host while running (a rank's last copy)", Value: job.DefaultRetries},
 		&cli.StringFlag{Name: "mem-per-proc", Usage: "`SIZE` of memory each process uses, e.g. 512M: hosts hold it for every process they take and co-schedule jobs only while it fits"},
-		&cli.IntFlag{Name: "priority", Usage: "`N` from -100 to 100: a job of higher priority (as far as each host's owner honours it) may swap out or freeze lower ones", Value: job.DefaultPriority},
+		&cli.IntFlag{Name: "priority", Usage: "`N` from -100 to 100: a job of higher priority (as far as each host's owner honours it) may swap out or freeze lower ones", Value: proto.DefaultPriority},
 		&cli.DurationFlag{Name: "swap-slice", Usage: "once the job has run `D` on hosts whose memory a job of equal priority waits for, that job may swap it out by checkpoint, and it waits its turn to swap back (the hybrid technique; each host's owner may cap D); 0: never swapped out for a job of equal priority, nor swapping one out", Value: job.DefaultSwapSlice},
 		&cli.StringFlag{Name: "require", Usage: "what every host must have, e.g. os=linux,arch=amd64,cores=2,mem=2G,label=gpu"},
 		&cli.StringFlag{Name: "file", Usage: "job description `FILE` (JSON or YAML); flags given as well override it"},
@@ -222,7 +223,7 @@ func applyFlags(c *cli.Context, d *job.Description) error {
 		d.SwapSlice = c.Duration("swap-slice")
 	}
 	if c.IsSet("mem-per-proc") {
-		m, err := job.ParseSize(c.String("mem-per-proc"))
+		m, err := proto.ParseSize(c.String("mem-per-proc"))
 		if err != nil {
 			return fmt.Errorf("--mem-per-proc: %w", err)
 		}
@@ -309,12 +310,12 @@ func submitJob(ctx context.Context, cl *node.Client, d job.Description, dryRun b
 
 // upload stores one file on the agent, named in the job folder by its base
 // name.
-func upload(ctx context.Context, cl *node.Client, path string) (job.FileRef, error) {
+func upload(ctx context.Context, cl *node.Client, path string) (proto.FileRef, error) {
 	b, err := cl.Upload(ctx, path)
 	if err != nil {
-		return job.FileRef{}, err
+		return proto.FileRef{}, err
 	}
-	return job.FileRef{Name: filepath.Base(path), Hash: b.Hash, Size: b.Size}, nil
+	return proto.FileRef{Name: filepath.Base(path), Hash: b.Hash, Size: b.Size}, nil
 }
 
 // interruptedOr reports an interrupt as such rather than as the error it

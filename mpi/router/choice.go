@@ -116,7 +116,7 @@ func (j *Job) choose(pr *proc, body []byte) error {
 	waiting := map[int]bool{}
 	var hosts []peer.ID
 	j.mu.Lock()
-	for k, h := range j.spec.Hosts[pr.Rank] {
+	for k, h := range j.hosts[pr.Rank] {
 		if k != pr.Replica && j.aliveLocked(Proc{pr.Rank, k}) {
 			waiting[k] = true
 			hosts = append(hosts, h)
@@ -139,7 +139,7 @@ func (j *Job) choiceIn(p peer.ID, body []byte) error {
 	if err != nil {
 		return err
 	}
-	if int(d.Rank) >= j.spec.Size || replicaOn(j.spec.Hosts, int(d.Rank), p) < 0 {
+	if int(d.Rank) >= j.spec.Size || replicaOn(j.hosts, int(d.Rank), p) < 0 {
 		return nil // an agent speaks only for copies it runs
 	}
 	pr := j.local[d.Rank]
@@ -161,7 +161,7 @@ func (j *Job) choiceHeld(p peer.ID, body []byte) error {
 		return err
 	}
 	r, k := int(a.Rank), int(a.Replica)
-	if r >= j.spec.Size || k >= j.spec.Replicas || j.spec.Hosts[r][k] != p || j.local[r] == nil {
+	if r >= j.spec.Size || k >= j.spec.Replicas || j.hosts[r][k] != p || j.local[r] == nil {
 		return nil
 	}
 	j.local[r].choices.held(a.Num, k)

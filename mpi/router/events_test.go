@@ -3,6 +3,7 @@ package router_test
 import (
 	"errors"
 	"fmt"
+	jobproto "github.com/zorilla-p2p/zorilla/job/proto"
 	"os"
 	"strings"
 	"testing"
@@ -165,7 +166,7 @@ func TestRouterClose(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
-	spec := router.JobSpec{ID: "x", Size: 1, Replicas: 1, Hosts: [][]peer.ID{{c.Hosts[0].ID()}}, Local: []router.Proc{{}}}
+	spec := router.JobSpec{ID: "x", Size: 1, Replicas: 1, Table: jobproto.RankTableOf([][]peer.ID{{c.Hosts[0].ID()}}, nil), Local: []router.Proc{{}}}
 	if _, err := r.AddJob(spec); !errors.Is(err, router.ErrClosed) {
 		t.Fatalf("closed router: AddJob gave %v", err)
 	}
@@ -185,7 +186,7 @@ func TestJobIDReuse(t *testing.T) {
 	c := newCluster(t, 1, mpitest.FastConfig())
 	r := c.Routers[0]
 	spec := router.JobSpec{ID: "again", Key: "k1", Size: 1, Replicas: 1,
-		Hosts: [][]peer.ID{{c.Hosts[0].ID()}}, Local: []router.Proc{{}}}
+		Table: jobproto.RankTableOf([][]peer.ID{{c.Hosts[0].ID()}}, nil), Local: []router.Proc{{}}}
 	if _, err := r.AddJob(spec); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func (j *Job) peerLost(p peer.ID, err error) {
 		j.hostGone(p)
 		return
 	}
-	orphans := orphaned(j.spec.Hosts, j.lost, j.lostCopy)
+	orphans := orphaned(j.hosts, j.lost, j.lostCopy)
 	if len(orphans) == 0 {
 		j.takeoversLocked()
 	}
@@ -99,7 +99,7 @@ func (j *Job) reportedLost(from peer.ID, body []byte) error {
 	switch {
 	case p == j.self:
 		j.fenced(from)
-	case replicaOnAny(j.spec.Hosts, p):
+	case replicaOnAny(j.hosts, p):
 		j.peerLost(p, fmt.Errorf("%w %s", errCountedLost, from.ShortString()))
 	}
 	return nil

@@ -148,7 +148,7 @@ func (j *Job) fromLink(in *inbound, fr *frame) error {
 	if int(h.Dst) >= j.spec.Size || int(h.Src) >= j.spec.Size || j.local[h.Dst] == nil {
 		return fmt.Errorf("%w: message %d->%d has no destination here", errViolation, h.Src, h.Dst)
 	}
-	if replicaOn(j.spec.Hosts, int(h.Src), in.peer) < 0 {
+	if replicaOn(j.hosts, int(h.Src), in.peer) < 0 {
 		return fmt.Errorf("%w: rank %d does not run on %s", errViolation, h.Src, in.peer.ShortString())
 	}
 	size := len(f)

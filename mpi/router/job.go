@@ -50,6 +50,7 @@ type proc struct {
 type Job struct {
 	r       *Router
 	spec    JobSpec
+	hosts   [][]peer.ID // hosts[rank][replica]: the agent of that copy (spec.Table by peer)
 	self    peer.ID
 	cfg     Config
 	welcome proto.Frame
@@ -86,9 +87,10 @@ type Job struct {
 
 func newJob(r *Router, spec JobSpec) *Job {
 	ctx, cancel := context.WithCancel(context.Background())
+	hosts := spec.Table.Peers()
 	j := &Job{
-		r: r, spec: spec, self: r.h.ID(), cfg: r.cfg, local: make([]*proc, spec.Size),
-		remote: remotes(spec.Hosts, r.h.ID()), ctx: ctx, cancel: cancel,
+		r: r, spec: spec, hosts: hosts, self: r.h.ID(), cfg: r.cfg, local: make([]*proc, spec.Size),
+		remote: remotes(hosts, r.h.ID()), ctx: ctx, cancel: cancel,
 		ready: make(chan struct{}), links: map[peer.ID]*link{}, inbound: map[*inbound]struct{}{},
 		lost: map[peer.ID]bool{}, lostCopy: map[Proc]bool{}, ended: map[peer.ID]bool{},
 		ackNow: make(chan struct{}, 1), ackSoon: make(chan struct{}, 1),
@@ -97,8 +99,8 @@ func newJob(r *Router, spec JobSpec) *Job {
 	for _, h := range j.remote {
 		j.heard[h] = &heardStamp{}
 	}
-	j.welcome = proto.Welcome{Version: proto.Version, MaxData: uint32(r.cfg.MaxData), HostOf: hostLayout(spec.Hosts),
-		SiteOf: siteLayout(spec.Hosts, spec.Sites)}.Encode()
+	j.welcome = proto.Welcome{Version: proto.Version, MaxData: uint32(r.cfg.MaxData), HostOf: hostLayout(hosts),
+		SiteOf: siteLayout(hosts, spec.Table.Sites())}.Encode()
 	for _, p := range spec.Local {
 		pr := &proc{Proc: p, q: newOutq(r.cfg.QueueBytes), sent: sequencer{}, log: newSendLog(r.cfg.LogBytes, spec.Replicas),
 			wdone: make(chan struct{})}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	jobproto "github.com/zorilla-p2p/zorilla/job/proto"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func silentJob(t *testing.T, c *mpitest.Cluster, fake host.Host) (*router.Job, m
 	t.Helper()
 	opt := mpi.Options{Socket: c.Routers[0].Socket(), Job: "silent", Key: "k", Rank: 0, Size: 2}
 	rj, err := c.Routers[0].AddJob(router.JobSpec{ID: "silent", Key: "k", Size: 2, Replicas: 1,
-		Hosts: [][]peer.ID{{c.Hosts[0].ID()}, {fake.ID()}}, Local: []router.Proc{{Rank: 0}}})
+		Table: jobproto.RankTableOf([][]peer.ID{{c.Hosts[0].ID()}, {fake.ID()}}, nil), Local: []router.Proc{{Rank: 0}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestLinkGarbage(t *testing.T) {
 	} {
 		id := fmt.Sprintf("victim-%d", i)
 		rj, err := c.Routers[0].AddJob(router.JobSpec{ID: id, Key: "k", Size: 2, Replicas: 1,
-			Hosts: [][]peer.ID{{c.Hosts[0].ID()}, {fake.ID()}}, Local: []router.Proc{{Rank: 0}}})
+			Table: jobproto.RankTableOf([][]peer.ID{{c.Hosts[0].ID()}, {fake.ID()}}, nil), Local: []router.Proc{{Rank: 0}}})
 		if err != nil {
 			t.Fatal(err)
 		}

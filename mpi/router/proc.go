@@ -183,7 +183,7 @@ func (j *Job) route(from *proc, fr *frame) error {
 	if !from.transmit.Load() {
 		return nil // a backup: its lead transmits; the log keeps it until the receivers have it
 	}
-	for _, host := range j.spec.Hosts[h.Dst] {
+	for _, host := range j.hosts[h.Dst] {
 		if host == j.self {
 			j.r.local.add(f)
 			err = j.local[h.Dst].q.deliver(j.ctx, fr, &h, n, nil)

@@ -25,13 +25,13 @@ import (
 // aliveLocked reports whether copy c still counts: neither it nor its host
 // was lost. j.mu is held.
 func (j *Job) aliveLocked(c Proc) bool {
-	return !j.lost[j.spec.Hosts[c.Rank][c.Replica]] && !j.lostCopy[c]
+	return !j.lost[j.hosts[c.Rank][c.Replica]] && !j.lostCopy[c]
 }
 
 // leadLocked returns the replica that leads rank, or -1 when none is
 // left; j.mu is held.
 func (j *Job) leadLocked(rank int) int {
-	for k := range j.spec.Hosts[rank] {
+	for k := range j.hosts[rank] {
 		if j.aliveLocked(Proc{rank, k}) {
 			return k
 		}
@@ -70,7 +70,7 @@ func (j *Job) takeover(pr *proc) {
 	}
 	log.Infof("job %s: rank %d copy %d takes over as lead", j.spec.ID, pr.Rank, pr.Replica)
 	for _, dst := range pr.log.destinations() {
-		for k, host := range j.spec.Hosts[dst] {
+		for k, host := range j.hosts[dst] {
 			if !j.alive(Proc{int(dst), k}) {
 				continue
 			}
@@ -117,7 +117,7 @@ func (j *Job) resendTo(l *link, s network.Stream) error {
 			continue
 		}
 		for _, dst := range pr.log.destinations() {
-			k := replicaOn(j.spec.Hosts, int(dst), l.peer)
+			k := replicaOn(j.hosts, int(dst), l.peer)
 			if k < 0 {
 				continue
 			}
@@ -135,7 +135,7 @@ func (j *Job) resendTo(l *link, s network.Stream) error {
 		}
 	}
 	for _, pr := range j.procs {
-		for k, h := range j.spec.Hosts[pr.Rank] {
+		for k, h := range j.hosts[pr.Rank] {
 			if h != l.peer {
 				continue
 			}
@@ -161,7 +161,7 @@ func (j *Job) positionsFor(p peer.ID) []proto.AckEntry {
 	var out []proto.AckEntry
 	for _, pr := range j.procs {
 		for src := range j.spec.Size {
-			if replicaOn(j.spec.Hosts, src, p) < 0 {
+			if replicaOn(j.hosts, src, p) < 0 {
 				continue
 			}
 			pos := pr.q.position(uint32(src))
@@ -233,7 +233,7 @@ func (j *Job) sendAcks() {
 		buf = pr.q.takeAcks(buf[:0])
 		for _, a := range buf {
 			e := proto.AckEntry{Src: a.src, Dst: uint32(pr.Rank), Replica: uint32(pr.Replica), Seq: a.pos.seq, Off: a.pos.off}
-			for _, h := range j.spec.Hosts[a.src] {
+			for _, h := range j.hosts[a.src] {
 				if h != j.self {
 					byHost[h] = append(byHost[h], e)
 				} else if sp := j.local[a.src]; sp != nil {
@@ -262,7 +262,7 @@ func (j *Job) sendAcks() {
 func (j *Job) acked(p peer.ID, entries []proto.AckEntry) {
 	for _, e := range entries {
 		src, dst, k := int(e.Src), int(e.Dst), int(e.Replica)
-		if src >= j.spec.Size || dst >= j.spec.Size || k >= j.spec.Replicas || j.spec.Hosts[dst][k] != p {
+		if src >= j.spec.Size || dst >= j.spec.Size || k >= j.spec.Replicas || j.hosts[dst][k] != p {
 			continue
 		}
 		if sp := j.local[src]; sp != nil {
@@ -284,7 +284,7 @@ func (j *Job) copyGone(c Proc) {
 
 // hostGone stops every local log from waiting for the copies on p.
 func (j *Job) hostGone(p peer.ID) {
-	for r, copies := range j.spec.Hosts {
+	for r, copies := range j.hosts {
 		for k, h := range copies {
 			if h == p {
 				j.copyGone(Proc{r, k})
@@ -297,7 +297,7 @@ func (j *Job) hostGone(p peer.ID) {
 // copy takes over, or the job fails if c was the rank's last.
 func (j *Job) copyLost(p peer.ID, c proto.CopyLost) {
 	rank, k := int(c.Rank), int(c.Replica)
-	if rank >= j.spec.Size || k >= j.spec.Replicas || j.spec.Hosts[rank][k] != p {
+	if rank >= j.spec.Size || k >= j.spec.Replicas || j.hosts[rank][k] != p {
 		return // an agent speaks only for its own copies
 	}
 	j.copyDown(Proc{rank, k}, fmt.Sprintf("its process on %s ended without Finalize", p.ShortString()))
@@ -313,7 +313,7 @@ func (j *Job) copyDown(c Proc, why string) {
 		return
 	}
 	j.lostCopy[c] = true
-	orphans := orphaned(j.spec.Hosts, j.lost, j.lostCopy)
+	orphans := orphaned(j.hosts, j.lost, j.lostCopy)
 	if len(orphans) == 0 {
 		j.takeoversLocked()
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
 	"sync"
@@ -152,8 +151,6 @@ func (r *Router) AddJob(spec JobSpec) (*Job, error) {
 	if err := spec.validate(r.h.ID()); err != nil {
 		return nil, fmt.Errorf("router: add job %q: %w", spec.ID, err)
 	}
-	spec.Hosts = cloneHosts(spec.Hosts)
-	spec.Sites = maps.Clone(spec.Sites)
 	spec.Local = append([]Proc(nil), spec.Local...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -167,14 +164,6 @@ func (r *Router) AddJob(spec JobSpec) (*Job, error) {
 	j := newJob(r, spec)
 	r.jobs[spec.ID] = j
 	return j, nil
-}
-
-func cloneHosts(h [][]peer.ID) [][]peer.ID {
-	out := make([][]peer.ID, len(h))
-	for i := range h {
-		out[i] = append([]peer.ID(nil), h[i]...)
-	}
-	return out
 }
 
 // Job returns the job with this ID, or nil.
@@ -383,7 +372,7 @@ func (j *Job) checkOpen(o proto.Open, from peer.ID) *proto.Refused {
 	if subtle.ConstantTimeCompare([]byte(o.Key), []byte(j.spec.Key)) != 1 {
 		return &proto.Refused{Code: proto.RefuseKey, Reason: "wrong job key"}
 	}
-	for _, copies := range j.spec.Hosts {
+	for _, copies := range j.hosts {
 		for _, h := range copies {
 			if h != from {
 				continue

@@ -5,6 +5,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	jobproto "github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
 
@@ -18,16 +19,15 @@ type Proc struct {
 // each rank, and which copies run here.
 type JobSpec struct {
 	ID       string
-	Key      string      // secret the job's processes present in their Hello
-	Size     int         // ranks
-	Replicas int         // copies of each rank, on distinct agents
-	Hosts    [][]peer.ID // Hosts[rank][replica] = agent that runs that copy
-	Local    []Proc      // the copies running on this agent
-	// Sites numbers the site of each agent of Hosts (agents close to one
-	// another, as the submitter grouped them), so that collectives cross
-	// between sites last. Nil, or one number for all, is one site; an
-	// agent missing from it is in site 0.
-	Sites map[peer.ID]int
+	Key      string // secret the job's processes present in their Hello
+	Size     int    // ranks
+	Replicas int    // copies of each rank, on distinct agents
+	// Table is the job's rank table, as its commit carried it: the agent
+	// that runs each copy of each rank, and the site of each agent (agents
+	// close to one another, as the submitter grouped them), so that
+	// collectives cross between sites last.
+	Table jobproto.RankTable
+	Local []Proc // the copies running on this agent
 	// OnSaved, when set, is called (from the rank's reader, so it must
 	// not block long) each time a local rank says it wrote its part of a
 	// checkpoint; see marker.go.
@@ -45,51 +45,22 @@ func (s JobSpec) validate(self peer.ID) error {
 		return fmt.Errorf("size %d", s.Size)
 	case s.Replicas < 1:
 		return fmt.Errorf("replicas %d", s.Replicas)
-	case len(s.Hosts) != s.Size:
-		return fmt.Errorf("hosts for %d ranks, size %d", len(s.Hosts), s.Size)
 	}
-	for p, site := range s.Sites {
-		if site < 0 {
-			return fmt.Errorf("agent %s in site %d", p.ShortString(), site)
-		}
+	if err := s.Table.Check(s.Size, s.Replicas); err != nil {
+		return err
 	}
 	mine := map[Proc]bool{}
-	for r, copies := range s.Hosts {
-		if err := checkCopies(r, copies, s.Replicas); err != nil {
-			return err
-		}
-		for k, h := range copies {
-			if h == self {
-				mine[Proc{r, k}] = true
-			}
-		}
+	for _, p := range s.Table.ProcsOn(self) {
+		mine[Proc{p.Rank, p.Replica}] = true
 	}
 	for _, p := range s.Local {
 		if !mine[p] {
-			return fmt.Errorf("local copy %v is not hosted here by Hosts (or listed twice)", p)
+			return fmt.Errorf("local copy %v is not hosted here by the rank table (or listed twice)", p)
 		}
 		delete(mine, p)
 	}
 	if len(mine) != 0 {
-		return fmt.Errorf("%d copies hosted here by Hosts are missing from Local", len(mine))
-	}
-	return nil
-}
-
-// checkCopies checks one rank's hosts: one per replica, all distinct.
-func checkCopies(rank int, copies []peer.ID, replicas int) error {
-	if len(copies) != replicas {
-		return fmt.Errorf("rank %d has %d hosts, want %d", rank, len(copies), replicas)
-	}
-	for k, h := range copies {
-		if h == "" {
-			return fmt.Errorf("rank %d replica %d has no host", rank, k)
-		}
-		for _, o := range copies[:k] {
-			if o == h {
-				return fmt.Errorf("rank %d has two copies on %s", rank, h.ShortString())
-			}
-		}
+		return fmt.Errorf("%d copies hosted here by the rank table are missing from Local", len(mine))
 	}
 	return nil
 }

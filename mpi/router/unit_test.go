@@ -3,6 +3,7 @@ package router
 import (
 	"bytes"
 	"context"
+	jobproto "github.com/zorilla-p2p/zorilla/job/proto"
 	"runtime"
 	"testing"
 	"time"
@@ -113,7 +114,7 @@ func TestHostLayout(t *testing.T) {
 
 func TestSpecValidate(t *testing.T) {
 	a, b := peer.ID("a"), peer.ID("b")
-	good := JobSpec{ID: "j", Key: "k", Size: 2, Replicas: 1, Hosts: [][]peer.ID{{a}, {b}}, Local: []Proc{{0, 0}}}
+	good := JobSpec{ID: "j", Key: "k", Size: 2, Replicas: 1, Table: jobproto.RankTableOf([][]peer.ID{{a}, {b}}, nil), Local: []Proc{{0, 0}}}
 	if err := good.validate(a); err != nil {
 		t.Fatalf("good spec: %v", err)
 	}
@@ -121,8 +122,8 @@ func TestSpecValidate(t *testing.T) {
 		"no ID":              func(s *JobSpec) { s.ID = "" },
 		"size mismatch":      func(s *JobSpec) { s.Size = 3 },
 		"no replicas":        func(s *JobSpec) { s.Replicas = 0 },
-		"missing host":       func(s *JobSpec) { s.Hosts = [][]peer.ID{{a}, {""}} },
-		"two copies on a":    func(s *JobSpec) { s.Replicas = 2; s.Hosts = [][]peer.ID{{a, a}, {b, a}} },
+		"missing host":       func(s *JobSpec) { s.Table = jobproto.RankTableOf([][]peer.ID{{a}, {""}}, nil) },
+		"two copies on a":    func(s *JobSpec) { s.Replicas = 2; s.Table = jobproto.RankTableOf([][]peer.ID{{a, a}, {b, a}}, nil) },
 		"local not here":     func(s *JobSpec) { s.Local = []Proc{{1, 0}} },
 		"local missing":      func(s *JobSpec) { s.Local = nil },
 		"local twice":        func(s *JobSpec) { s.Local = []Proc{{0, 0}, {0, 0}} },
@@ -130,7 +131,6 @@ func TestSpecValidate(t *testing.T) {
 	}
 	for name, mutate := range bad {
 		s := good
-		s.Hosts = cloneHosts(good.Hosts)
 		mutate(&s)
 		if err := s.validate(a); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 //go:embed assets
@@ -86,7 +86,7 @@ func guard(next http.Handler) http.Handler {
 // jobPath maps /api/jobs/{id}<suffix> to the control API's route.
 func jobPath(suffix string) func(*http.Request) (string, error) {
 	return func(r *http.Request) (string, error) {
-		id, err := job.ParseID(r.PathValue("id"))
+		id, err := proto.ParseJobID(r.PathValue("id"))
 		if err != nil {
 			return "", err
 		}

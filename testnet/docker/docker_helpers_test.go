@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -215,7 +216,7 @@ func submitAPI(ctx context.Context, dataDir, prog string, n int, s job.Strategy)
 	}
 	d := job.NewDescription(prog, nil, n)
 	d.Strategy = s
-	return cl.Submit(ctx, node.SubmitRequest{Description: d, Program: job.FileRef{Name: filepath.Base(prog), Hash: b.Hash, Size: b.Size}})
+	return cl.Submit(ctx, node.SubmitRequest{Description: d, Program: proto.FileRef{Name: filepath.Base(prog), Hash: b.Hash, Size: b.Size}})
 }
 
 // awaitJob polls the job's record until it is final.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -48,7 +49,7 @@ func failoverCase(t *testing.T, ctx context.Context, tn *Testnet, bin, fault str
 	}
 	d := job.NewDescription(prog, []string{"-iters", "300", "-delay", "20ms", "-block", "20000"}, 4)
 	d.Replicas, d.Strategy = r, job.Spread
-	id, err := cl.Submit(ctx, node.SubmitRequest{Description: d, Program: job.FileRef{Name: "stencil", Hash: b.Hash, Size: b.Size}})
+	id, err := cl.Submit(ctx, node.SubmitRequest{Description: d, Program: proto.FileRef{Name: "stencil", Hash: b.Hash, Size: b.Size}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -150,7 +151,7 @@ func runHomesJob(t *testing.T, ctx context.Context, dir, bin string) string {
 	}
 	jd := job.NewDescription("stencil", []string{"-iters", "50", "-delay", "5ms", "-block", "10000"}, 2)
 	jd.Strategy, jd.Require.Labels = job.Spread, []string{"home"}
-	id, err := cl.Submit(ctx, node.SubmitRequest{Description: jd, Program: job.FileRef{Name: "stencil", Hash: b.Hash, Size: b.Size}})
+	id, err := cl.Submit(ctx, node.SubmitRequest{Description: jd, Program: proto.FileRef{Name: "stencil", Hash: b.Hash, Size: b.Size}})
 	if err != nil {
 		t.Fatal(err)
 	}

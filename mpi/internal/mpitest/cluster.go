@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
@@ -164,7 +165,7 @@ func (c *Cluster) addJob(size, replicas int, place func(rank, replica int) int, 
 		if len(procs) == 0 {
 			continue
 		}
-		spec := router.JobSpec{ID: id, Key: j.Key, Size: size, Replicas: replicas, Hosts: hosts, Local: procs, Sites: sites}
+		spec := router.JobSpec{ID: id, Key: j.Key, Size: size, Replicas: replicas, Table: proto.RankTableOf(hosts, sites), Local: procs}
 		if f := c.OnSaved; f != nil {
 			spec.OnSaved = func(sv router.Saved) { f(a, sv) }
 		}

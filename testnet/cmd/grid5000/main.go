@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/testnet"
 )
 
@@ -144,8 +145,8 @@ func parseInts(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > job.MaxProcs {
-			return nil, fmt.Errorf("%q is not a process count in 1..%d", f, job.MaxProcs)
+		if err != nil || n < 1 || n > proto.MaxProcs {
+			return nil, fmt.Errorf("%q is not a process count in 1..%d", f, proto.MaxProcs)
 		}
 		out = append(out, n)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 
 	"github.com/zorilla-p2p/zorilla/examples/internal/npb"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
@@ -140,16 +141,17 @@ func newCluster(n int) (*cluster, error) {
 func (c *cluster) addJob(size int) ([]*router.Job, []mpi.Options, error) {
 	key := make([]byte, 16)
 	_, _ = rand.Read(key)
-	spec := router.JobSpec{ID: "npb", Key: hex.EncodeToString(key), Size: size, Replicas: 1,
-		Hosts: make([][]peer.ID, size)}
+	spec := router.JobSpec{ID: "npb", Key: hex.EncodeToString(key), Size: size, Replicas: 1}
+	hosts := make([][]peer.ID, size)
 	local := make([][]router.Proc, len(c.hosts))
 	opts := make([]mpi.Options, size)
 	for r := range size {
 		a := r % len(c.hosts)
-		spec.Hosts[r] = []peer.ID{c.hosts[a].ID()}
+		hosts[r] = []peer.ID{c.hosts[a].ID()}
 		local[a] = append(local[a], router.Proc{Rank: r})
 		opts[r] = mpi.Options{Socket: c.routers[a].Socket(), Job: spec.ID, Key: spec.Key, Rank: r, Size: size}
 	}
+	spec.Table = proto.RankTableOf(hosts, nil)
 	jobs := make([]*router.Job, len(c.hosts))
 	for a, procs := range local {
 		if len(procs) == 0 {

@@ -1,4 +1,4 @@
-package job
+package proto
 
 import (
 	"encoding/json"
@@ -7,9 +7,6 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
-
-// ID names a job across the whole network. It is chosen by the submitter.
-type ID string
 
 // Requirements are what a host must have to take part in a job.
 type Requirements struct {
@@ -22,7 +19,7 @@ type Requirements struct {
 
 // Need is what a job advert asks for. It travels as the advert's body.
 type Need struct {
-	Job ID           `json:"job"`
+	Job JobID        `json:"job"`
 	N   int          `json:"n"` // processes
 	R   int          `json:"r"` // replicas of each process, on distinct hosts
 	Req Requirements `json:"req"`
@@ -34,19 +31,28 @@ type Need struct {
 	// honours it up to its owner's cap (worker.Policy.HonouredPriority),
 	// and a job of higher honoured priority may preempt lower ones there.
 	Priority int `json:"priority,omitempty"`
-	// SwapSlice is the job's swap slice (Description.SwapSlice): once it
-	// has run this long on a host since it last started there, a job of
-	// equal priority waiting for its memory may swap it out. Zero: never.
+	// SwapSlice is the job's swap slice (job.Description.SwapSlice): once
+	// it has run this long on a host since it last started there, a job
+	// of equal priority waiting for its memory may swap it out. Zero:
+	// never.
 	SwapSlice time.Duration `json:"swap_slice,omitempty"`
 	// YieldTo is set on the advert of a job resumed after a host swapped
 	// it out for job YieldTo: every host of the run, whether it planned
-	// the swap or not, serves YieldTo first (worker's waitLine.yieldTo).
+	// the swap or not, serves YieldTo first (the worker's waiting line).
 	// It only holds this job back, so a host may trust it. YieldWith are
 	// the other jobs it yields to: the rest of the set let in at that
-	// turn and the jobs that waited there with it (worker's yieldSet).
-	YieldTo   ID   `json:"yield_to,omitempty"`
-	YieldWith []ID `json:"yield_with,omitempty"`
+	// turn and the jobs that waited there with it.
+	YieldTo   JobID   `json:"yield_to,omitempty"`
+	YieldWith []JobID `json:"yield_with,omitempty"`
+	// Deadline is the job's scheduling deadline: how long its submitter
+	// may look for hosts while holding the offers it has. A host keeps its
+	// offer's lease that long and a margin to commit, within its own
+	// bound; 0 from older submitters: the host's default.
+	Deadline time.Duration `json:"deadline,omitempty"`
 }
+
+// MaxDeadline bounds a job's scheduling deadline.
+const MaxDeadline = 24 * time.Hour
 
 // MaxYieldWith bounds Need.YieldWith and PreemptMsg.With: the other jobs
 // a job swapped out yields to, the earliest of a host's waiting line.
@@ -54,7 +60,7 @@ const MaxYieldWith = 16
 
 // checkYieldSet checks the jobs a swapped-out job yields to besides the
 // first (first: whether there is one).
-func checkYieldSet(field string, first bool, with []ID) error {
+func checkYieldSet(field string, first bool, with []JobID) error {
 	if len(with) > 0 && !first {
 		return fmt.Errorf("%s: a set without the job it was swapped out for", field)
 	}
@@ -62,7 +68,7 @@ func checkYieldSet(field string, first bool, with []ID) error {
 		return fmt.Errorf("%s: %d jobs, at most %d", field, len(with), MaxYieldWith)
 	}
 	for _, j := range with {
-		if _, err := ParseID(string(j)); err != nil {
+		if _, err := ParseJobID(string(j)); err != nil {
 			return fmt.Errorf("%s: %w", field, err)
 		}
 	}
@@ -110,14 +116,14 @@ func DecodeNeed(b []byte) (Need, error) {
 // Validate checks a Need's bounds: a well-formed job ID, 1 <= n, 1 <= r,
 // n×r within MaxProcs, and valid requirements.
 func (n Need) Validate() error {
-	if _, err := ParseID(string(n.Job)); err != nil {
+	if _, err := ParseJobID(string(n.Job)); err != nil {
 		return err
 	}
 	if n.N < 1 || n.R < 1 || n.N > MaxProcs || n.R > MaxReplicas || n.N*n.R > MaxProcs {
 		return fmt.Errorf("out of range: job %q n=%d r=%d (1 <= r <= %d, n*r <= %d)",
 			n.Job, n.N, n.R, MaxReplicas, MaxProcs)
 	}
-	if err := checkMemPerProc(n.MemPerProc); err != nil {
+	if err := CheckMemPerProc(n.MemPerProc); err != nil {
 		return err
 	}
 	if err := CheckPriority(n.Priority); err != nil {
@@ -127,12 +133,15 @@ func (n Need) Validate() error {
 		return err
 	}
 	if n.YieldTo != "" {
-		if _, err := ParseID(string(n.YieldTo)); err != nil {
+		if _, err := ParseJobID(string(n.YieldTo)); err != nil {
 			return fmt.Errorf("yield_to: %w", err)
 		}
 	}
 	if err := checkYieldSet("yield_with", n.YieldTo != "", n.YieldWith); err != nil {
 		return err
+	}
+	if n.Deadline < 0 || n.Deadline > MaxDeadline {
+		return fmt.Errorf("deadline: must be 0..%v, got %v", MaxDeadline, n.Deadline)
 	}
 	return n.Req.Validate()
 }
@@ -196,6 +205,52 @@ func CheckLabel(l string) error {
 		if c := l[i]; c <= ' ' || c > '~' || c == ',' {
 			return fmt.Errorf("require: label %q: printable ASCII without spaces or commas", l)
 		}
+	}
+	return nil
+}
+
+// Bounds on a job's priority (submit --priority). The range is small on
+// purpose: a priority is a rank among a grid's users, not a number to
+// outbid each other with, and owners cap what they honour anyway.
+const (
+	MinPriority     = -100
+	MaxPriority     = 100
+	DefaultPriority = 0
+)
+
+// CheckPriority refuses a priority outside MinPriority..MaxPriority.
+func CheckPriority(p int) error {
+	if p < MinPriority || p > MaxPriority {
+		return fmt.Errorf("priority: must be %d..%d, got %d", MinPriority, MaxPriority, p)
+	}
+	return nil
+}
+
+// CheckMemPerProc refuses a negative or absurd per-process memory.
+func CheckMemPerProc(m int64) error {
+	if m < 0 || m > MaxSize {
+		return fmt.Errorf("mem_per_proc: must be 0..%d bytes, got %d", MaxSize, m)
+	}
+	return nil
+}
+
+// MaxTimeout bounds a job's wall-clock limit (a commit's Timeout).
+const MaxTimeout = 30 * 24 * time.Hour
+
+// Bounds on a swap slice: the shortest is a second (a switch costs a
+// checkpoint and a restart, a second or more); a slice longer than the
+// longest job is "never".
+const (
+	MinSwapSlice = time.Second
+	MaxSwapSlice = MaxTimeout
+)
+
+// CheckSwapSlice refuses a swap slice that is negative, or positive and
+// shorter than MinSwapSlice, or longer than MaxSwapSlice.
+func CheckSwapSlice(d time.Duration) error {
+	if d != 0 && (d < MinSwapSlice || d > MaxSwapSlice) {
+		return fmt.Errorf("swap_slice: must be 0 (never swapped for a job of equal priority) or %v..%v, got %v",
+			MinSwapSlice, MaxSwapSlice, d)
 	}
 	return nil
 }
