@@ -12,6 +12,12 @@ const (
 	OpCommit  LeaseOp = "commit"  // phase one: stage and start the processes in Commit
 	OpRelease LeaseOp = "release" // phase two: every rank is in Init, let them go
 	OpKill    LeaseOp = "kill"    // end the job's processes here and clean up
+	// OpRetry, after a failed start: end the job's processes here as a
+	// kill does, then keep the host's slots for the job's next start (the
+	// retry on the same hosts and the spares), reserved again under a new
+	// lease key sent in the reply. Reports of the killed start carry the
+	// old key, so the submitter never mistakes them for the next start's.
+	OpRetry LeaseOp = "retry"
 	// OpResume, from a submitter that restarted: is the job still running
 	// here? If so the worker reopens its report stream at once.
 	OpResume LeaseOp = "resume"
@@ -27,12 +33,8 @@ type LeaseRequest struct {
 	Lease  string  `json:"lease"`
 	Commit *Commit `json:"commit,omitempty"`
 	Reason string  `json:"reason,omitempty"` // why a kill, for the worker's log
-	// Retry, on a kill after a failed start, asks the worker to keep the
-	// host's slots for the job's next start (the retry on the same hosts
-	// and the spares): once the processes and the job folder are gone, the
-	// slots are reserved again under a new lease key, sent in the reply.
-	// Reports of the killed start carry the old key, so the submitter never
-	// mistakes them for the next start's.
+	// Retry on a kill is how submitters before OpRetry asked for one;
+	// Normalize turns it into OpRetry.
 	Retry bool `json:"retry,omitempty"`
 	// ReleasedAt, on a release, is when the submitter released the job
 	// (Unix ns, its clock), the same for every host: the hosts of two jobs
@@ -42,11 +44,20 @@ type LeaseRequest struct {
 	ReleasedAt int64 `json:"released_at,omitempty"`
 }
 
+// Normalize returns the request with its op as the worker acts on it: a
+// kill with Retry is OpRetry.
+func (r LeaseRequest) Normalize() LeaseRequest {
+	if r.Op == OpKill && r.Retry {
+		r.Op, r.Retry = OpRetry, false
+	}
+	return r
+}
+
 // LeaseReply answers a LeaseRequest.
 type LeaseReply struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
-	Lease string `json:"lease,omitempty"` // a kill with Retry: the new lease key
+	Lease string `json:"lease,omitempty"` // OpRetry: the new lease key
 }
 
 // Proc is one copy of one rank: rank Rank's replica Replica.
