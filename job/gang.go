@@ -3,7 +3,7 @@ package job
 import (
 	"errors"
 
-	"github.com/zorilla-p2p/zorilla/worker/gang"
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 )
 
 // gangColumn picks the job's column of the hosts' time-slice rotation when

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/worker/gang"
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 )
 
 func TestGangColumn(t *testing.T) {

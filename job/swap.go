@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/worker/gang"
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 )
 
 // Swap is the hybrid technique (issue 19) for one job: whole sets of jobs
@@ -16,7 +16,7 @@ import (
 // with a checkpoint (Stop: its processes end, their memory is free), and at
 // its next slice it is resumed from that checkpoint (Resume). Each job's
 // submitter drives its own job from its clock: there is no master, only
-// the shared Rotation, as in the hosts' gang scheduling (worker/gang).
+// the shared Rotation, as in the hosts' gang scheduling (internal/gang).
 type Swap struct {
 	// Rotation has long slices: a switch costs a checkpoint and a
 	// restart (seconds), so a slice must be many times that.

@@ -12,8 +12,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/overlay"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // ErrInvalidConfig is wrapped by every Config validation error.

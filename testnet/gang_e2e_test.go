@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // Issue 19: jobs that share hosts take turns on aligned time slices, all

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // TestOutOfCoreFigures prints issue 19's out-of-core comparison (opt-in:

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // Issue 19: the hybrid technique. Three heat jobs whose memory does not

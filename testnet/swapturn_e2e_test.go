@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // Issue 19: the agents swap jobs by checkpoint when memory runs out. Two

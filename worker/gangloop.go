@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job/proto"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 

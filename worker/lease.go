@@ -12,8 +12,8 @@ import (
 	logging "github.com/ipfs/go-log/v2"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job/proto"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 var log = logging.Logger("zorilla/worker")

@@ -1,8 +1,8 @@
 package worker
 
 import (
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job/proto"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // MemHold is one job's memory on this host: what its lease holds (the

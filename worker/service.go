@@ -18,11 +18,11 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )

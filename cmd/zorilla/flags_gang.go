@@ -3,12 +3,12 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/node"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // gangFlags turn on gang scheduling of the jobs that share this machine
-// (issue 19, package worker/gang).
+// (issue 19, package internal/gang).
 func gangFlags() []cli.Flag {
 	def := gang.DefaultConfig()
 	return []cli.Flag{

@@ -8,10 +8,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
+	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
-	"github.com/zorilla-p2p/zorilla/worker/gang"
 )
 
 // priorityConfig reads --max-priority, --priority-cap PEER=N,

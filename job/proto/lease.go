@@ -91,7 +91,7 @@ type Commit struct {
 	// PMI: the ranks are MPICH processes served PMI-1 by their agents.
 	PMI bool `json:"pmi,omitempty"`
 	// GangColumn is the job's column of the time-slice rotation, free on
-	// every host of the plan when they all offered one (worker/gang);
+	// every host of the plan when they all offered one (internal/gang);
 	// absent: the job runs whenever its host runs it.
 	GangColumn *int `json:"gang_column,omitempty"`
 }

@@ -43,7 +43,7 @@ type OfferMsg struct {
 	Site    string    `json:"site,omitempty"` // the site its owner's "site=" label names, if any
 	// GangFree, from a worker that gang-schedules the jobs sharing it, is
 	// its free columns of the time-slice rotation (bit i: column i free;
-	// worker/gang). Absent: the worker does not take part in one.
+	// internal/gang). Absent: the worker does not take part in one.
 	GangFree *uint64 `json:"gang_free,omitempty"`
 }
 

@@ -1,10 +1,13 @@
-// Package gang holds the pure decisions of time sharing on a worker: which
-// of the jobs that share this host may run now (gang scheduling on aligned
-// time slices), whether a set of jobs fits in the memory the owner lends,
-// and in which order a swap by checkpoint (the hybrid technique) stops and
-// restarts whole jobs. It does no I/O and keeps no state: the worker reads
-// its clock and its job table, calls these functions, and freezes, thaws,
-// checkpoints or restarts processes (worker/proc.Freeze, Thaw).
+// Package gang holds the pure rules of time sharing that workers and
+// submitters share: which of the jobs that share a host may run now (gang
+// scheduling on aligned time slices, and the column a job's submitter
+// picks among its hosts' free ones), whether a set of jobs fits in the
+// memory an owner lends, and in which order a swap by checkpoint (the
+// hybrid technique) stops and restarts whole jobs. It does no I/O and
+// keeps no state: a worker reads its clock and its job table, calls these
+// functions, and freezes, thaws, checkpoints or restarts processes
+// (worker/proc.Freeze, Thaw); a submitter picks a column for its commits
+// and drives its swap slices by the same rotation.
 //
 // # Gang scheduling without a master
 //
