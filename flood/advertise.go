@@ -46,77 +46,27 @@ func (s Schedule) next(w time.Duration) time.Duration {
 	return time.Duration(n)
 }
 
-// Steer is how the collector of offers steers Advertise's loop while it
-// runs. A nil channel never fires.
-type Steer struct {
-	// Enough receives once, when the offers are enough, how many of the
-	// schedule's Extra radii are worth flooding (0: none can change the
-	// placement); the loop floods them at once and returns.
-	Enough <-chan int
-	// Answered receives a radius whose answers are all in while the offers
-	// are not enough: the loop floods the next radius at once instead of
-	// at the end of the wait. A radius other than the last one flooded is
-	// stale and ignored.
-	Answered <-chan int
-	// Flooded, if set, is sent every radius as it is flooded (the extra
-	// ones too), so that the collector knows which radius it is answering.
-	// The loop waits for the collector to take it.
-	Flooded chan<- int
-	// Hold, while the last value it sent is true, keeps the schedule's
-	// waits from flooding the next radius: the collector steers the loop
-	// on its own (Answered, Enough), as it does once the job is feasible
-	// and a wider radius would only reach the agents still answering
-	// again. A wait that ended while held moves the loop on as soon as
-	// the hold is released (false).
-	Hold <-chan bool
-}
-
 // Advertise runs the submitter's loop for a (Zorilla's thread 1): flood
-// with radius 1, wait; radius 2, wait longer; ... It returns nil as soon as
-// enough is closed (the caller collects offers beside it and closes enough
-// when it has them) and the schedule's Extra radii are flooded, ctx's error
-// when ctx ends (the job's scheduling deadline), ErrMaxRadius after the
-// wait of the largest radius, and ErrClosed when the Flooder closes. A nil
-// enough never fires. Steered is the same loop, steered by what the offers
-// show.
+// with radius 1, wait; radius 2, wait longer; ... (Growth). It returns nil
+// as soon as enough is closed (the caller collects offers beside it and
+// closes enough when it has them) and the schedule's Extra radii are
+// flooded, ctx's error when ctx ends (the job's scheduling deadline),
+// ErrMaxRadius after the wait of the largest radius, and ErrClosed when
+// the Flooder closes. A nil enough never fires.
 func (f *Flooder) Advertise(ctx context.Context, a Advert, enough <-chan struct{}, sched Schedule) error {
-	got := make(chan int, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	select {
-	case <-enough: // already enough (a nil enough is never ready)
-		got <- sched.Extra
-	default:
-		go func() {
-			select {
-			case <-enough:
-				got <- sched.Extra
-			case <-stop:
-			}
-		}()
-	}
-	return f.Steered(ctx, a, Steer{Enough: got}, sched)
-}
-
-// Steered runs the growing-radius loop for a as Advertise does, and lets
-// the collector of offers move it on: to the next radius as soon as the
-// last one has answered (st.Answered), and to only the extra radii that
-// can still change the placement once the offers are enough (st.Enough).
-func (f *Flooder) Steered(ctx context.Context, a Advert, st Steer, sched Schedule) error {
 	if err := sched.validate(); err != nil {
 		return err
-	}
-	maxRadius := f.cfg.MaxTTL
-	if sched.MaxRadius > 0 && sched.MaxRadius < maxRadius {
-		maxRadius = sched.MaxRadius
 	}
 	lp := loop{
 		flood: func(ctx context.Context, r int) error { return f.Flood(ctx, a, r) },
 		after: f.cfg.Clock.After,
 		done:  f.ctx.Done(),
 	}
-	return lp.run(ctx, st, sched, maxRadius)
+	return lp.run(ctx, enough, NewGrowth(sched, sched.Limit(f.cfg.MaxTTL)))
 }
+
+// MaxTTL is the largest radius this Flooder floods with (Config.MaxTTL).
+func (f *Flooder) MaxTTL() int { return f.cfg.MaxTTL }
 
 // loop is the I/O the growing-radius loop needs, so that tests can drive it
 // with a fake flood and clock.
@@ -126,77 +76,48 @@ type loop struct {
 	done  <-chan struct{} // the Flooder's end
 }
 
-func (lp loop) run(ctx context.Context, st Steer, sched Schedule, maxRadius int) error {
-	wait := sched.First
-	held := false
-	for radius := 1; ; radius++ {
+func (lp loop) run(ctx context.Context, enough <-chan struct{}, g Growth) error {
+	for {
 		select {
-		case extra := <-st.Enough:
-			return lp.extra(ctx, st, radius-1, min(extra, sched.Extra), maxRadius)
+		case <-enough:
+			return lp.extra(ctx, g)
 		default:
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := lp.floodOne(ctx, st, radius); err != nil {
+		r, more := g.Next()
+		if !more {
+			return fmt.Errorf("%w (radius %d)", ErrMaxRadius, g.Radius())
+		}
+		if err := lp.flood(ctx, r); err != nil {
 			return err
 		}
-		timer, due := lp.after(wait), false
-	waiting:
-		for {
-			select {
-			case extra := <-st.Enough:
-				return lp.extra(ctx, st, radius, min(extra, sched.Extra), maxRadius)
-			case r := <-st.Answered:
-				if r == radius {
-					break waiting
-				}
-			case held = <-st.Hold:
-				if !held && due {
-					break waiting
-				}
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-lp.done:
-				return ErrClosed
-			case <-timer:
-				if !held {
-					break waiting
-				}
-				due, timer = true, nil
-			}
+		g = g.Flooded(r, time.Time{}) // the loop counts waits, not instants
+		select {
+		case <-enough:
+			return lp.extra(ctx, g)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-lp.done:
+			return ErrClosed
+		case <-lp.after(g.Wait()):
 		}
-		if radius >= maxRadius {
-			return fmt.Errorf("%w (radius %d)", ErrMaxRadius, radius)
-		}
-		wait = sched.next(wait)
 	}
 }
 
-// floodOne floods radius r and tells the collector.
-func (lp loop) floodOne(ctx context.Context, st Steer, r int) error {
-	if err := lp.flood(ctx, r); err != nil {
-		return err
-	}
-	if st.Flooded == nil {
-		return nil
-	}
-	select {
-	case st.Flooded <- r:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-lp.done:
-		return ErrClosed
-	}
-}
-
-// extra floods the radii after last, up to n of them and maxRadius.
-func (lp loop) extra(ctx context.Context, st Steer, last, n, maxRadius int) error {
-	for r := last + 1; r <= min(last+n, maxRadius); r++ {
-		if err := lp.floodOne(ctx, st, r); err != nil {
+// extra floods the schedule's Extra radii after the last one, as far as
+// the largest radius.
+func (lp loop) extra(ctx context.Context, g Growth) error {
+	for range g.s.Extra {
+		r, more := g.Next()
+		if !more {
+			return nil
+		}
+		if err := lp.flood(ctx, r); err != nil {
 			return err
 		}
+		g = g.Flooded(r, time.Time{})
 	}
 	return nil
 }

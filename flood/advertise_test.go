@@ -67,9 +67,9 @@ func TestLoopSchedule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			enough := make(chan int, 1)
-			fl := &fakeLoop{onR: map[int]func(){tc.enoughAt: func() { enough <- tc.sched.Extra }, tc.cancelAt: cancel}}
-			err := fl.loop(nil).run(ctx, Steer{Enough: enough}, tc.sched, tc.maxRadius)
+			enough := make(chan struct{})
+			fl := &fakeLoop{onR: map[int]func(){tc.enoughAt: func() { close(enough) }, tc.cancelAt: cancel}}
+			err := fl.loop(nil).run(ctx, enough, NewGrowth(tc.sched, tc.sched.Limit(tc.maxRadius)))
 			if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
 				t.Fatalf("err %v, want %v", err, tc.err)
 			}
@@ -82,10 +82,10 @@ func TestLoopSchedule(t *testing.T) {
 
 func TestLoopStopsEarly(t *testing.T) {
 	sched := Schedule{First: time.Millisecond, Factor: 2}
-	enough := make(chan int, 1)
-	enough <- 1
+	enough := make(chan struct{})
+	close(enough)
 	fl := &fakeLoop{}
-	if err := fl.loop(nil).run(context.Background(), Steer{Enough: enough}, sched, 5); err != nil || len(fl.radii) != 0 {
+	if err := fl.loop(nil).run(context.Background(), enough, NewGrowth(sched, 5)); err != nil || len(fl.radii) != 0 {
 		t.Fatalf("already enough: err %v, floods %v", err, fl.radii)
 	}
 	done := make(chan struct{})
@@ -93,12 +93,12 @@ func TestLoopStopsEarly(t *testing.T) {
 	fl = &fakeLoop{}
 	lp := fl.loop(done)
 	lp.after = func(time.Duration) <-chan time.Time { return nil }
-	if err := lp.run(context.Background(), Steer{}, sched, 5); !errors.Is(err, ErrClosed) {
+	if err := lp.run(context.Background(), nil, NewGrowth(sched, 5)); !errors.Is(err, ErrClosed) {
 		t.Fatalf("closed flooder: err %v", err)
 	}
 	boom := errors.New("boom")
 	fl = &fakeLoop{err: boom}
-	if err := fl.loop(nil).run(context.Background(), Steer{}, sched, 5); !errors.Is(err, boom) || len(fl.waits) != 0 {
+	if err := fl.loop(nil).run(context.Background(), nil, NewGrowth(sched, 5)); !errors.Is(err, boom) || len(fl.waits) != 0 {
 		t.Fatalf("flood error: err %v, waits %v", err, fl.waits)
 	}
 }
@@ -175,127 +175,5 @@ func TestAdvertiseRefusesBadSchedule(t *testing.T) {
 	}
 	if st := c.fl[0].Stats(); st.Originated != 0 {
 		t.Fatalf("flooded with a bad schedule: %+v", st)
-	}
-}
-
-// The collector steers the loop: an answered radius moves it on at once
-// (a stale radius does not), and the extra radii flooded at enough are
-// those it asks for, never more than the schedule's.
-func TestLoopSteered(t *testing.T) {
-	sched := Schedule{First: time.Second, Factor: 2, Extra: 1}
-	for _, tc := range []struct {
-		name     string
-		answered map[int]int // during the flood of radius k, radius v is answered
-		enoughAt int
-		extra    int
-		radii    []int
-		err      error
-	}{
-		{"answered radii move on", map[int]int{1: 1, 2: 2}, 3, 1, []int{1, 2, 3, 4}, nil},
-		{"no extra radius worth it", map[int]int{1: 1}, 2, 0, []int{1, 2}, nil},
-		{"more extra asked than the schedule's", nil, 1, 5, []int{1, 2}, nil},
-		{"a stale radius is ignored", map[int]int{2: 1}, 0, 0, []int{1, 2, 3, 4}, ErrMaxRadius},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			enough, answered := make(chan int, 1), make(chan int, 1)
-			flooded := make(chan int, 16)
-			fl := &fakeLoop{onR: map[int]func(){}}
-			for k, v := range tc.answered {
-				fl.onR[k] = func() { answered <- v }
-			}
-			if tc.enoughAt > 0 {
-				prev := fl.onR[tc.enoughAt]
-				fl.onR[tc.enoughAt] = func() {
-					if prev != nil {
-						prev()
-					}
-					enough <- tc.extra
-				}
-			}
-			lp := fl.loop(nil)
-			// The wait of a radius answered never ends: only the answer
-			// moves the loop on. Any other wait ends at once.
-			lp.after = func(time.Duration) <-chan time.Time {
-				ch := make(chan time.Time, 1)
-				if r := fl.radii[len(fl.radii)-1]; tc.answered[r] != r {
-					ch <- time.Time{}
-				}
-				return ch
-			}
-			err := lp.run(context.Background(), Steer{Enough: enough, Answered: answered, Flooded: flooded}, sched, 4)
-			if tc.err == nil && err != nil || tc.err != nil && !errors.Is(err, tc.err) {
-				t.Fatalf("err %v, want %v", err, tc.err)
-			}
-			if fmt.Sprint(fl.radii) != fmt.Sprint(tc.radii) {
-				t.Fatalf("radii %v, want %v", fl.radii, tc.radii)
-			}
-			close(flooded)
-			var told []int
-			for r := range flooded {
-				told = append(told, r)
-			}
-			if fmt.Sprint(told) != fmt.Sprint(fl.radii) {
-				t.Fatalf("collector told %v, flooded %v", told, fl.radii)
-			}
-		})
-	}
-}
-
-// TestLoopHold steps the loop by hand: while the collector holds it, the
-// end of a schedule's wait floods nothing; the release floods the next
-// radius at once if a wait ended meanwhile, and an answered radius moves
-// the loop on whatever the hold.
-func TestLoopHold(t *testing.T) {
-	flooded := make(chan int)
-	timers := make(chan chan time.Time, 1)
-	lp := loop{
-		flood: func(_ context.Context, r int) error { flooded <- r; return nil },
-		after: func(time.Duration) <-chan time.Time {
-			ch := make(chan time.Time, 1)
-			timers <- ch
-			return ch
-		},
-	}
-	hold, answered, enough := make(chan bool), make(chan int), make(chan int)
-	done := make(chan error, 1)
-	go func() {
-		done <- lp.run(context.Background(), Steer{Enough: enough, Answered: answered, Hold: hold}, Schedule{First: time.Second, Factor: 2, Extra: 0}, 6)
-	}()
-	expect := func(r int) chan time.Time {
-		t.Helper()
-		if got := <-flooded; got != r {
-			t.Fatalf("flooded radius %d, want %d", got, r)
-		}
-		return <-timers
-	}
-	nothing := func(what string) {
-		t.Helper()
-		// The loop takes its next channel operation only after handling
-		// the last one: a send it takes means it is waiting again, not
-		// flooding.
-		select {
-		case r := <-flooded:
-			t.Fatalf("%s: radius %d flooded", what, r)
-		case hold <- true:
-		}
-	}
-
-	timer := expect(1)
-	timer <- time.Time{} // not held: the wait's end floods radius 2
-	timer = expect(2)
-	hold <- true
-	timer <- time.Time{}
-	nothing("a wait ended while held")
-	hold <- false // released with the wait over: radius 3 at once
-	timer = expect(3)
-	hold <- true
-	answered <- 3 // held, but answered: radius 4
-	timer = expect(4)
-	nothing("held across radii")
-	timer <- time.Time{}
-	nothing("the wait of radius 4 ended while held")
-	enough <- 0
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
 	}
 }

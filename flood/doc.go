@@ -44,10 +44,10 @@
 //
 // Advertise floods radius 1 and waits 1 s, radius 2 and waits 2 s, ..., and
 // stops as soon as enough is closed, ctx ends (the scheduling deadline), or
-// the largest radius has been waited for (ErrMaxRadius). Steered is the same
-// loop steered by the collector of offers (Steer): it floods the next
-// radius as soon as the collector says the last one has been answered, and
-// on enough floods only the extra radii the collector finds worth it.
+// the largest radius has been waited for (ErrMaxRadius). The schedule itself
+// is Growth, a pure value: Advertise's loop steps it, and so does a job's
+// submitter (job/lifecycle), which floods each radius with Flood and moves
+// on sooner when a radius has been answered.
 // Direct sends an advert to a few named peers as a flood's last hop (TTL
 // 1): a submitter reaches the last peers its overlay knows that way,
 // rather than with a radius every agent already reached forwards again.

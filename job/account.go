@@ -2,7 +2,7 @@ package job
 
 import "time"
 
-// Time accounting (issue 19). A job's life on its hosts is split into
+// Time accounting. A job's life on its hosts is split into
 // phases: running (its processes run), frozen (stopped in place, memory
 // kept), swapped (stopped by a checkpoint, memory freed, until it runs
 // again), and the rest (waiting for hosts, starting, ended), which counts
@@ -153,38 +153,4 @@ func phaseOf(cur Phase, to State) (Phase, bool) {
 // time by rounding.
 func (r Record) RemainingTimeout(now time.Time) time.Duration {
 	return max(r.Desc.Timeout-r.TimeAt(now).Running, time.Second)
-}
-
-// onFreeze records a host's freeze or thaw of the job's processes: the
-// job is frozen while any of its hosts holds it frozen.
-func (ss *session) onFreeze(h *hostRun, frozen bool, why string) {
-	h.frozen = frozen
-	anyFrozen := ss.all(func(h *hostRun) bool { return !h.frozen }) == false
-	p := PhaseRunning
-	if anyFrozen {
-		p = PhaseFrozen
-	}
-	if ss.rec.State != Running || p == ss.rec.Phase() {
-		return
-	}
-	if len(why) > MaxReasonLen {
-		why = why[:MaxReasonLen]
-	}
-	ss.rec = SwitchPhase(ss.rec, p, time.Now(), why)
-	ss.save()
-	line := "continued"
-	if frozen {
-		line = "frozen in place: " + why
-	}
-	ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr", Line: line})
-}
-
-// onSliced records a host's RepSliced for the current run.
-func (ss *session) onSliced(total time.Duration) {
-	next := AddSliced(ss.rec, total, time.Now())
-	if next.Time.Sliced == ss.rec.Time.Sliced {
-		return
-	}
-	ss.rec = next
-	ss.save()
 }

@@ -1,16 +1,11 @@
 package job
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
@@ -65,8 +60,8 @@ func (r Record) LastComplete() (Checkpoint, bool) {
 	return Checkpoint{}, false
 }
 
-// restores are the files of checkpoint c for the ranks in procs.
-func restores(c Checkpoint, procs []proto.Proc, submitter peer.ID) []proto.Restore {
+// Restores are the files of checkpoint c for the ranks in procs.
+func Restores(c Checkpoint, procs []proto.Proc, submitter peer.ID) []proto.Restore {
 	var out []proto.Restore
 	for _, p := range procs {
 		for _, f := range c.Files {
@@ -80,32 +75,10 @@ func restores(c Checkpoint, procs []proto.Proc, submitter peer.ID) []proto.Resto
 	return out
 }
 
-// grants are the checkpoint files (by hash) the job's hosts may fetch from
-// the submitter; the report loop adds, fetch handlers read.
-type grants struct {
-	mu sync.Mutex
-	h  map[string]bool
-}
-
-func (g *grants) set(hashes []string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.h = map[string]bool{}
-	for _, h := range hashes {
-		g.h[h] = true
-	}
-}
-
-func (g *grants) has(h string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.h[h]
-}
-
-// addFile adds a rank's file, whose first bytes came at taken, to
+// AddCheckpointFile adds a rank's file, whose first bytes came at taken, to
 // checkpoint num of cps (making it), marks it complete once it has size
 // ranks' files, and returns the manifest. Pure: the table tests drive it.
-func addFile(cps []Checkpoint, num uint64, attempt, size int, f CheckpointFile, taken, now time.Time) []Checkpoint {
+func AddCheckpointFile(cps []Checkpoint, num uint64, attempt, size int, f CheckpointFile, taken, now time.Time) []Checkpoint {
 	i := slices.IndexFunc(cps, func(c Checkpoint) bool { return c.Num == num })
 	if i < 0 {
 		cps = append(cps, Checkpoint{Num: num, Taken: taken, Attempt: attempt})
@@ -139,9 +112,9 @@ func cmpNum(a, b uint64) int {
 	return 0
 }
 
-// keep is what the manifest keeps once a checkpoint is complete: the
+// KeepCheckpoints is what the manifest keeps once a checkpoint is complete: the
 // newest complete one, and any newer one still arriving. Pure.
-func keep(cps []Checkpoint) (kept, dropped []Checkpoint) {
+func KeepCheckpoints(cps []Checkpoint) (kept, dropped []Checkpoint) {
 	last := -1
 	for i, c := range cps {
 		if c.Complete {
@@ -152,134 +125,4 @@ func keep(cps []Checkpoint) (kept, dropped []Checkpoint) {
 		return cps, nil
 	}
 	return append([]Checkpoint(nil), cps[last:]...), append([]Checkpoint(nil), cps[:last]...)
-}
-
-// prune drops the checkpoints older than the newest complete one, and
-// their files no kept checkpoint shares, and grants the kept ones' files.
-func (ss *session) prune() {
-	kept, dropped := keep(ss.rec.Checkpoints)
-	ss.rec.Checkpoints = kept
-	ss.dropCopies(dropped)
-	ss.removeFiles(dropped, ss.grantCheckpoints())
-}
-
-// removeFiles ends the job's hold on the files of cps, except the job's
-// own files and those in keep; a file no other job holds leaves the blob
-// store.
-func (ss *session) removeFiles(cps []Checkpoint, keep []string) {
-	done := map[string]bool{}
-	for _, h := range keep {
-		done[h] = true
-	}
-	for _, c := range cps {
-		for _, f := range c.Files {
-			if done[f.Hash] || ss.isJobFile(f.Hash) {
-				continue
-			}
-			done[f.Hash] = true
-			if h, err := blob.ParseHash(f.Hash); err == nil {
-				ss.s.ckpt.release(ss.id, h)
-			}
-		}
-	}
-}
-
-// grantCheckpoints lets the job's hosts fetch the files of the
-// checkpoints in the manifest, holds them in the blob store, and returns
-// their hashes.
-func (ss *session) grantCheckpoints() []string {
-	var hashes []string
-	var held []blob.Hash
-	for _, c := range ss.rec.Checkpoints {
-		for _, f := range c.Files {
-			hashes = append(hashes, f.Hash)
-			if h, err := blob.ParseHash(f.Hash); err == nil {
-				held = append(held, h)
-			}
-		}
-	}
-	ss.s.ckpt.holdKept(ss.id, held)
-	ss.grants.set(hashes)
-	return hashes
-}
-
-// isJobFile reports whether h is the program's or an input's.
-func (ss *session) isJobFile(h string) bool {
-	for _, f := range append([]proto.FileRef{ss.sub.Program}, ss.sub.Inputs...) {
-		if f.Hash == h {
-			return true
-		}
-	}
-	return false
-}
-
-// dropCheckpoints removes the job's checkpoint files: it ended. The
-// manifest stays in the record, for status.
-func (ss *session) dropCheckpoints() {
-	ss.settleCheckpoints()
-	ss.grants.set(nil)
-	ss.dropCopies(ss.rec.Checkpoints)
-	ss.removeFiles(ss.rec.Checkpoints, nil)
-	_ = os.RemoveAll(ss.checkpointDir())
-}
-
-// checkpointDir is where the job's checkpoint files arrive.
-func (ss *session) checkpointDir() string {
-	return filepath.Join(ss.s.store.Dir(ss.id), "checkpoints")
-}
-
-// dropIncomplete forgets the checkpoints a run that ended left incomplete,
-// and the files still arriving from it: the next run takes those numbers
-// again, for other cuts. The next run calls it before it starts.
-func (ss *session) dropIncomplete() {
-	ss.settleCheckpoints()
-	var kept, gone []Checkpoint
-	for _, c := range ss.rec.Checkpoints {
-		if c.Complete {
-			kept = append(kept, c)
-		} else {
-			gone = append(gone, c)
-		}
-	}
-	if len(gone) == 0 {
-		return
-	}
-	ss.rec.Checkpoints = kept
-	ss.dropCopies(gone)
-	ss.removeFiles(gone, ss.grantCheckpoints())
-}
-
-// dropIn forgets a file arriving.
-func (ss *session) dropIn(rank int, num uint64) {
-	if ss.ckw != nil {
-		ss.ckw.send(ss.ctx, ckptOp{drop: ckKey(rank, num)})
-	}
-}
-
-func ckKey(rank int, num uint64) string { return fmt.Sprintf("%d/%d", rank, num) }
-
-// resumeFrom is the checkpoint the next run restarts from (0: scratch).
-func (ss *session) resumeFrom() uint64 {
-	if c, ok := ss.rec.LastComplete(); ok && ss.sub.Desc.Replicas == 1 {
-		return c.Num
-	}
-	return 0
-}
-
-// restoreFor are the checkpoint files of procs for the next run.
-func (ss *session) restoreFor(procs []proto.Proc) []proto.Restore {
-	c, ok := ss.rec.LastComplete()
-	if !ok || ss.sub.Desc.Replicas != 1 {
-		return nil
-	}
-	return restores(c, procs, ss.s.h.ID())
-}
-
-// restartWords says where the next run starts from.
-func (ss *session) restartWords() string {
-	c, ok := ss.rec.LastComplete()
-	if !ok || ss.sub.Desc.Replicas != 1 {
-		return "from scratch (no complete checkpoint)"
-	}
-	return fmt.Sprintf("from checkpoint %d (taken %s, %d bytes)", c.Num, c.Taken.Format(time.TimeOnly), c.Bytes())
 }

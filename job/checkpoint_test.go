@@ -36,7 +36,7 @@ func TestAddFile(t *testing.T) {
 				attempt++
 				continue
 			}
-			cps = addFile(cps, a.num, attempt, 3, CheckpointFile{Rank: a.rank, Size: 1}, now, now)
+			cps = AddCheckpointFile(cps, a.num, attempt, 3, CheckpointFile{Rank: a.rank, Size: 1}, now, now)
 		}
 		var complete, nums []uint64
 		for _, c := range cps {
@@ -78,9 +78,9 @@ func TestKeep(t *testing.T) {
 		{[]Checkpoint{c(1, true), c(2, true)}, []uint64{2}, []uint64{1}},
 		{[]Checkpoint{c(1, false), c(2, true), c(3, false)}, []uint64{2, 3}, []uint64{1}},
 	} {
-		kept, gone := keep(tc.in)
+		kept, gone := KeepCheckpoints(tc.in)
 		if !equalNums(nums(kept), tc.kept) || !equalNums(nums(gone), tc.gone) {
-			t.Errorf("keep(%v) = %v, %v; want %v, %v", nums(tc.in), nums(kept), nums(gone), tc.kept, tc.gone)
+			t.Errorf("KeepCheckpoints(%v) = %v, %v; want %v, %v", nums(tc.in), nums(kept), nums(gone), tc.kept, tc.gone)
 		}
 	}
 }
@@ -97,7 +97,7 @@ func nums(cps []Checkpoint) []uint64 {
 // checkpoint, under the library's name, and a rank without one gets none.
 func TestRestores(t *testing.T) {
 	cp := Checkpoint{Num: 7, Files: []CheckpointFile{{Rank: 0, Hash: "a", Size: 1}, {Rank: 1, Hash: "b", Size: 2}}}
-	got := restores(cp, []proto.Proc{{Rank: 1}, {Rank: 5}}, "")
+	got := Restores(cp, []proto.Proc{{Rank: 1}, {Rank: 5}}, "")
 	if len(got) != 1 || got[0].Rank != 1 || got[0].Num != 7 || got[0].File != (proto.FileRef{Name: "ckpt-7.rank-1", Hash: "b", Size: 2}) {
 		t.Fatalf("restores = %+v", got)
 	}

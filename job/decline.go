@@ -2,10 +2,8 @@ package job
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
@@ -19,66 +17,6 @@ type DeclineCount struct {
 // MaxDeclineKinds bounds the distinct (code, detail) pairs a record keeps;
 // further kinds are counted under their code alone.
 const MaxDeclineKinds = 16
-
-// maxDecliners bounds the agents a session remembers as having declined
-// (so that one agent counts once, and moves to the offers if it offers
-// later); beyond it, declines are no longer counted.
-const maxDecliners = 1 << 16
-
-// declines is a session's tally of the agents that declined its advert.
-// The session's run goroutine owns it.
-type declines struct {
-	by map[peer.ID]DeclineCount // each decliner's reason (Agents unused)
-}
-
-// add counts one agent's decline; an agent that declined before keeps its
-// first reason.
-func (d *declines) add(from peer.ID, m proto.DeclineMsg) {
-	if d.by == nil {
-		d.by = map[peer.ID]DeclineCount{}
-	}
-	if _, seen := d.by[from]; seen || len(d.by) >= maxDecliners {
-		return
-	}
-	d.by[from] = DeclineCount{Code: m.Code, Detail: m.Detail}
-}
-
-// offered forgets an agent's decline: it offers after all (its slots freed
-// before a wider flood reached it again).
-func (d *declines) offered(from peer.ID) { delete(d.by, from) }
-
-// counts sums the declines by reason, most agents first.
-func (d *declines) counts() []DeclineCount {
-	sums := map[DeclineCount]int{}
-	for _, c := range d.by {
-		sums[c]++
-	}
-	out := make([]DeclineCount, 0, len(sums))
-	for k, n := range sums {
-		k.Agents = n
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Agents != out[j].Agents {
-			return out[i].Agents > out[j].Agents
-		}
-		if out[i].Code != out[j].Code {
-			return out[i].Code < out[j].Code
-		}
-		return out[i].Detail < out[j].Detail
-	})
-	if len(out) > MaxDeclineKinds {
-		rest := map[proto.DeclineCode]int{}
-		for _, c := range out[MaxDeclineKinds-1:] {
-			rest[c.Code] += c.Agents
-		}
-		out = out[:MaxDeclineKinds-1]
-		for code, n := range rest {
-			out = append(out, DeclineCount{Code: code, Detail: "other", Agents: n})
-		}
-	}
-	return out
-}
 
 // SeenSummary says in words how the agents that saw a job's advert
 // answered: "24 agents saw the advert: 6 offered 10 slots, 12 do not allow

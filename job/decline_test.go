@@ -49,34 +49,6 @@ func TestSeenSummary(t *testing.T) {
 	}
 }
 
-// An agent counts once, with its first reason; one that offers after all
-// leaves the declines; the kinds a record keeps are bounded.
-func TestDeclineTally(t *testing.T) {
-	var d declines
-	d.add("a", proto.DeclineMsg{Code: proto.DeclineBusy})
-	d.add("a", proto.DeclineMsg{Code: proto.DeclinePolicy})
-	d.add("b", proto.DeclineMsg{Code: proto.DeclinePolicy})
-	d.add("c", proto.DeclineMsg{Code: proto.DeclinePolicy})
-	d.add("e", proto.DeclineMsg{Code: proto.DeclineMemory, Detail: "mem=8G"})
-	d.offered("e")
-	got := d.counts()
-	want := []DeclineCount{{Code: proto.DeclinePolicy, Agents: 2}, {Code: proto.DeclineBusy, Agents: 1}}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("counts %v, want %v", got, want)
-	}
-	var many declines
-	for i := range 3 * MaxDeclineKinds {
-		many.add(peer.ID(fmt.Sprint("p", i)), proto.DeclineMsg{Code: proto.DeclineRequirement, Detail: fmt.Sprintf("label=l%d", i)})
-	}
-	kinds, agents := many.counts(), 0
-	for _, c := range kinds {
-		agents += c.Agents
-	}
-	if len(kinds) > MaxDeclineKinds || agents != 3*MaxDeclineKinds {
-		t.Fatalf("%d kinds for %d agents, want at most %d kinds for %d", len(kinds), agents, MaxDeclineKinds, 3*MaxDeclineKinds)
-	}
-}
-
 func FuzzDecodeDecline(f *testing.F) {
 	f.Add([]byte(`{"job":"j1","code":"busy"}`))
 	f.Add([]byte(`{"job":"j1","code":"memory","detail":"mem=8G"}`))
@@ -87,9 +59,7 @@ func FuzzDecodeDecline(f *testing.F) {
 		if wire.DecodeJSON(b, &m) != nil || m.Validate() != nil {
 			return
 		}
-		var d declines
-		d.add("p", m)
-		if s := SeenSummary(nil, d.counts()); !strings.HasPrefix(s, "1 agent saw the advert: 1 ") {
+		if s := SeenSummary(nil, []DeclineCount{{Code: m.Code, Detail: m.Detail, Agents: 1}}); !strings.HasPrefix(s, "1 agent saw the advert: 1 ") {
 			t.Fatalf("summary %q", s)
 		}
 		enc, err := json.Marshal(m)

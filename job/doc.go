@@ -1,8 +1,9 @@
-// Package job owns a job from the submitter's side: its description and
-// validation, IDs and states, what an advert asks for (Need), the offers that
-// come back, reservation, feasibility and placement (P2P-MPI's spread and
-// concentrate, rank numbering, replicas on distinct hosts), the two-phase
-// start, commit and cancel, retries, and the job records kept on disk.
+// Package job owns what a job is on its submitter's side: its description
+// and validation, its states and record, the offers that come back and
+// placement (P2P-MPI's feasibility, spread and concentrate, rank numbering,
+// replicas on distinct hosts), what a failure triggers (Recover), the
+// checkpoint manifest's rules, and the records kept on disk. These are
+// plain functions over values; job/lifecycle drives them.
 //
 // # Placement (pure)
 //
@@ -19,7 +20,7 @@
 // Since u_i <= c_i <= n, the ranks of one host are distinct: no host ever
 // holds two copies of a rank, and every rank appears exactly r times.
 // Offers that run nothing (u_i = 0) and the spares beyond slist come back in
-// Plan.Cancel. Hold those leases until the job runs: Replan re-places a job
+// Plan.Spares. Hold those leases until the job runs: Replan re-places a job
 // without the hosts that failed to start, using the spares first (CrossGrid's
 // retry), and says ErrInfeasible when a new flood is needed.
 // Plan.RankTable is the table the commits carry (proto.RankTable, checked
@@ -51,13 +52,20 @@
 // # States and records
 //
 // A job moves waiting → reserving → starting → running → done | failed |
-// cancelled; Transition is the pure step function and refuses illegal
-// moves. A failed start may go back to starting (retry on the spares) or
-// reserving (match again), and a running job that lost a host with r = 1 to
-// reserving. A Record keeps the description, key, plan and dated history;
-// Store keeps records under <data-dir>/jobs/<id>/record.json, written
-// atomically, and List reports unreadable records without failing.
+// cancelled | stopped; Transition is the pure step function and refuses
+// illegal moves. A failed start may go back to starting (retry on the
+// spares) or reserving (match again), and a running job that lost a host
+// with r = 1 to reserving. Recover decides what a Failure triggers. A
+// Record keeps the description, key, plan and dated history; Store keeps
+// records under <data-dir>/jobs/<id>/record.json, written atomically, and
+// List reports unreadable records without failing.
 //
-// IDs (NewID, ParseID) are safe as folder names; a Key is the job's secret,
-// redacted when printed.
+// IDs (proto.NewJobID, proto.ParseJobID) are safe as folder names; a Key
+// is the job's secret, redacted when printed.
+//
+// # The rest of the submitter's side
+//
+// The wire vocabulary both sides share is in job/proto; the job's life on
+// its submitter, a pure state machine, in job/lifecycle; the service that
+// runs it, in job/submitter.
 package job

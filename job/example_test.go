@@ -26,7 +26,7 @@ func ExamplePlace() {
 	for _, h := range plan.Hosts {
 		fmt.Println(string(h.Offer.Peer), h.Procs)
 	}
-	fmt.Println("cancel", string(plan.Cancel[0].Peer))
+	fmt.Println("cancel", string(plan.Spares[0].Peer))
 
 	_, err = job.Place(job.Spread, rlist[:1], 3, 2)
 	fmt.Println(err)

@@ -1,7 +1,6 @@
 package job
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -40,56 +39,11 @@ func CopiesLeft(plan Plan, lost []LostCopy, rank int) int {
 	return left
 }
 
-// lostNotice is the line a user following the job reads about a lost copy.
-func lostNotice(l LostCopy, left int) string {
-	copies := "copies"
-	if left == 1 {
-		copies = "copy"
-	}
-	return fmt.Sprintf("rank %d copy %d lost on %s (%s); %d %s left", l.Rank, l.Replica, shortPeer(l.Host), l.Why, left, copies)
-}
-
-// shortPeer names a peer for a person: the start and the end of its ID.
-func shortPeer(p peer.ID) string {
+// ShortPeer names a peer for a person: the start and the end of its ID.
+func ShortPeer(p peer.ID) string {
 	s := p.String()
 	if len(s) <= 12 {
 		return s
 	}
 	return s[:4] + "…" + s[len(s)-4:]
-}
-
-// loseCopies records copies lost on host, tells the user once per copy,
-// and returns the ranks left without a copy.
-func (ss *session) loseCopies(host peer.ID, procs []proto.Proc, why string) (orphans []int) {
-	if ss.rec.Plan == nil {
-		return nil
-	}
-	now := time.Now()
-	for _, p := range procs {
-		if ss.copyLost(p) {
-			continue
-		}
-		l := LostCopy{Rank: p.Rank, Replica: p.Replica, Host: host, At: now, Why: why}
-		if len(ss.rec.Lost) < MaxLost {
-			ss.rec.Lost = append(ss.rec.Lost, l)
-		}
-		ss.lost = append(ss.lost, l)
-		left := CopiesLeft(*ss.rec.Plan, ss.lost, p.Rank)
-		ss.feed.append(Update{Kind: "output", Rank: -1, Stream: "stderr", Line: lostNotice(l, left)})
-		if left == 0 {
-			orphans = append(orphans, p.Rank)
-		}
-	}
-	ss.save()
-	return orphans
-}
-
-// copyLost reports whether copy p was counted lost already.
-func (ss *session) copyLost(p proto.Proc) bool {
-	for _, l := range ss.lost {
-		if l.Rank == p.Rank && l.Replica == p.Replica {
-			return true
-		}
-	}
-	return false
 }

@@ -29,9 +29,4 @@ func TestCopiesLeft(t *testing.T) {
 			t.Errorf("lost %v: rank %d has %d copies left, want %d", tc.lost, tc.rank, got, tc.want)
 		}
 	}
-	l := LostCopy{Rank: 3, Replica: 1, Host: peer.ID("12D3KooWAbCdEfGhx3kQ"), Why: "agent unreachable"}
-	want := "rank 3 copy 1 lost on " + shortPeer(l.Host) + " (agent unreachable); 1 copy left"
-	if got := lostNotice(l, 1); got != want {
-		t.Errorf("notice %q, want %q", got, want)
-	}
 }

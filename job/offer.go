@@ -32,6 +32,9 @@ type Offer struct {
 	Relayed bool `json:"relayed,omitempty"`
 	// GangFree is the worker's free rotation columns (OfferMsg.GangFree).
 	GangFree *uint64 `json:"gang_free,omitempty"`
+	// Expires is when the worker's lease of the offer ends unless it is
+	// committed (OfferMsg.Expires); zero: never said.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // SortRList sorts offers by ascending RTT, ties broken by peer ID, so that

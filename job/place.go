@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/zorilla-p2p/zorilla/job/proto"
@@ -14,21 +15,22 @@ type HostPlan struct {
 }
 
 // Plan is a placement: the hosts that run processes (u_i > 0), in slist
-// order, and the offers to cancel (u_i = 0, unusable offers and the spares
-// beyond slist). A submitter should hold the Cancel leases until the job
-// runs: they are the spares Replan draws on when a start fails.
+// order, and the offers it does not use (u_i = 0, unusable offers and the
+// offers beyond slist). A submitter keeps a few of those, the spares,
+// reserved until the job runs (Replan draws on them when a start fails),
+// and gives the rest back.
 type Plan struct {
 	N        int        `json:"n"`
 	R        int        `json:"r"`
 	Strategy Strategy   `json:"strategy"`
 	Hosts    []HostPlan `json:"hosts"`
-	Cancel   []Offer    `json:"cancel,omitempty"`
+	Spares   []Offer    `json:"cancel,omitempty"` // the offers not used; its JSON name is older
 }
 
 // Place runs P2P-MPI's co-allocation over an rlist given in preference order
 // (SortRList, or OrderRList for a rank preference): select slist, check
 // feasibility, map n×r processes with the strategy, number the ranks, and
-// list the offers to cancel. rlist is not modified. Offers of no slot and
+// list the offers it does not use. rlist is not modified. Offers of no slot and
 // repeated offers from one peer are never used. An infeasible request gives
 // an error wrapping ErrInfeasible that says why.
 func Place(s Strategy, rlist []Offer, n, r int) (Plan, error) {
@@ -52,13 +54,13 @@ func Place(s Strategy, rlist []Offer, n, r int) (Plan, error) {
 	procs := assignRanks(u, n)
 	for i, o := range slist {
 		if u[i] == 0 {
-			p.Cancel = append(p.Cancel, o)
+			p.Spares = append(p.Spares, o)
 			continue
 		}
 		p.Hosts = append(p.Hosts, HostPlan{Offer: o, Procs: procs[i]})
 	}
-	p.Cancel = append(p.Cancel, spares...)
-	p.Cancel = append(p.Cancel, drop...)
+	p.Spares = append(p.Spares, spares...)
+	p.Spares = append(p.Spares, drop...)
 	return p, nil
 }
 
@@ -91,13 +93,13 @@ func Replan(prev Plan, failed map[peer.ID]bool) (Plan, error) {
 // replan is Replan; pmi places with PlacePMI (an MPICH job's hosts must
 // reach each other directly).
 func replan(prev Plan, failed map[peer.ID]bool, pmi bool) (Plan, error) {
-	rlist := make([]Offer, 0, len(prev.Hosts)+len(prev.Cancel))
+	rlist := make([]Offer, 0, len(prev.Hosts)+len(prev.Spares))
 	for _, h := range prev.Hosts {
 		if !failed[h.Offer.Peer] {
 			rlist = append(rlist, h.Offer)
 		}
 	}
-	for _, o := range prev.Cancel {
+	for _, o := range prev.Spares {
 		if !failed[o.Peer] {
 			rlist = append(rlist, o)
 		}
@@ -134,4 +136,22 @@ func (p Plan) Procs(id peer.ID) []proto.Proc {
 		}
 	}
 	return nil
+}
+
+// Offers are the offers of the plan's hosts, in its order.
+func (p Plan) Offers() []Offer {
+	out := make([]Offer, len(p.Hosts))
+	for i, h := range p.Hosts {
+		out[i] = h.Offer
+	}
+	return out
+}
+
+// Farthest is the largest RTT of the plan's hosts.
+func (p Plan) Farthest() time.Duration {
+	var d time.Duration
+	for _, h := range p.Hosts {
+		d = max(d, h.Offer.RTT)
+	}
+	return d
 }

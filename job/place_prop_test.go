@@ -58,7 +58,7 @@ func TestPlaceProperties(t *testing.T) {
 		if err := p.RankTable().Check(n, r); err != nil {
 			t.Fatalf("iter %d: rank table: %v", iter, err)
 		}
-		if got := len(p.Hosts) + len(p.Cancel); got != len(rlist) {
+		if got := len(p.Hosts) + len(p.Spares); got != len(rlist) {
 			t.Fatalf("iter %d: %d hosts + cancels, want %d offers", iter, got, len(rlist))
 		}
 		checkStrategyShape(t, s, p, slist)

@@ -37,7 +37,7 @@ func layout(p Plan) (string, string) {
 		hs = append(hs, string(h.Offer.Peer)+":"+strings.Join(ps, ","))
 	}
 	var cs []string
-	for _, o := range p.Cancel {
+	for _, o := range p.Spares {
 		cs = append(cs, string(o.Peer))
 	}
 	return strings.Join(hs, " "), strings.Join(cs, " ")

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/multiformats/go-multiaddr"
 )
 
@@ -31,11 +30,11 @@ func (d Description) checkPMI() error {
 	return nil
 }
 
-// preferDirect moves the offers of hosts known only through a relay
+// PreferDirect moves the offers of hosts known only through a relay
 // behind the others, keeping each group's order: MPICH's ranks connect to
 // each other directly, which a host behind a NAT that only a relay
 // reaches cannot take part in. An offer with no address is not judged.
-func preferDirect(rlist []Offer) {
+func PreferDirect(rlist []Offer) {
 	sort.SliceStable(rlist, func(i, j int) bool { return !relayOnly(rlist[i]) && relayOnly(rlist[j]) })
 }
 
@@ -72,7 +71,7 @@ func PlacePMI(s Strategy, rlist []Offer, n int) (Plan, error) {
 	}
 	if len(behind) > 0 && len(direct) > 0 {
 		if p, err := Place(s, direct, n, 1); err == nil {
-			p.Cancel = append(p.Cancel, behind...)
+			p.Spares = append(p.Spares, behind...)
 			return p, nil
 		}
 	}
@@ -95,7 +94,7 @@ func PlacePMI(s Strategy, rlist []Offer, n int) (Plan, error) {
 				}
 				for _, other := range rlist {
 					if other.Peer != o.Peer {
-						alone.Cancel = append(alone.Cancel, other)
+						alone.Spares = append(alone.Spares, other)
 					}
 				}
 				return alone, nil
@@ -118,7 +117,7 @@ func checkPMIPlan(plan Plan, direct []Offer, n int) error {
 	var behind []string
 	for _, h := range plan.Hosts {
 		if relayOnly(h.Offer) {
-			behind = append(behind, shortPeer(h.Offer.Peer))
+			behind = append(behind, ShortPeer(h.Offer.Peer))
 		}
 	}
 	if len(behind) == 0 {
@@ -135,15 +134,4 @@ func checkPMIPlan(plan Plan, direct []Offer, n int) error {
 	return fmt.Errorf("%w: pmi: %s, and MPICH's ranks open TCP connections to each other directly, "+
 		"which cannot reach a host behind a NAT; the directly reachable hosts offered %d of the %d slots the job needs: "+
 		"add agents others can reach directly, or keep the job on one host (-a concentrate)", ErrInfeasible, what, slots, n)
-}
-
-// onlyRelayed reports connections that all go through a relay (none
-// direct); no connection at all is not judged.
-func onlyRelayed(conns []network.Conn) bool {
-	for _, c := range conns {
-		if _, err := c.RemoteMultiaddr().ValueForProtocol(multiaddr.P_CIRCUIT); err != nil {
-			return false
-		}
-	}
-	return len(conns) > 0
 }

@@ -45,7 +45,7 @@ func TestPreferDirect(t *testing.T) {
 		{Peer: "d"},
 		{Peer: "e", Addrs: []multiaddr.Multiaddr{relay}},
 	}
-	preferDirect(rlist)
+	PreferDirect(rlist)
 	var got string
 	for _, o := range rlist {
 		got += string(o.Peer)
@@ -66,23 +66,13 @@ func TestPlacePMI(t *testing.T) {
 	ids := realPeers(t, 4)
 	short := make([]string, len(ids))
 	for i, id := range ids {
-		short[i] = shortPeer(id)
+		short[i] = ShortPeer(id)
 	}
 	// offer i of host i with slots, reachable through addrs.
 	offer := func(i, slots int, addrs ...multiaddr.Multiaddr) Offer {
 		return Offer{Peer: ids[i], Lease: fmt.Sprint("lease-", i), Slots: slots, RTT: time.Duration(i+1) * time.Millisecond, Addrs: addrs}
 	}
-	for _, tc := range []struct {
-		name     string
-		strategy Strategy
-		n        int
-		rlist    []Offer
-		hosts    []int    // hosts of the plan, in order; nil: refused
-		cancel   []int    // offers given back (in any order)
-		named    []string // the refusal names these hosts...
-		unnamed  []string // ...and not these
-		says     []string
-	}{
+	for _, tc := range []pmiCase{
 		{name: "every host direct: as Place", strategy: Spread, n: 3,
 			rlist: []Offer{offer(0, 2, direct), offer(1, 2, direct), offer(2, 2, direct)},
 			hosts: []int{0, 1, 2}},
@@ -120,55 +110,77 @@ func TestPlacePMI(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := PlacePMI(tc.strategy, append([]Offer(nil), tc.rlist...), tc.n)
 			if tc.hosts == nil {
-				if err == nil {
-					t.Fatalf("placed %v, want a refusal", p.Peers())
-				}
-				if !errors.Is(err, ErrInfeasible) {
-					t.Errorf("%v does not wrap ErrInfeasible", err)
-				}
-				for _, s := range append(tc.named, tc.says...) {
-					if !strings.Contains(err.Error(), s) {
-						t.Errorf("%v does not say %q", err, s)
-					}
-				}
-				for _, s := range tc.unnamed {
-					if strings.Contains(err.Error(), s) {
-						t.Errorf("%v names directly reachable host %s", err, s)
-					}
-				}
+				tc.checkRefusal(t, p, err)
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got, want []peer.ID
-			for _, h := range tc.hosts {
-				want = append(want, ids[h])
-			}
-			got = p.Peers()
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("hosts %v, want %v", got, want)
-			}
-			procs := 0
-			for _, h := range p.Hosts {
-				procs += len(h.Procs)
-			}
-			if procs != tc.n {
-				t.Errorf("%d processes placed, want %d", procs, tc.n)
-			}
-			back := map[peer.ID]bool{}
-			for _, o := range p.Cancel {
-				back[o.Peer] = true
-			}
-			for _, c := range tc.cancel {
-				if !back[ids[c]] {
-					t.Errorf("offer of host %d not given back: Cancel %v", c, p.Cancel)
-				}
-			}
-			if len(p.Hosts)+len(p.Cancel) != len(tc.rlist) {
-				t.Errorf("%d hosts + %d given back, want the %d offers accounted for", len(p.Hosts), len(p.Cancel), len(tc.rlist))
-			}
+			tc.checkPlan(t, p, ids)
 		})
+	}
+}
+
+// pmiCase is one placement of TestPlacePMI.
+type pmiCase struct {
+	name     string
+	strategy Strategy
+	n        int
+	rlist    []Offer
+	hosts    []int    // hosts of the plan, in order; nil: refused
+	cancel   []int    // offers given back (in any order)
+	named    []string // the refusal names these hosts...
+	unnamed  []string // ...and not these
+	says     []string
+}
+
+func (tc pmiCase) checkRefusal(t *testing.T, p Plan, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("placed %v, want a refusal", p.Peers())
+	}
+	if !errors.Is(err, ErrInfeasible) {
+		t.Errorf("%v does not wrap ErrInfeasible", err)
+	}
+	for _, s := range append(tc.named, tc.says...) {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%v does not say %q", err, s)
+		}
+	}
+	for _, s := range tc.unnamed {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("%v names directly reachable host %s", err, s)
+		}
+	}
+}
+
+func (tc pmiCase) checkPlan(t *testing.T, p Plan, ids []peer.ID) {
+	t.Helper()
+	var want []peer.ID
+	for _, h := range tc.hosts {
+		want = append(want, ids[h])
+	}
+	if got := p.Peers(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hosts %v, want %v", got, want)
+	}
+	procs := 0
+	for _, h := range p.Hosts {
+		procs += len(h.Procs)
+	}
+	if procs != tc.n {
+		t.Errorf("%d processes placed, want %d", procs, tc.n)
+	}
+	back := map[peer.ID]bool{}
+	for _, o := range p.Spares {
+		back[o.Peer] = true
+	}
+	for _, c := range tc.cancel {
+		if !back[ids[c]] {
+			t.Errorf("offer of host %d not given back: Cancel %v", c, p.Spares)
+		}
+	}
+	if len(p.Hosts)+len(p.Spares) != len(tc.rlist) {
+		t.Errorf("%d hosts + %d given back, want the %d offers accounted for", len(p.Hosts), len(p.Spares), len(tc.rlist))
 	}
 }
 
@@ -192,7 +204,7 @@ func TestReplanPMI(t *testing.T) {
 	}
 	if p, err := replan(prev, failed, true); err == nil {
 		t.Fatalf("replan of a PMI job placed %v beside a relay-only host, want a refusal", p.Peers())
-	} else if !strings.Contains(err.Error(), shortPeer(ids[2])) {
+	} else if !strings.Contains(err.Error(), ShortPeer(ids[2])) {
 		t.Errorf("%v does not name the relay-only host", err)
 	}
 }

@@ -20,23 +20,12 @@ type FloodSample struct {
 // latest, as MaxHistory does for events.
 const MaxFloodSamples = 128
 
-// appendSample adds s to ss, dropping the oldest after the first half
+// AppendSample adds s to ss, dropping the oldest after the first half
 // beyond MaxFloodSamples.
-func appendSample(ss []FloodSample, s FloodSample) []FloodSample {
+func AppendSample(ss []FloodSample, s FloodSample) []FloodSample {
 	if len(ss)+1 > MaxFloodSamples {
 		keep := MaxFloodSamples / 2
 		ss = append(ss[:keep:keep], ss[len(ss)+1-(MaxFloodSamples-keep):]...)
 	}
 	return append(ss, s)
-}
-
-// sample records where the reservation stands, in the record and in the
-// feed (an Update of kind "progress"): radius is the one flooded last.
-func (ss *session) sample(radius int) {
-	r := max(radius, 1) // radius 1 goes out at once
-	d := ss.sub.Desc
-	s := FloodSample{At: time.Now(), Match: ss.rec.Matches, Radius: r,
-		Offers: len(ss.rlist), Slots: ss.slots(), Need: d.Nodes * d.Replicas}
-	ss.rec.Flood = appendSample(ss.rec.Flood, s)
-	ss.feed.append(Update{Kind: "progress", Flood: &s})
 }

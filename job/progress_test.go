@@ -5,7 +5,7 @@ import "testing"
 func TestAppendSampleBounded(t *testing.T) {
 	var ss []FloodSample
 	for i := range 3 * MaxFloodSamples {
-		ss = appendSample(ss, FloodSample{Offers: i})
+		ss = AppendSample(ss, FloodSample{Offers: i})
 		if len(ss) > MaxFloodSamples {
 			t.Fatalf("%d samples kept, want at most %d", len(ss), MaxFloodSamples)
 		}

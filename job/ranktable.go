@@ -12,7 +12,7 @@ import (
 // hosts in the plan's order, each with its site among the job's
 // (SiteClasses), and where every copy of every rank runs.
 func (p Plan) RankTable() proto.RankTable {
-	offers := planOffers(p)
+	offers := p.Offers()
 	site := SiteClasses(offers)
 	hosts := make([]proto.HostRef, len(p.Hosts))
 	for i, h := range p.Hosts {

@@ -9,26 +9,43 @@ import (
 )
 
 // Failure is a problem the submitter detects (CrossGrid's Table 1, in
-// Zorilla's terms; see the design's failure table).
-type Failure string
+// Zorilla's terms; see the design's failure table): its kind, the hosts
+// at fault, for a rank's failure the rank and its exit status, and what
+// the user is told.
+type Failure struct {
+	Kind  FailureKind
+	Hosts []peer.ID
+	Rank  int
+	Code  int
+	Why   string
+}
+
+func (f Failure) Error() string { return f.Why }
+
+// FailureKind says what kind of problem a Failure is.
+type FailureKind string
 
 const (
 	// HostSilent: a chosen host did not answer the commit in time, refused
-	// it (lease gone, hash mismatch) or could not start its processes.
-	HostSilent Failure = "host-silent"
+	// it (hash mismatch, a lease it lost) or could not start its processes.
+	HostSilent FailureKind = "host-silent"
+	// LeaseExpired: the chosen hosts' leases expired before their commit
+	// (the job's start came after its offers' life). The hosts are fine:
+	// the job matches again at once.
+	LeaseExpired FailureKind = "lease-expired"
 	// StartTimeout: the two-phase start did not complete in time (not every
 	// rank started).
-	StartTimeout Failure = "start-timeout"
+	StartTimeout FailureKind = "start-timeout"
 	// HostLost: a host died or became unreachable while the job ran.
-	HostLost Failure = "host-lost"
+	HostLost FailureKind = "host-lost"
 	// BadProgram: a chosen host could not start the program because of
 	// the program itself (exec format error, missing loader or
 	// interpreter, not executable). Once a second host says so, the job
 	// fails at once: no host will do better.
-	BadProgram Failure = "bad-program"
+	BadProgram FailureKind = "bad-program"
 	// RankFailed: a rank exited non-zero (CrossGrid: abnormal subjob
 	// termination; the user is told).
-	RankFailed Failure = "rank-failed"
+	RankFailed FailureKind = "rank-failed"
 )
 
 // Action is what the submitter does about a failure.
@@ -99,30 +116,31 @@ type Recovery struct {
 }
 
 // Recover decides what a failure triggers, as a pure function of the
-// record (its state, plan and counters), the failure, the hosts involved
-// (for HostLost: every host lost since the job started running), the retry
-// policy and, for RankFailed, the rank and its exit status. The caller
-// then moves the record with Transition(r, rec.State, now, rec.Reason),
-// except for Continue.
-func Recover(r Record, f Failure, failed []peer.ID, rp RetryPolicy, rank, exit int) Recovery {
-	switch f {
+// record (its state, plan and counters), the failure (for HostLost, its
+// Hosts are every host lost since the job started running) and the retry
+// policy. The caller then moves the record with Transition(r, rec.State,
+// now, rec.Reason), except for Continue.
+func Recover(r Record, f Failure, rp RetryPolicy) Recovery {
+	switch f.Kind {
 	case BadProgram:
 		if len(r.BadProgram) >= 2 {
-			return Recovery{Action: Fail, State: Failed, Unavailable: failed,
+			return Recovery{Action: Fail, State: Failed, Unavailable: f.Hosts,
 				Reason: fmt.Sprintf("%d hosts said so; not tried further", len(r.BadProgram))}
 		}
-		return recoverStart(r, f, failed, rp)
+		return recoverStart(r, f.Kind, f.Hosts, rp)
 	case HostSilent, StartTimeout:
-		return recoverStart(r, f, failed, rp)
+		return recoverStart(r, f.Kind, f.Hosts, rp)
+	case LeaseExpired:
+		return rematchOrFail(r, fmt.Sprintf("%s on %d hosts (start %d)", f.Kind, len(f.Hosts), r.Starts), nil, rp)
 	case HostLost:
-		return recoverLost(r, failed, rp)
+		return recoverLost(r, f.Hosts, rp)
 	case RankFailed:
-		return Recovery{Action: Fail, State: Failed, Reason: fmt.Sprintf("rank %d exited with status %d", rank, exit)}
+		return Recovery{Action: Fail, State: Failed, Reason: fmt.Sprintf("rank %d exited with status %d", f.Rank, f.Code)}
 	}
-	return Recovery{Action: Fail, State: Failed, Reason: fmt.Sprintf("unknown failure %q", f)}
+	return Recovery{Action: Fail, State: Failed, Reason: fmt.Sprintf("unknown failure %q", f.Kind)}
 }
 
-func recoverStart(r Record, f Failure, failed []peer.ID, rp RetryPolicy) Recovery {
+func recoverStart(r Record, f FailureKind, failed []peer.ID, rp RetryPolicy) Recovery {
 	why := fmt.Sprintf("%s on %d hosts (start %d)", f, len(failed), r.Starts)
 	if r.Plan != nil && r.Starts < rp.StartsPerMatch {
 		if p, err := replan(*r.Plan, peerSet(failed), r.Desc.PMI); err == nil {
@@ -177,8 +195,8 @@ func everyRankSurvives(p Plan, failed map[peer.ID]bool) bool {
 	return true
 }
 
-// appendHost adds p to hosts unless it is there or hosts is full.
-func appendHost(hosts []peer.ID, p peer.ID) []peer.ID {
+// AppendHost adds p to hosts unless it is there or hosts is full.
+func AppendHost(hosts []peer.ID, p peer.ID) []peer.ID {
 	if len(hosts) >= MaxUnavailable || slices.Contains(hosts, p) {
 		return hosts
 	}

@@ -36,7 +36,7 @@ func TestRecover(t *testing.T) {
 	tests := []struct {
 		name   string
 		r      Record
-		f      Failure
+		f      FailureKind
 		failed []peer.ID
 		want   Action
 		state  State
@@ -76,29 +76,40 @@ func TestRecover(t *testing.T) {
 			failed: []peer.ID{"C"}, want: Fail, state: Failed, reason: "2 hosts said so"},
 		{name: "bad program twice on one host: a new match", r: badOn(recordAt(t, four, Reserving, Starting, Starting), "B"), f: BadProgram,
 			failed: []peer.ID{"B"}, want: Rematch, state: Reserving},
+		{name: "leases expired before the commit: match again at once", r: recordAt(t, four, Reserving, Starting), f: LeaseExpired,
+			failed: []peer.ID{"A", "B"}, want: Rematch, state: Reserving, reason: "lease-expired on 2 hosts (start 1): match again"},
+		{name: "leases expired, matched too often: fail", r: recordAt(t, four, Reserving, Starting, Reserving, Starting, Reserving, Starting),
+			f: LeaseExpired, failed: []peer.ID{"A"}, want: Fail, state: Failed, reason: "gave up after 3 matches"},
 		{name: "rank failed", r: recordAt(t, four, Reserving, Starting, Running), f: RankFailed,
 			want: Fail, state: Failed, reason: "rank 3 exited with status 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := Recover(tt.r, tt.f, tt.failed, rp, 3, 2)
-			if rec.Action != tt.want || rec.State != tt.state || !strings.Contains(rec.Reason, tt.reason) {
-				t.Fatalf("Recover = %s -> %s (%q), want %s -> %s (%q)", rec.Action, rec.State, rec.Reason, tt.want, tt.state, tt.reason)
-			}
-			if rec.Restart != tt.restart || rec.Backoff != tt.backoff {
-				t.Errorf("restart %v after %v, want %v after %v", rec.Restart, rec.Backoff, tt.restart, tt.backoff)
-			}
-			if tt.hosts != "" {
-				if got, _ := layout(rec.Plan); got != tt.hosts {
-					t.Errorf("new plan %q, want %q", got, tt.hosts)
-				}
-			}
-			if rec.Action != Continue {
-				if _, err := Transition(tt.r, rec.State, time.Unix(1, 0), rec.Reason); err != nil {
-					t.Errorf("the recovery's state is not reachable: %v", err)
-				}
-			}
+			checkRecovery(t, tt.r, Recover(tt.r, Failure{Kind: tt.f, Hosts: tt.failed, Rank: 3, Code: 2}, rp),
+				tt.want, tt.state, tt.reason, tt.hosts, tt.restart, tt.backoff)
 		})
+	}
+}
+
+// checkRecovery compares a recovery with the one wanted, and checks that
+// its state can be reached from the record's.
+func checkRecovery(t *testing.T, r Record, rec Recovery, want Action, state State, reason, hosts string, restart bool, backoff time.Duration) {
+	t.Helper()
+	if rec.Action != want || rec.State != state || !strings.Contains(rec.Reason, reason) {
+		t.Fatalf("Recover = %s -> %s (%q), want %s -> %s (%q)", rec.Action, rec.State, rec.Reason, want, state, reason)
+	}
+	if rec.Restart != restart || rec.Backoff != backoff {
+		t.Errorf("restart %v after %v, want %v after %v", rec.Restart, rec.Backoff, restart, backoff)
+	}
+	if hosts != "" {
+		if got, _ := layout(rec.Plan); got != hosts {
+			t.Errorf("new plan %q, want %q", got, hosts)
+		}
+	}
+	if rec.Action != Continue {
+		if _, err := Transition(r, rec.State, time.Unix(1, 0), rec.Reason); err != nil {
+			t.Errorf("the recovery's state is not reachable: %v", err)
+		}
 	}
 }
 
@@ -126,7 +137,7 @@ func TestBackoff(t *testing.T) {
 func TestAppendRun(t *testing.T) {
 	var runs []Run
 	for i := 1; i <= MaxRuns+5; i++ {
-		runs = appendRun(runs, Run{Attempt: i})
+		runs = AppendRun(runs, Run{Attempt: i})
 	}
 	if len(runs) != MaxRuns || runs[0].Attempt != 1 || runs[1].Attempt != 7 || runs[len(runs)-1].Attempt != MaxRuns+5 {
 		t.Fatalf("%d runs, attempts %d, %d ... %d: want %d, the first and the latest", len(runs), runs[0].Attempt, runs[1].Attempt, runs[len(runs)-1].Attempt, MaxRuns)

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
 func TestSiteClasses(t *testing.T) {
@@ -36,31 +34,6 @@ func TestSiteClasses(t *testing.T) {
 		}
 		if got := SiteClasses(offers); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-// TestCommitsCarrySites: every host's commit names the same sites for the
-// job's hosts, from their labels and the submitter's RTTs.
-func TestCommitsCarrySites(t *testing.T) {
-	ss := &session{sub: Submission{Desc: Description{Nodes: 4, Replicas: 1}}}
-	ms := time.Millisecond
-	plan := Plan{N: 4, R: 1, Hosts: []HostPlan{
-		{Offer{Peer: "a", RTT: ms / 10}, []proto.Proc{{Rank: 0}}},
-		{Offer{Peer: "b", RTT: 20 * ms}, []proto.Proc{{Rank: 1}}},
-		{Offer{Peer: "c", RTT: ms / 5}, []proto.Proc{{Rank: 2}}},
-		{Offer{Peer: "d", RTT: ms / 5, Site: "far"}, []proto.Proc{{Rank: 3}}},
-	}}
-	want := map[string]int{"a": 1, "b": 2, "c": 1, "d": 0}
-	reqs := ss.commits(plan)
-	if len(reqs) != 4 {
-		t.Fatalf("%d commits", len(reqs))
-	}
-	for p, req := range reqs {
-		for _, h := range req.Commit.Hosts {
-			if h.Site != want[string(h.Peer)] {
-				t.Errorf("commit to %s: host %s in site %d, want %d", p, h.Peer, h.Site, want[string(h.Peer)])
-			}
 		}
 	}
 }

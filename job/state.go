@@ -32,12 +32,14 @@ var ErrTransition = errors.New("job: illegal state transition")
 // transitions lists the legal moves. Besides the straight path, a failed
 // start goes back to Starting (retry on the spares) or Reserving (match
 // again, CrossGrid's Table 1), and a running job whose host dies with r = 1
-// goes back to Reserving to be restarted.
+// goes back to Reserving to be restarted; a job whose processes all started
+// (Running) but whose ranks did not all reach mpi.Init in time goes back to
+// Starting, its start retried.
 var transitions = map[State][]State{
 	Waiting:   {Reserving, Failed, Cancelled},
 	Reserving: {Starting, Done, Failed, Cancelled}, // Done: a dry run's list-match ended
 	Starting:  {Running, Starting, Reserving, Failed, Cancelled},
-	Running:   {Done, Failed, Cancelled, Reserving, Stopped},
+	Running:   {Done, Failed, Cancelled, Reserving, Stopped, Starting},
 	Stopped:   {Reserving, Cancelled}, // resumed, or its checkpoint dropped
 }
 
@@ -64,8 +66,8 @@ func CanTransition(from, to State) bool {
 	return false
 }
 
-// Event is one state change of a job.
-type Event struct {
+// StateChange is one state change of a job, in its record's history.
+type StateChange struct {
 	State  State     `json:"state"`
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason,omitempty"`
@@ -85,21 +87,21 @@ const (
 // the end: its description, key, state with the times of every change, the
 // current plan and the outcome.
 type Record struct {
-	ID       ID          `json:"id"`
-	Key      Key         `json:"key"`
-	Desc     Description `json:"desc"`
-	State    State       `json:"state"`
-	Created  time.Time   `json:"created"`
-	Updated  time.Time   `json:"updated"`
-	History  []Event     `json:"history"`
-	Attempts int         `json:"attempts,omitempty"` // starts tried so far, in all
-	Matches  int         `json:"matches,omitempty"`  // times the job entered reserving (floods)
-	Starts   int         `json:"starts,omitempty"`   // starts tried since it last entered reserving
-	Plan     *Plan       `json:"plan,omitempty"`     // the placement of the current or last start
-	Exit     int         `json:"exit,omitempty"`     // exit status of the job: the first non-zero rank's
-	Reason   string      `json:"reason,omitempty"`   // why it failed or was cancelled, e.g. "rank 3 exited 2"
-	Offers   []Offer     `json:"offers,omitempty"`   // the latency-sorted rlist of the last reservation
-	DryRun   bool        `json:"dry_run,omitempty"`  // list-match only: offers listed, then all cancelled
+	ID       ID            `json:"id"`
+	Key      Key           `json:"key"`
+	Desc     Description   `json:"desc"`
+	State    State         `json:"state"`
+	Created  time.Time     `json:"created"`
+	Updated  time.Time     `json:"updated"`
+	History  []StateChange `json:"history"`
+	Attempts int           `json:"attempts,omitempty"` // starts tried so far, in all
+	Matches  int           `json:"matches,omitempty"`  // times the job entered reserving (floods)
+	Starts   int           `json:"starts,omitempty"`   // starts tried since it last entered reserving
+	Plan     *Plan         `json:"plan,omitempty"`     // the placement of the current or last start
+	Exit     int           `json:"exit,omitempty"`     // exit status of the job: the first non-zero rank's
+	Reason   string        `json:"reason,omitempty"`   // why it failed or was cancelled, e.g. "rank 3 exited 2"
+	Offers   []Offer       `json:"offers,omitempty"`   // the latency-sorted rlist of the last reservation
+	DryRun   bool          `json:"dry_run,omitempty"`  // list-match only: offers listed, then all cancelled
 	// Declines count the agents that saw the last reservation's advert and
 	// said why they made no offer (SeenSummary puts them in words).
 	Declines []DeclineCount `json:"declines,omitempty"`
@@ -152,9 +154,9 @@ type Run struct {
 // MaxRuns bounds the attempts a record lists.
 const MaxRuns = 32
 
-// appendRun adds run to runs; beyond MaxRuns it drops the oldest after the
-// first, as appendEvent does.
-func appendRun(runs []Run, run Run) []Run {
+// AppendRun adds run to runs; beyond MaxRuns it drops the oldest after the
+// first, as appendChange does.
+func AppendRun(runs []Run, run Run) []Run {
 	if len(runs)+1 > MaxRuns {
 		runs = append(runs[:1:1], runs[len(runs)+2-MaxRuns:]...)
 	}
@@ -164,7 +166,7 @@ func appendRun(runs []Run, run Run) []Run {
 // NewRecord starts a job's record in Waiting.
 func NewRecord(id ID, key Key, d Description, now time.Time) Record {
 	return Record{ID: id, Key: key, Desc: d, State: Waiting, Created: now, Updated: now,
-		History: []Event{{State: Waiting, At: now}}}
+		History: []StateChange{{State: Waiting, At: now}}}
 }
 
 // Transition returns the record moved to state to at time at, with why
@@ -181,7 +183,7 @@ func Transition(r Record, to State, at time.Time, why string) (Record, error) {
 	}
 	next := r
 	next.State, next.Updated = to, at
-	next.History = appendEvent(r.History, Event{State: to, At: at, Reason: why})
+	next.History = appendChange(r.History, StateChange{State: to, At: at, Reason: why})
 	switch to {
 	case Starting:
 		next.Attempts++
@@ -199,10 +201,10 @@ func Transition(r Record, to State, at time.Time, why string) (Record, error) {
 	return next, nil
 }
 
-// appendEvent copies h with e appended; beyond MaxHistory it drops the
+// appendChange copies h with e appended; beyond MaxHistory it drops the
 // oldest events after the first, which records when the job was submitted.
-func appendEvent(h []Event, e Event) []Event {
-	out := make([]Event, 0, min(len(h)+1, MaxHistory))
+func appendChange(h []StateChange, e StateChange) []StateChange {
+	out := make([]StateChange, 0, min(len(h)+1, MaxHistory))
 	if len(h)+1 > MaxHistory {
 		out = append(out, h[0])
 		h = h[len(h)+2-MaxHistory:]

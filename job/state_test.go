@@ -13,7 +13,7 @@ func TestTransitions(t *testing.T) {
 		{Waiting, Reserving}, {Waiting, Failed}, {Waiting, Cancelled},
 		{Reserving, Starting}, {Reserving, Done}, {Reserving, Failed}, {Reserving, Cancelled},
 		{Starting, Running}, {Starting, Starting}, {Starting, Reserving}, {Starting, Failed}, {Starting, Cancelled},
-		{Running, Done}, {Running, Failed}, {Running, Cancelled}, {Running, Reserving}, {Running, Stopped},
+		{Running, Done}, {Running, Failed}, {Running, Cancelled}, {Running, Reserving}, {Running, Stopped}, {Running, Starting},
 		{Stopped, Reserving}, {Stopped, Cancelled},
 	} {
 		legal[p] = true

@@ -12,6 +12,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 )
 
 // SubmitRequest is the body of POST /v1/jobs: a job whose program and input
@@ -39,7 +40,7 @@ const maxSubmitBody = 1 << 20
 
 // jobsAPI serves the job routes of the control API over a submitter.
 type jobsAPI struct {
-	sub     *job.Submitter
+	sub     *submitter.Submitter
 	blobs   *blob.Store
 	maxBlob int64
 }
@@ -98,7 +99,7 @@ func (a *jobsAPI) submit(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, err)
 		return
 	}
-	id, err := a.sub.Submit(job.Submission{Desc: req.Description, Program: req.Program, Inputs: req.Inputs, DryRun: req.DryRun})
+	id, err := a.sub.Submit(submitter.Submission{Desc: req.Description, Program: req.Program, Inputs: req.Inputs, DryRun: req.DryRun})
 	if err != nil {
 		WriteError(w, http.StatusBadRequest, err)
 		return
@@ -154,7 +155,7 @@ func (a *jobsAPI) watch(w http.ResponseWriter, r *http.Request) {
 }
 
 func statusOf(err error) int {
-	if errors.Is(err, job.ErrUnknownJob) || errors.Is(err, job.ErrNoOutput) {
+	if errors.Is(err, job.ErrUnknownJob) || errors.Is(err, submitter.ErrNoOutput) {
 		return http.StatusNotFound
 	}
 	return http.StatusBadRequest

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 )
 
 // Stop with a checkpoint and resume (issue 16): POST
@@ -30,7 +31,7 @@ func (a *jobsAPI) stop(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, http.StatusBadRequest, errors.New("stop needs ?checkpoint=1 (to end a job without one, cancel it)"))
 		return
 	}
-	timeout := job.DefaultStopTimeout
+	timeout := submitter.DefaultStopTimeout
 	if v := q.Get("timeout"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 || d > MaxStopTimeout {

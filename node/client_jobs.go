@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 )
 
 // maxUpdateLine bounds one line of a job's watch stream.
@@ -61,8 +62,8 @@ func (c *Client) Cancel(ctx context.Context, id job.ID) error {
 }
 
 // Outputs lists the output files a job brought back.
-func (c *Client) Outputs(ctx context.Context, id job.ID) ([]job.OutputFile, error) {
-	var files []job.OutputFile
+func (c *Client) Outputs(ctx context.Context, id job.ID) ([]submitter.OutputFile, error) {
+	var files []submitter.OutputFile
 	return files, c.Do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(string(id))+"/outputs", nil, &files)
 }
 

@@ -1,8 +1,11 @@
 package node
 
-import "github.com/zorilla-p2p/zorilla/job"
+import (
+	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
+)
 
-var _ job.Knower = pinger{}
+var _ submitter.Knower = pinger{}
 
 // Known lists the peers the overlay knows, with their smoothed RTT, the
 // dead ones marked: the submitter's view of the hosts its flood may

@@ -23,7 +23,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/node/web"
 	"github.com/zorilla-p2p/zorilla/overlay"
@@ -41,7 +41,7 @@ type Node struct {
 	h     host.Host
 	ov    *overlay.Overlay
 	flood *flood.Flooder
-	sub   *job.Submitter
+	sub   *submitter.Submitter
 	chunk *chunk.Service
 	blobs *blob.Store
 	lease *worker.Leases

@@ -16,6 +16,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
@@ -27,7 +28,7 @@ type Services struct {
 	Flood     flood.Config
 	Worker    worker.ServiceConfig
 	Leases    worker.LeaseConfig
-	Submitter job.SubmitterConfig
+	Submitter submitter.Config
 	Proc      proc.Config
 	Router    router.Config
 	RPC       RPCLimits // per-peer rate limits on lease requests, offers and fetches
@@ -40,7 +41,7 @@ func DefaultServices() Services {
 		Flood:     flood.DefaultConfig(),
 		Worker:    worker.DefaultServiceConfig(),
 		Leases:    worker.DefaultLeaseConfig(),
-		Submitter: job.DefaultSubmitterConfig(),
+		Submitter: submitter.DefaultConfig(),
 		Proc:      proc.DefaultConfig(),
 		Router:    router.DefaultConfig(),
 		RPC:       DefaultRPCLimits(),
@@ -106,7 +107,7 @@ func (n *Node) startServices() error {
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
-	sub, err := job.NewSubmitter(n.h, ep, n.cfg.Services.Submitter, fl, pinger{n}, blobs, store)
+	sub, err := submitter.New(n.h, ep, n.cfg.Services.Submitter, fl, pinger{n}, blobs, store)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -272,7 +273,7 @@ func offerRTT(sample time.Duration, err error, known time.Duration, tracked bool
 }
 
 // Submitter is the agent's submitter side (nil before start).
-func (n *Node) Submitter() *job.Submitter { return n.sub }
+func (n *Node) Submitter() *submitter.Submitter { return n.sub }
 
 // Flooder is the agent's advert flood.
 func (n *Node) Flooder() *flood.Flooder { return n.flood }

@@ -11,6 +11,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
@@ -251,7 +252,7 @@ func benchRun(b *testing.B, net *Net, p *probe, prog proto.FileRef, mode string,
 
 // floodMode runs one of the two loops from the probe.
 func floodMode(ctx context.Context, b *testing.B, p *probe, c *collect, adv flood.Advert, mode string) (bool, time.Duration, int) {
-	sched := job.DefaultSubmitterConfig().Schedule // 1 s, doubling, up to radius 8
+	sched := submitter.DefaultConfig().Schedule // 1 s, doubling, up to radius 8
 	if mode == "zorilla" {
 		wait := sched.First
 		for r := 1; r <= sched.MaxRadius; r++ {
@@ -286,7 +287,7 @@ func agentDryRun(b *testing.B, nd *node.Node, prog proto.FileRef, n int) benchRe
 	d := job.NewDescription("job.sh", nil, n)
 	d.Strategy = job.Concentrate
 	floods := nd.Flooder().Stats().Originated
-	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog, DryRun: true})
+	id, err := nd.Submitter().Submit(submitter.Submission{Desc: d, Program: prog, DryRun: true})
 	if err != nil {
 		b.Fatal(err)
 	}

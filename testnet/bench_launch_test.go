@@ -14,6 +14,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -34,8 +35,8 @@ import (
 func BenchmarkLaunchSubmitToRunning(b *testing.B) {
 	profiles := []struct {
 		name string
-		cfg  job.SubmitterConfig
-	}{{"default", job.DefaultSubmitterConfig()}, {"fast", launchSubmitter()}}
+		cfg  submitter.Config
+	}{{"default", submitter.DefaultConfig()}, {"fast", launchSubmitter()}}
 	cases := []struct {
 		s job.Strategy
 		n int

@@ -112,7 +112,7 @@ func (p *probe) feasible(c *collect) bool {
 	return c.at > 0
 }
 
-// handleOffer answers a worker's offer as job.Submitter does: ping the
+// handleOffer answers a worker's offer as submitter.Submitter does: ping the
 // worker, then keep the offer if its job is collecting.
 func (p *probe) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream) {
 	_ = st.SetDeadline(time.Now().Add(10 * time.Second))

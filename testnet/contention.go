@@ -13,6 +13,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -29,7 +30,7 @@ type ContentionConfig struct {
 	Run    time.Duration
 	// Submitter is every agent's submitter config (its flood schedule is
 	// what waiting jobs used to rely on to notice freed slots).
-	Submitter job.SubmitterConfig
+	Submitter submitter.Config
 	// Deadline is each job's scheduling deadline: long enough for K-1
 	// jobs to run before it, so a job that misses it was starved or
 	// deadlocked, not merely patient.
@@ -40,7 +41,7 @@ type ContentionConfig struct {
 // DefaultContentionConfig is the measurement: 8 agents, jobs of
 // -n 5 running sleep 4, K = 2, 4 and 8, with a real agent's submitter.
 func DefaultContentionConfig() ContentionConfig {
-	sub := job.DefaultSubmitterConfig()
+	sub := submitter.DefaultConfig()
 	return ContentionConfig{Agents: 8, Jobs: []int{2, 4, 8}, N: 5, Run: 4 * time.Second,
 		Submitter: sub, Deadline: 5 * time.Minute, Seed: 15}
 }
@@ -240,7 +241,7 @@ func runJobs(ctx context.Context, net *Net, cfg ContentionConfig, progs []proto.
 		a := i % len(net.Nodes)
 		d := job.NewDescription("sleep.sh", nil, cfg.N)
 		d.Deadline = cfg.Deadline
-		id, err := net.Nodes[a].Submitter().Submit(job.Submission{Desc: d, Program: progs[a]})
+		id, err := net.Nodes[a].Submitter().Submit(submitter.Submission{Desc: d, Program: progs[a]})
 		if err != nil {
 			return nil, fmt.Errorf("submit job %d: %w", i, err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/worker"
 )
@@ -20,8 +21,8 @@ import (
 
 // e2eSubmitter is a submitter config with short waits: floods of radius 1,
 // 2, ... 100 ms, 200 ms, ... apart, 100 ms of grace once feasible.
-func e2eSubmitter() job.SubmitterConfig {
-	c := job.DefaultSubmitterConfig()
+func e2eSubmitter() submitter.Config {
+	c := submitter.DefaultConfig()
 	c.Schedule.First = 100 * time.Millisecond
 	c.OfferGrace = 100 * time.Millisecond
 	c.StartTimeout = 20 * time.Second
@@ -81,7 +82,7 @@ func upload(t *testing.T, nd *node.Node, body string) proto.FileRef {
 func submit(t *testing.T, nd *node.Node, d job.Description, prog proto.FileRef, dry bool) job.ID {
 	t.Helper()
 	d.SetDefaults()
-	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog, DryRun: dry})
+	id, err := nd.Submitter().Submit(submitter.Submission{Desc: d, Program: prog, DryRun: dry})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

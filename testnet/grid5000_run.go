@@ -14,6 +14,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
@@ -34,7 +35,7 @@ type Grid5000Config struct {
 	Seed uint64
 	// Submitter is every agent's submitter config: the flood schedule,
 	// grace and deadline of the simulation.
-	Submitter job.SubmitterConfig
+	Submitter submitter.Config
 	// Converge bounds the wait for the overlay to settle before the first
 	// job, and Quiet is how long every agent's advert counter must stay
 	// unchanged after a job before its messages are counted.
@@ -58,7 +59,7 @@ func DefaultGrid5000Config(scale int) Grid5000Config {
 	for n := 100; n <= 600; n += 50 {
 		ns = append(ns, max(1, n/scale))
 	}
-	sub := job.DefaultSubmitterConfig()
+	sub := submitter.DefaultConfig()
 	// A fast flood: 200 ms before radius 2, doubling; radius 6 is the
 	// overlay's diameter at 350 agents with room to spare, so a job
 	// asking for more than the net holds is placed after 12.6 s.
@@ -288,7 +289,7 @@ func (g *Grid5000) Allocate(ctx context.Context, s job.Strategy, n int) (Allocat
 	d := job.NewDescription(g.prog.Name, nil, n)
 	d.Strategy = s
 	sub := g.Net.Nodes[g.Submitter].Submitter()
-	id, err := sub.Submit(job.Submission{Desc: d, Program: g.prog, DryRun: true})
+	id, err := sub.Submit(submitter.Submission{Desc: d, Program: g.prog, DryRun: true})
 	if err != nil {
 		return Allocation{}, fmt.Errorf("grid5000 %s n=%d: submit: %w", s, n, err)
 	}
@@ -313,7 +314,7 @@ func (g *Grid5000) Allocate(ctx context.Context, s job.Strategy, n int) (Allocat
 
 // await follows job id until it ends and returns its final record, which
 // must be a successful list-match.
-func (g *Grid5000) await(ctx context.Context, sub *job.Submitter, id job.ID) (job.Record, error) {
+func (g *Grid5000) await(ctx context.Context, sub *submitter.Submitter, id job.ID) (job.Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Submitter.Deadline+time.Minute)
 	defer cancel()
 	var end *job.Record

@@ -149,7 +149,7 @@ func reindex(ss []SiteShare) map[string]*SiteShare {
 
 // reservingToEnd is the time from the first Reserving event to the last
 // event of a history (Done, for a dry run).
-func reservingToEnd(h []job.Event) time.Duration {
+func reservingToEnd(h []job.StateChange) time.Duration {
 	for _, e := range h {
 		if e.State == job.Reserving {
 			return h[len(h)-1].At.Sub(e.At)

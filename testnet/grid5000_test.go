@@ -167,7 +167,7 @@ func tallyRecord() (job.Record, func(peer.ID) (Placed, bool)) {
 		panic(err)
 	}
 	t0 := time.Date(2008, 4, 14, 9, 0, 0, 0, time.UTC)
-	rec := job.Record{ID: "j", Plan: &plan, Offers: offers, History: []job.Event{
+	rec := job.Record{ID: "j", Plan: &plan, Offers: offers, History: []job.StateChange{
 		{State: job.Waiting, At: t0}, {State: job.Reserving, At: t0.Add(time.Second)},
 		{State: job.Done, At: t0.Add(1750 * time.Millisecond)}}}
 	return rec, func(p peer.ID) (Placed, bool) { pl, ok := at[p]; return pl, ok }

@@ -15,6 +15,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -47,8 +48,8 @@ func jobNet(t *testing.T, n, procs int) *Net {
 }
 
 // FastSubmitter is a submitter config for tests: short waits everywhere.
-func FastSubmitter() job.SubmitterConfig {
-	c := job.DefaultSubmitterConfig()
+func FastSubmitter() submitter.Config {
+	c := submitter.DefaultConfig()
 	c.Schedule.First = 100 * time.Millisecond
 	c.OfferGrace = 100 * time.Millisecond
 	c.StartTimeout = 20 * time.Second
@@ -75,7 +76,7 @@ func script(t *testing.T, nd *node.Node, body string) proto.FileRef {
 func run(t *testing.T, nd *node.Node, d job.Description, prog proto.FileRef) (job.Record, []job.Update) {
 	t.Helper()
 	d.SetDefaults()
-	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog})
+	id, err := nd.Submitter().Submit(submitter.Submission{Desc: d, Program: prog})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

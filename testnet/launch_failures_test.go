@@ -21,6 +21,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 )
 
 // The failure cases of TestLaunch16: what a failing rank, a cancel, a
@@ -351,7 +352,7 @@ chmod u+x ring && exec ./ring 5`)
 	d.Strategy, d.Env = job.Spread, map[string]string{"GO": gate}
 	d.Require.Labels = []string{poolLabel} // agent 0 runs no rank
 	d.SetDefaults()
-	id, err := ln.Nodes[0].Submitter().Submit(job.Submission{Desc: d, Program: prog, Inputs: []proto.FileRef{ring}})
+	id, err := ln.Nodes[0].Submitter().Submit(submitter.Submission{Desc: d, Program: prog, Inputs: []proto.FileRef{ring}})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

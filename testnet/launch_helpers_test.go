@@ -17,6 +17,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -78,8 +79,8 @@ func startLaunchNet(t testing.TB, n, procs int, configure func(i int, cfg *node.
 // (1.5 s in all), which reach every one of 16 agents that have 8
 // neighbours each: a spread job wanting more hosts than the network has is
 // placed once the flood has run out.
-func launchSubmitter() job.SubmitterConfig {
-	c := job.DefaultSubmitterConfig()
+func launchSubmitter() submitter.Config {
+	c := submitter.DefaultConfig()
 	c.Schedule.First = 100 * time.Millisecond
 	c.Schedule.MaxRadius = 4
 	c.OfferGrace = 200 * time.Millisecond
@@ -184,7 +185,7 @@ type watcher struct {
 func submitJob(t testing.TB, nd *node.Node, d job.Description, prog proto.FileRef) *watcher {
 	t.Helper()
 	d.SetDefaults()
-	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog})
+	id, err := nd.Submitter().Submit(submitter.Submission{Desc: d, Program: prog})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

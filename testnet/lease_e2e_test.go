@@ -155,7 +155,7 @@ func cancelledWhileStarting(t *testing.T, net *Net) {
 			t.Logf("the job got to running before the cancel: its spares were released then")
 		}
 	}
-	if rec.Plan == nil || len(rec.Plan.Cancel) == 0 {
+	if rec.Plan == nil || len(rec.Plan.Spares) == 0 {
 		t.Fatalf("plan %+v kept no spare: nothing to leave behind", rec.Plan)
 	}
 	awaitNoLeases(t, net, 5*time.Second, "after a job was cancelled while starting")

@@ -15,6 +15,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -108,7 +109,7 @@ func TestOutOfCoreFigures(t *testing.T) {
 			return d
 		}
 	}
-	hybrid := &swapPlan{&job.Swap{Rotation: gang.Config{Slice: slice, Columns: 2}, Policy: gang.Sequential,
+	hybrid := &swapPlan{&submitter.Swap{Rotation: gang.Config{Slice: slice, Columns: 2}, Policy: gang.Sequential,
 		Gap: gap, StopTimeout: time.Minute, Poll: 100 * time.Millisecond}, [][]int{{0, 1}, {2}}}
 	var rows []oocRow
 	run := func(key, name string, ln *launchNet, prog proto.FileRef, d func(int) job.Description, sp *swapPlan, serial bool) {
@@ -224,7 +225,7 @@ func oocRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) job.
 		d := desc(j)
 		d.SetDefaults()
 		start := time.Now()
-		id, err := sub.Submit(job.Submission{Desc: d, Program: prog})
+		id, err := sub.Submit(submitter.Submission{Desc: d, Program: prog})
 		if err != nil {
 			first = err
 			break
@@ -258,7 +259,7 @@ func oocRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) job.
 
 // oocAwait waits for job id's end: driven through sp's rotation when
 // given, else until its record is over (not merely stopped for a swap).
-func oocAwait(ctx context.Context, ln *launchNet, sub *job.Submitter, id job.ID, sp *swapPlan, j int) (job.Record, error) {
+func oocAwait(ctx context.Context, ln *launchNet, sub *submitter.Submitter, id job.ID, sp *swapPlan, j int) (job.Record, error) {
 	if sp != nil {
 		w := *sp.sw
 		for s, members := range sp.sets {
@@ -280,7 +281,7 @@ func oocAwait(ctx context.Context, ln *launchNet, sub *job.Submitter, id job.ID,
 
 // oocCancel ends the jobs of a row that are not over, and waits (a
 // minute at most) until they are, so the next row starts on idle hosts.
-func oocCancel(sub *job.Submitter, ids []job.ID) {
+func oocCancel(sub *submitter.Submitter, ids []job.ID) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, id := range ids {

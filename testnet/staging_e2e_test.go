@@ -14,6 +14,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -135,7 +136,7 @@ func stageOnce(t testing.TB, net *Net, hosts int, prog proto.FileRef) stagingRun
 func runToEnd(t testing.TB, nd *node.Node, d job.Description, prog proto.FileRef) job.Record {
 	t.Helper()
 	d.SetDefaults()
-	id, err := nd.Submitter().Submit(job.Submission{Desc: d, Program: prog})
+	id, err := nd.Submitter().Submit(submitter.Submission{Desc: d, Program: prog})
 	if err != nil {
 		t.Fatalf("submit: %v", err)
 	}

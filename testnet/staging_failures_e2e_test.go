@@ -19,6 +19,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -147,7 +148,7 @@ func TestPeerStagingHostDies(t *testing.T) {
 	d.Timeout = 3 * time.Minute
 	d.SetDefaults()
 	sub := net.Nodes[0].Submitter()
-	id, err := sub.Submit(job.Submission{Desc: d, Program: prog})
+	id, err := sub.Submit(submitter.Submission{Desc: d, Program: prog})
 	if err != nil {
 		t.Fatal(err)
 	}

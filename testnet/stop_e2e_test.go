@@ -12,6 +12,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -182,7 +183,7 @@ func testStopTimeout(t *testing.T, ln *launchNet) {
 
 // stopWhenReleased stops w's job with a checkpoint once its ranks run: a
 // stop before the release is refused with "try again once it runs".
-func stopWhenReleased(t *testing.T, sub *job.Submitter, w *watcher) {
+func stopWhenReleased(t *testing.T, sub *submitter.Submitter, w *watcher) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

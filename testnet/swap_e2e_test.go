@@ -10,6 +10,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -61,13 +62,13 @@ func TestSwapByCheckpoint(t *testing.T) {
 }
 
 func testSwap(t *testing.T, ln *launchNet, prog proto.FileRef, sets [][]int, p gang.Policy, ref []string) {
-	sw := job.Swap{Rotation: gang.Config{Slice: 5 * time.Second, Columns: len(sets)}, Policy: p,
+	sw := submitter.Swap{Rotation: gang.Config{Slice: 5 * time.Second, Columns: len(sets)}, Policy: p,
 		Gap: time.Second, StopTimeout: 10 * time.Second, Poll: 50 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	type result struct {
 		rec    job.Record
-		events []job.SwapEvent
+		events []submitter.SwapStep
 		err    error
 	}
 	var ids []job.ID
@@ -78,7 +79,7 @@ func testSwap(t *testing.T, ln *launchNet, prog proto.FileRef, sets [][]int, p g
 		for _, i := range members {
 			d := swapHeat(i)
 			d.SetDefaults()
-			id, err := sub.Submit(job.Submission{Desc: d, Program: prog})
+			id, err := sub.Submit(submitter.Submission{Desc: d, Program: prog})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +117,7 @@ func testSwap(t *testing.T, ln *launchNet, prog proto.FileRef, sets [][]int, p g
 	}
 }
 
-func describeSwitches(ev []job.SwapEvent) string {
+func describeSwitches(ev []submitter.SwapStep) string {
 	s := ""
 	for i, e := range ev {
 		if i > 0 && e.Err != "" && e.Err == ev[i-1].Err {
@@ -151,7 +152,7 @@ func finalHeatSum(t *testing.T, nd *node.Node, id job.ID) string {
 }
 
 // describeRecord is the history of job id, for a failure message.
-func describeRecord(sub *job.Submitter, id job.ID) string {
+func describeRecord(sub *submitter.Submitter, id job.ID) string {
 	rec, err := sub.Get(id)
 	if err != nil {
 		return err.Error()

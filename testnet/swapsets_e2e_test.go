@@ -10,6 +10,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -144,7 +145,7 @@ func doubleSwaps(recs []job.Record, within time.Duration) []string {
 
 // awaitAllDone waits until every job in ids has ended (a Stopped job is
 // swapped out, not ended) and returns their records.
-func awaitAllDone(t *testing.T, ln *launchNet, sub *job.Submitter, ids []job.ID, limit time.Duration) []job.Record {
+func awaitAllDone(t *testing.T, ln *launchNet, sub *submitter.Submitter, ids []job.ID, limit time.Duration) []job.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()

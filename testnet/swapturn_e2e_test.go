@@ -9,6 +9,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -125,7 +126,7 @@ func TestSwapTurnsOverlapped(t *testing.T) {
 // checkSwapTurns checks jobs the agents swapped by checkpoint on their
 // own: each is done with its reference checksum (want, in order), was
 // swapped out at least once and only because its swap slice was over.
-func checkSwapTurns(t *testing.T, ln *launchNet, sub *job.Submitter, recs []job.Record, want []string) {
+func checkSwapTurns(t *testing.T, ln *launchNet, sub *submitter.Submitter, recs []job.Record, want []string) {
 	t.Helper()
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -13,6 +13,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -59,7 +60,7 @@ func TestTimeSharingFigures(t *testing.T) {
 	rows = append(rows, timeshareRun(t, plain, prog, desc, jobs, "co-scheduling", nil, false))
 	sets := gang.SwapSets(5, []int64{2, 2, 2}) // two fit, three do not
 	for _, p := range []gang.Policy{gang.Sequential, gang.Overlapped} {
-		sw := &job.Swap{Rotation: gang.Config{Slice: 6 * time.Second, Columns: len(sets)}, Policy: p,
+		sw := &submitter.Swap{Rotation: gang.Config{Slice: 6 * time.Second, Columns: len(sets)}, Policy: p,
 			Gap: time.Second, StopTimeout: 20 * time.Second, Poll: 50 * time.Millisecond}
 		rows = append(rows, timeshareRun(t, plain, prog, desc, jobs, "hybrid, "+p.String(), &swapPlan{sw, sets}, false))
 	}
@@ -88,7 +89,7 @@ type timeshareRow struct {
 }
 
 type swapPlan struct {
-	sw   *job.Swap
+	sw   *submitter.Swap
 	sets [][]int
 }
 
@@ -105,7 +106,7 @@ func timeshareRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int
 			}
 		}
 	}
-	await := func(ctx context.Context, sub *job.Submitter, j int, id job.ID) (job.Record, error) {
+	await := func(ctx context.Context, sub *submitter.Submitter, j int, id job.ID) (job.Record, error) {
 		if sp == nil {
 			return awaitRecordEnd(ctx, sub, id)
 		}
@@ -122,7 +123,7 @@ func timeshareRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int
 // its end, and the whole. A job that does not end done fails the test.
 func timedRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) job.Description, jobs int,
 	name string, serial bool, limit time.Duration,
-	await func(ctx context.Context, sub *job.Submitter, j int, id job.ID) (job.Record, error)) timeshareRow {
+	await func(ctx context.Context, sub *submitter.Submitter, j int, id job.ID) (job.Record, error)) timeshareRow {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
@@ -134,7 +135,7 @@ func timedRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) jo
 		d := desc(j)
 		d.SetDefaults()
 		start := time.Now()
-		id, err := sub.Submit(job.Submission{Desc: d, Program: prog})
+		id, err := sub.Submit(submitter.Submission{Desc: d, Program: prog})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,7 +168,7 @@ func timedRun(t *testing.T, ln *launchNet, prog proto.FileRef, desc func(int) jo
 }
 
 // awaitRecordEnd waits until job id is over and returns its record.
-func awaitRecordEnd(ctx context.Context, sub *job.Submitter, id job.ID) (job.Record, error) {
+func awaitRecordEnd(ctx context.Context, sub *submitter.Submitter, id job.ID) (job.Record, error) {
 	var end *job.Record
 	err := sub.Watch(ctx, id, 0, func(u job.Update) error {
 		if u.Kind == "end" {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -131,7 +132,7 @@ func checkJobRoutes(t *testing.T, url string, rec job.Record) {
 	if len(list) != 1 || list[0].ID != rec.ID {
 		t.Errorf("api/jobs lists %d jobs, want the one", len(list))
 	}
-	var outs []job.OutputFile
+	var outs []submitter.OutputFile
 	getJSON(t, url+"api/jobs/"+string(rec.ID)+"/outputs", &outs)
 	if len(outs) != 8 {
 		t.Errorf("api/jobs/%s/outputs: %d files, want 8: %v", rec.ID, len(outs), outs)

@@ -388,9 +388,10 @@ func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) 
 		_ = st.Reset()
 		return
 	}
+	req = req.Normalize()
 	reply := proto.LeaseReply{OK: true}
 	var err error
-	if req.Op == proto.OpKill && req.Retry {
+	if req.Op == proto.OpRetry {
 		reply.Lease, err = s.killForRetry(ctx, from, req)
 	} else {
 		err = s.apply(from, req)

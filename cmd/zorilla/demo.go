@@ -196,7 +196,7 @@ func writeDemoSummary(w io.Writer, rec job.Record, names map[string]string, took
 }
 
 // stateSteps is how long the job spent reserving, starting and running.
-func stateSteps(h []job.Event) string {
+func stateSteps(h []job.StateChange) string {
 	var parts []string
 	for i := 1; i < len(h); i++ {
 		switch prev := h[i-1].State; prev {

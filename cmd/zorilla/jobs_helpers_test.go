@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
@@ -74,7 +74,7 @@ func fastAgent(dir string, procs int) node.Config {
 	cfg.Cores, cfg.MaxProcs, cfg.MaxJobs = procs, procs, 2
 	cfg.Overlay = overlay.FastConfig()
 	cfg.ShutdownTimeout = time.Second
-	s := job.DefaultSubmitterConfig()
+	s := submitter.DefaultConfig()
 	s.Schedule.First = 100 * time.Millisecond
 	s.OfferGrace = 100 * time.Millisecond
 	s.StartTimeout, s.InitTimeout, s.LostAfter = 20*time.Second, 20*time.Second, 5*time.Second

@@ -97,7 +97,7 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 
 // writeHistory lists every state change with its time and the time since
 // the one before.
-func writeHistory(w io.Writer, h []job.Event) {
+func writeHistory(w io.Writer, h []job.StateChange) {
 	fmt.Fprintln(w, "history:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, e := range h {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -21,7 +21,7 @@ func stopCommand() *cli.Command {
 		ArgsUsage: "JOB   (a job ID or a unique prefix of one)",
 		Flags: append(jobClientFlags(),
 			&cli.BoolFlag{Name: "checkpoint", Usage: "take a checkpoint before stopping (required: to end a job without one, cancel it)"},
-			&cli.DurationFlag{Name: "timeout", Value: job.DefaultStopTimeout, Usage: "how long to wait for the program's next checkpoint"}),
+			&cli.DurationFlag{Name: "timeout", Value: submitter.DefaultStopTimeout, Usage: "how long to wait for the program's next checkpoint"}),
 		OnUsageError: onUsageError,
 		Action:       stopAction,
 	}

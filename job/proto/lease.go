@@ -9,8 +9,8 @@ type LeaseOp string
 
 const (
 	OpCancel  LeaseOp = "cancel"  // give back the lease unused
-	OpCommit  LeaseOp = "commit"  // phase one: stage and start the processes in Commit
-	OpRelease LeaseOp = "release" // phase two: every rank is in Init, let them go
+	OpCommit  LeaseOp = "commit"  // phase one of the start: stage and start the processes in Commit, up to mpi.Init
+	OpRelease LeaseOp = "release" // phase two: every rank of the job is in mpi.Init; let them go on
 	OpKill    LeaseOp = "kill"    // end the job's processes here and clean up
 	// OpRetry, after a failed start: end the job's processes here as a
 	// kill does, then keep the host's slots for the job's next start (the
