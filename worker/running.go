@@ -14,7 +14,6 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job/proto"
-	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -40,7 +39,7 @@ type running struct {
 	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
 
 	mu       sync.Mutex // guards mpi, sink, procs and why
-	mpi      *router.Job
+	mpi      MPIJob
 	fence    *pmi.Fence // a PMI job's KVS here (instead of mpi)
 	sink     *sink      // the report stream, once open
 	why      string
@@ -304,42 +303,6 @@ func (r *running) routeID() string {
 	return fmt.Sprintf("%s.%d", r.id, r.c.Attempt)
 }
 
-func (r *running) mpiSpec() router.JobSpec {
-	local := make([]router.Proc, len(r.c.Procs))
-	for i, p := range r.c.Procs {
-		local[i] = router.Proc{Rank: p.Rank, Replica: p.Replica}
-	}
-	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Table: r.c.RankTable, Local: local,
-		OnSaved: r.saved}
-}
-
-// followMPI reports phase two (every local copy in mpi.Init), a local
-// rank's Abort and a host of the job that the router counted lost to the
-// submitter.
-func (r *running) followMPI(k *sink, m *router.Job) {
-	ready, events := m.InitReady(), m.Events()
-	for ready != nil || events != nil {
-		select {
-		case <-ready:
-			ready = nil
-			k.send(r.ctx, proto.Report{Kind: proto.RepReady})
-		case e, ok := <-events:
-			if !ok {
-				events = nil // the router removed the job
-				continue
-			}
-			switch {
-			case e.Kind == router.EventAbort && e.Peer == "":
-				k.send(r.ctx, proto.Report{Kind: proto.RepAbort, Rank: e.Rank, Code: e.Code})
-			case e.Kind == router.EventPeerLost:
-				k.send(r.ctx, proto.Report{Kind: proto.RepPeerLost, Peer: e.Peer})
-			}
-		case <-r.ctx.Done():
-			return
-		}
-	}
-}
-
 // watch reports each copy's end, and kills them all if the job is killed
 // here or the submitter is lost.
 func (r *running) watch(k *sink, procs []proc.Process) {
@@ -394,26 +357,4 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 		}()
 	}
 	wg.Wait()
-}
-
-// mpiJob is the job's MPI router state here, or nil before launch.
-func (r *running) mpiJob() *router.Job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.mpi
-}
-
-// mpiFailure is why the job's MPI failed here, or nil.
-func (r *running) mpiFailure() *router.Failure {
-	var f *router.Failure
-	if m := r.mpiJob(); m != nil && errors.As(m.Err(), &f) {
-		return f
-	}
-	return nil
-}
-
-func (r *running) failMPI(err error) {
-	if m := r.mpiJob(); m != nil {
-		m.Fail(err)
-	}
 }

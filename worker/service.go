@@ -22,7 +22,6 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job/proto"
-	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -131,15 +130,6 @@ func (c ServiceConfig) validate() error {
 		return fmt.Errorf("worker: PidsPerProcess must not be negative, got %d", c.PidsPerProcess)
 	}
 	return c.Abuse.validate()
-}
-
-// MPI is what the worker needs of the agent's MPI router: register a job's
-// rank table before its processes start, and drop it when they end.
-// *router.Router satisfies it; nil runs jobs without MPI.
-type MPI interface {
-	Socket() string
-	AddJob(spec router.JobSpec) (*router.Job, error)
-	RemoveJob(id string)
 }
 
 // Service is the worker side of an agent: it answers adverts with offers,
