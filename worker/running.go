@@ -319,42 +319,27 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 			case <-k.lost:
 				_ = pr.Kill()
 			}
-			x := pr.Wait()
-			if why := sandboxWords(x, r.res); why != "" {
-				log.Infow("job copy ended by its sandbox", "job", r.id, "rank", p.Rank, "replica", p.Replica, "why", why)
-				k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,
-					Data: []byte(fmt.Sprintf("zorilla: rank %d copy %d %s", p.Rank, p.Replica, why))})
-			}
-			// A copy of a replicated rank killed by a signal is the
-			// router's to judge: the job fails only when the rank has no
-			// copy left. A non-zero status is the program's answer.
-			killedCopy := x.Signal != "" && r.c.R > 1 && !x.TimedOut
-			if (x.Code != 0 || x.Signal != "") && !killedCopy {
-				r.failMPI(fmt.Errorf("rank %d exited with %d%s", p.Rank, x.Code, suffix(sandboxWords(x, r.res))))
-			}
-			if killedCopy && !r.running.Load() {
-				// A replicated start cannot complete without this copy (its
-				// rank never reaches Init here): say so now rather than let
-				// the submitter wait for its Init timeout.
-				k.send(r.ctx, proto.Report{Kind: proto.RepFailed,
-					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
-			}
-			exit := proto.Report{Kind: proto.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut}
-			if f := r.mpiFailure(); f != nil && (x.Code != 0 || x.Signal != "") {
-				if f.Left() {
-					// The job's other agents carry on without this host:
-					// its copy is a lost copy, whatever status it ended with.
-					exit.Lost = "its host was counted lost by the job's other hosts, which carried on"
-				}
-				if f.Peer != "" {
-					// The rank failed because the job lost a host: say which
-					// before its exit, which would read as the program's own
-					// failure (followMPI may not have said it yet).
-					k.send(r.ctx, proto.Report{Kind: proto.RepPeerLost, Peer: f.Peer})
-				}
-			}
-			k.send(r.ctx, exit)
+			r.copyEnded(k, p, pr.Wait())
 		}()
 	}
 	wg.Wait()
+}
+
+// copyEnded carries out decideCopyEnd and exitReports for copy p, which
+// ended with x.
+func (r *running) copyEnded(k *sink, p proto.Proc, x proc.Exit) {
+	end := decideCopyEnd(p, x, r.res, r.c.R, r.running.Load())
+	if end.Words != nil {
+		log.Infow("job copy ended by its sandbox", "job", r.id, "rank", p.Rank, "replica", p.Replica, "why", sandboxWords(x, r.res))
+		k.send(r.ctx, *end.Words)
+	}
+	if end.Fail != nil {
+		r.failMPI(end.Fail)
+	}
+	if end.FailedStart != nil {
+		k.send(r.ctx, *end.FailedStart)
+	}
+	for _, rep := range exitReports(p, x, failedOf(r.mpiFailure())) {
+		k.send(r.ctx, rep)
+	}
 }
