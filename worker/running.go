@@ -52,14 +52,9 @@ type running struct {
 	releasedAt atomic.Int64
 }
 
-// start checks a commit against its lease and runs it in the background.
+// start commits the lease of a commit checked against it (commitRefusal)
+// and runs the job in the background.
 func (s *Service) start(from peer.ID, id proto.JobID, lease string, c proto.Commit) error {
-	if err := errors.Join(checkCommit(c), checkRestore(c), s.checkGangColumn(c.GangColumn)); err != nil {
-		return fmt.Errorf("commit %s: %w", id, err)
-	}
-	if l, _ := s.leases.Get(lease); len(c.Procs) > l.Slots {
-		return fmt.Errorf("commit %s: %d processes, the lease holds %d slots", id, len(c.Procs), l.Slots)
-	}
 	if err := s.leases.Commit(lease, id); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}

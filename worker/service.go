@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	p2phost "github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 
 	"github.com/zorilla-p2p/zorilla/flood"
@@ -20,7 +18,6 @@ import (
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
-	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
@@ -366,137 +363,6 @@ func (s *Service) endLease(key string) {
 	if _, err := s.leases.Release(key); err != nil {
 		log.Debugw("release", "err", err)
 	}
-}
-
-// handleLease serves one LeaseRequest from a submitter.
-func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) {
-	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
-	var req proto.LeaseRequest
-	if err := wire.ReadJSON(bufio.NewReader(st), proto.MaxLeaseSize, &req); err != nil {
-		s.abuse.refused.Add(RefusedBadLease)
-		log.Debugw("bad lease request", "from", from, "err", err)
-		_ = st.Reset()
-		return
-	}
-	reply := proto.LeaseReply{OK: true}
-	var err error
-	if req.Op == proto.OpKill && req.Retry {
-		reply.Lease, err = s.killForRetry(ctx, from, req)
-	} else {
-		err = s.apply(from, req)
-	}
-	if err != nil {
-		s.abuse.countLeaseError(err)
-		reply = proto.LeaseReply{Error: err.Error()}
-	}
-	if err := wire.WriteJSON(st, reply); err != nil {
-		_ = st.Reset()
-		return
-	}
-	_ = st.Close()
-}
-
-// apply carries out a LeaseRequest from submitter from.
-func (s *Service) apply(from peer.ID, req proto.LeaseRequest) error {
-	if l, ok := s.leases.Get(req.Lease); !ok || l.Job != req.Job || l.Submitter != from {
-		return fmt.Errorf("%s %s: no such lease here (expired, released, or not yours)", req.Op, req.Job)
-	}
-	switch req.Op {
-	case proto.OpCancel:
-		if s.lookup(req.Job, req.Lease) != nil {
-			return fmt.Errorf("cancel %s: already committed; kill it instead", req.Job)
-		}
-		log.Debugw("lease cancelled", "job", req.Job, "host", s.h.ID())
-		s.waiting.cancelled(req.Job, req.Lease) // first: the freed slots go to who still waits
-		s.endLease(req.Lease)
-		return nil
-	case proto.OpCommit:
-		if req.Commit == nil {
-			return errors.New("commit without a body")
-		}
-		if s.draining.Load() {
-			return fmt.Errorf("commit %s: %w", req.Job, ErrDraining)
-		}
-		if err := s.abuse.admitCommit(from, *req.Commit, time.Now()); err != nil {
-			return fmt.Errorf("commit %s: %w", req.Job, err)
-		}
-		if err := s.start(from, req.Job, req.Lease, *req.Commit); err != nil {
-			return err
-		}
-		s.waiting.drop(req.Job)   // placed: it waits for nothing here
-		s.waiting.served(req.Job) // it runs here: the jobs swapped out for it take their turn again
-		return nil
-	case proto.OpRelease:
-		r := s.lookup(req.Job, req.Lease)
-		if r == nil {
-			return fmt.Errorf("job %s is not running here", req.Job)
-		}
-		r.release(releaseTime(req.ReleasedAt, time.Now()))
-		return nil
-	case proto.OpResume:
-		r := s.lookup(req.Job, req.Lease)
-		if r == nil {
-			return fmt.Errorf("resume %s: the job no longer runs here", req.Job)
-		}
-		r.resume()
-		return nil
-	case proto.OpCheckpoint:
-		r := s.lookup(req.Job, req.Lease)
-		if r == nil {
-			return fmt.Errorf("checkpoint %s: the job no longer runs here", req.Job)
-		}
-		return r.checkpointNow()
-	case proto.OpKill:
-		if r := s.lookup(req.Job, req.Lease); r != nil {
-			r.kill(req.Reason)
-			return nil
-		}
-		s.endLease(req.Lease)
-		return nil
-	default:
-		return fmt.Errorf("unknown lease op %q", req.Op)
-	}
-}
-
-// killStopWait bounds how long a kill for a retry waits for the job's
-// processes and folder to go: within the submitter's 10 s call, and past
-// proc's default 5 s kill grace.
-const killStopWait = 8 * time.Second
-
-// killForRetry ends the job's processes here (when it was committed), waits
-// until they and the job folder are gone, and reserves the same slots again
-// under a new lease key for the job's next start, which it returns.
-func (s *Service) killForRetry(ctx context.Context, from peer.ID, req proto.LeaseRequest) (string, error) {
-	l, ok := s.leases.Get(req.Lease)
-	if !ok || l.Job != req.Job || l.Submitter != from {
-		return "", fmt.Errorf("kill %s: no such lease here (expired, released, or not yours)", req.Job)
-	}
-	if r := s.lookup(req.Job, req.Lease); r != nil {
-		r.kill(req.Reason)
-		ctx, cancel := context.WithTimeout(ctx, killStopWait)
-		defer cancel()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return "", fmt.Errorf("kill %s: processes still stopping after %v", req.Job, killStopWait)
-		}
-	}
-	s.endLease(req.Lease) // the run has ended it already, if there was one
-	nl, err := s.leases.Reserve(l.Job, l.Submitter, l.Slots, l.Cores, l.Memory, leaseTTL(l.Need))
-	if err != nil {
-		return "", fmt.Errorf("kill %s: slots not kept for a retry: %w", req.Job, err)
-	}
-	return nl.Key, nil
-}
-
-func (s *Service) lookup(id proto.JobID, lease string) *running {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.jobs[id]
-	if r == nil || r.lease != lease {
-		return nil
-	}
-	return r
 }
 
 // Close stops taking adverts, kills every running job here and waits.
