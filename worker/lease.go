@@ -245,6 +245,31 @@ func (l *Leases) Commit(key string, j proto.JobID) error {
 	return nil
 }
 
+// Renew keeps what a live lease holds for its job's next start (a retry)
+// under a fresh key: it is an offer again, not committed, expiring as the
+// job's first offer did (leaseTTL), with the job's priority and need; its
+// marks (frozen, leaving, held) and measured memory are gone with the run.
+// The slots never come free in between, so no other job takes them; but
+// the lease must fit the policy as a new one would (the owner may have
+// lowered it), else it ends with ErrCapacity.
+func (l *Leases) Renew(key string) (Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	old, ok := l.byKey[key]
+	if !ok {
+		return Lease{}, fmt.Errorf("renew: %w", ErrNoLease)
+	}
+	l.remove(old)
+	ls, err := l.reserve(old.Job, old.Submitter, old.Slots, old.Cores, old.Memory, leaseTTL(old.Need))
+	if err != nil {
+		return Lease{}, err
+	}
+	ls.Priority, ls.Need = old.Priority, old.Need
+	l.byKey[ls.Key].Priority, l.byKey[ls.Key].Need = ls.Priority, ls.Need
+	return ls, nil
+}
+
 // Shrink lowers what a lease holds to what the job uses (a commit that
 // places fewer processes than offered); the rest comes back at once. It
 // never grows a lease.

@@ -87,7 +87,7 @@ func (s *Service) leaseRequest(ctx context.Context, from peer.ID, req proto.Leas
 	case leaseEnd:
 		s.endLease(req.Lease)
 	case leaseRetry, leaseRekey:
-		return s.retry(ctx, req, v.Lease, r)
+		return s.retry(ctx, req, r)
 	}
 	return "", nil
 }
@@ -116,25 +116,44 @@ func (s *Service) commit(from peer.ID, req proto.LeaseRequest, l Lease) error {
 const killStopWait = 8 * time.Second
 
 // retry ends the job's run here (r, when it runs), waits until its
-// processes and folder are gone, and reserves the same slots again under
-// a new lease key for the job's next start, which it returns.
-func (s *Service) retry(ctx context.Context, req proto.LeaseRequest, l Lease, r *running) (string, error) {
+// processes and folder are gone, and keeps the lease's slots for the
+// job's next start under a new key, which it returns. The slots never
+// come free in between: another job cannot take them.
+func (s *Service) retry(ctx context.Context, req proto.LeaseRequest, r *running) (string, error) {
 	if r != nil {
-		r.kill(req.Reason)
 		ctx, cancel := context.WithTimeout(ctx, killStopWait)
 		defer cancel()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return "", fmt.Errorf("%s %s: processes still stopping after %v", req.Op, req.Job, killStopWait)
+		if err := s.stopKeepingLease(ctx, r, req.Reason); err != nil {
+			return "", fmt.Errorf("%s %s: %w", req.Op, req.Job, err)
 		}
 	}
-	s.endLease(req.Lease) // the run has ended it already, if there was one
-	nl, err := s.leases.Reserve(l.Job, l.Submitter, l.Slots, l.Cores, l.Memory, leaseTTL(l.Need))
+	l, err := s.leases.Renew(req.Lease)
 	if err != nil {
 		return "", fmt.Errorf("%s %s: slots not kept for a retry: %w", req.Op, req.Job, err)
 	}
-	return nl.Key, nil
+	return l.Key, nil
+}
+
+// stopKeepingLease kills r and waits until its run has ended, the lease
+// left held (committed) for the caller to renew. When ctx ends first, the
+// run ends the lease itself when it ends.
+func (s *Service) stopKeepingLease(ctx context.Context, r *running, why string) error {
+	s.mu.Lock()
+	r.keepLease = true
+	s.mu.Unlock()
+	r.kill(why)
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.jobs[r.id] != r {
+		return nil // it ended as the wait did, the lease kept
+	}
+	r.keepLease = false
+	return fmt.Errorf("processes still stopping after %v", killStopWait)
 }
 
 func (s *Service) lookup(id proto.JobID, lease string) *running {

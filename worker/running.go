@@ -34,6 +34,9 @@ type running struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has cleaned up and ended the lease
+	// keepLease (guarded by svc.mu) leaves the lease held when the run
+	// ends: a retry renews it for the next start (stopKeepingLease).
+	keepLease bool
 
 	held []blob.Hash // the blobs stage acquired; run's end releases them
 	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
@@ -160,7 +163,8 @@ func (s *Service) afterRelease() {
 }
 
 // run stages, starts, watches and cleans up the job here. Whatever happens,
-// no process and no job folder outlives it, and the lease ends.
+// no process and no job folder outlives it, and the lease ends (unless
+// a retry keeps it).
 func (r *running) run() {
 	s := r.svc
 	defer func() {
@@ -182,8 +186,11 @@ func (r *running) run() {
 		s.releaseBlobs(r.held)
 		s.mu.Lock()
 		delete(s.jobs, r.id)
+		keep := r.keepLease
 		s.mu.Unlock()
-		s.endLease(r.lease)
+		if !keep {
+			s.endLease(r.lease)
+		}
 		close(r.done)
 	}()
 	k, st, err := openSink(r.ctx, s.ep, proto.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter,
