@@ -11,9 +11,7 @@ import (
 	"time"
 
 	p2phost "github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/peerstore"
 
-	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/gang"
@@ -232,137 +230,6 @@ func prepareJobsDir(dir string) error {
 		return fmt.Errorf("worker: jobs folder: %w", err)
 	}
 	return nil
-}
-
-// OnAdvert is the flood's delivery hook: decide locally, and if the job is
-// welcome, reserve slots and offer them to the submitter.
-func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
-	need, err := proto.DecodeNeed(a.Body)
-	if err != nil {
-		s.abuse.refused.Add(RefusedBadAdvert)
-		log.Debugw("advert with a bad need", "job", a.Job, "err", err)
-		return
-	}
-	if !proto.IsFloodKeyOf(a.Job, need.Job) {
-		s.abuse.refused.Add(RefusedBadAdvert)
-		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
-		return
-	}
-	select {
-	case s.offers <- struct{}{}:
-	default:
-		s.abuse.refused.Add(RefusedOffersInFlight)
-		log.Debugw("too many offers in flight, advert dropped", "job", a.Job)
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.offers }()
-		s.offer(a, need)
-	}()
-}
-
-// offer reserves a lease for need and sends it to the submitter; a lease the
-// submitter does not keep is released at once. An advert refused only for
-// lack of free slots waits in the line (waitq.go), and asks the later jobs
-// holding slots here to give them back.
-func (s *Service) offer(a flood.Advert, need proto.Need) {
-	honoured := s.leases.Policy().HonouredPriority(a.Submitter, need.Priority)
-	if l, held := s.leases.ByJob(need.Job); held {
-		_, listed := s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
-		s.noteYield(a, need, listed)
-		log.Debugw("advert of a job holding a lease here", "job", need.Job, "host", s.h.ID(), "flood", a.Job, "committed", l.Committed)
-		if l.Committed {
-			// An earlier run of the job still ends here, and the job is
-			// flooded again (a restart): it waits in the line for the
-			// slots that run frees, and its submitter hears that this
-			// host is busy, not nothing.
-			s.decline(a, need.Job, Decision{Code: proto.DeclineBusy, Detail: "its earlier run is still ending here"})
-		}
-		return
-	}
-	if s.draining.Load() {
-		s.abuse.refused.Add(RefusedDraining)
-		s.decline(a, need.Job, Decision{Code: proto.DeclineDraining})
-		return
-	}
-	if !s.abuse.admitAdvert(need) {
-		log.Debugw("advert for a job too large", "job", a.Job, "n", need.N, "r", need.R)
-		s.decline(a, need.Job, Decision{Code: proto.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
-		return
-	}
-	prio, listed := s.waiting.note(a, need, honoured, time.Now())
-	s.noteYield(a, need, listed)
-	d, l, err := s.admitBehindHigher(a.Submitter, need, honoured)
-	if !d.Accept || err != nil {
-		if !d.Accept {
-			s.abuse.refused.Add(RefusedPolicy)
-		}
-		if !d.Full {
-			s.waiting.drop(need.Job)
-		}
-		log.Debugw("advert refused", "job", need.Job, "host", s.h.ID(), "reason", d.Reason, "err", err, "waiting", d.Full && listed)
-		if err == nil {
-			s.decline(a, need.Job, d)
-		}
-		if d.Full && listed && !s.yields(need.Job) {
-			// A job swapped out here for one still waiting asks nothing
-			// of it: not to yield its offers, nor to be swapped out.
-			s.askYield(Contender{Submitter: a.Submitter, Need: need, Since: prio, Honoured: honoured})
-			s.preemptForWaiting()
-		}
-		return
-	}
-	if !s.abuse.allowOffer(a.Submitter, time.Now()) {
-		log.Debugw("over the offer rate to this submitter", "job", need.Job, "submitter", a.Submitter)
-		s.endLease(l.Key)
-		return
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-	defer cancel()
-	if !s.sendOffer(ctx, a, need, l) {
-		s.waiting.drop(need.Job)
-	}
-}
-
-// noteYield marks a listed job whose advert says it was swapped out for
-// others (Need.YieldTo, YieldWith) as yielding to them here: so does every
-// host of its run, including those whose own plan did not swap it out.
-func (s *Service) noteYield(a flood.Advert, need proto.Need, listed bool) {
-	if listed && need.YieldTo != "" {
-		s.waiting.yieldTo(need.Job, append([]proto.JobID{need.YieldTo}, need.YieldWith...), a.Job)
-	}
-}
-
-// sendOffer offers lease l to the submitter of advert a and reports
-// whether it kept it; a lease not kept is released.
-func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need proto.Need, l Lease) bool {
-	if a.Submitter != s.h.ID() {
-		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
-	}
-	msg := proto.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires,
-		Site: proto.SiteLabel(s.leases.Policy().Labels), GangFree: s.gangFree()}
-	var reply proto.OfferReply
-	err := s.ep.Call(ctx, a.Submitter, proto.OfferProtocol, msg, &reply, proto.MaxReplySize)
-	if err != nil || !reply.Keep {
-		log.Debugw("offer not kept", "job", need.Job, "host", s.h.ID(), "err", err, "reason", reply.Reason)
-		s.endLease(l.Key)
-		return false
-	}
-	log.Debugw("offer kept", "job", need.Job, "host", s.h.ID(), "flood", a.Job)
-	// Asks to yield this lease held back while its offer was on the way
-	// go now: they can no longer overtake it.
-	s.leases.MarkHeld(l.Key)
-	s.askForLine()
-	return true
-}
-
-// endLease gives back a lease; a lease already gone is fine.
-func (s *Service) endLease(key string) {
-	if _, err := s.leases.Release(key); err != nil {
-		log.Debugw("release", "err", err)
-	}
 }
 
 // Close stops taking adverts, kills every running job here and waits.

@@ -400,9 +400,13 @@ func (s *Service) offerWaiting() {
 		}
 		d, l, err := s.leases.Admit(e.advert.Submitter, e.need, leaseTTL(e.need))
 		if err != nil || !d.Accept {
-			if !d.Full {
+			// Listed, and not yielding (skipped above); told already when
+			// its advert came.
+			step := afterRefusal(d, err, true, false)
+			if step.Drop {
 				s.waiting.drop(e.need.Job) // the policy changed: it never will
-			} else {
+			}
+			if step.Contend {
 				blocked = max(blocked, e.honoured)
 				// A later job may have taken the room meanwhile (its advert
 				// came as it freed): it gives it back if it cannot start.
