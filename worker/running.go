@@ -167,32 +167,7 @@ func (s *Service) afterRelease() {
 // a retry keeps it).
 func (r *running) run() {
 	s := r.svc
-	defer func() {
-		r.cancel()
-		if s.mpi != nil {
-			s.mpi.RemoveJob(r.routeID())
-		}
-		if f := r.pmiFence(); f != nil {
-			s.pmi.Leave(f)
-		}
-		if r.sandbox != nil {
-			if err := r.sandbox.Close(); err != nil {
-				log.Warnw("job sandbox not fully removed", "job", r.id, "err", err)
-			}
-		}
-		if err := os.RemoveAll(r.dir); err != nil {
-			log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
-		}
-		s.releaseBlobs(r.held)
-		s.mu.Lock()
-		delete(s.jobs, r.id)
-		keep := r.keepLease
-		s.mu.Unlock()
-		if !keep {
-			s.endLease(r.lease)
-		}
-		close(r.done)
-	}()
+	defer r.cleanup()
 	k, st, err := openSink(r.ctx, s.ep, proto.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter,
 		s.cfg.Heartbeat, s.cfg.SubmitterGrace)
 	if err != nil {
@@ -233,6 +208,37 @@ func (r *running) run() {
 		r.sendOutputs(k)
 	}
 	k.send(r.ctx, proto.Report{Kind: proto.RepDone})
+}
+
+// cleanup ends what the run leaves: the job's MPI routes or PMI fence,
+// its sandbox (and any process left in it), its folder, its blobs, its
+// place in the job table and its lease (unless a retry keeps it).
+func (r *running) cleanup() {
+	s := r.svc
+	r.cancel()
+	if s.mpi != nil {
+		s.mpi.RemoveJob(r.routeID())
+	}
+	if f := r.pmiFence(); f != nil {
+		s.pmi.Leave(f)
+	}
+	if r.sandbox != nil {
+		if err := r.sandbox.Close(); err != nil {
+			log.Warnw("job sandbox not fully removed", "job", r.id, "err", err)
+		}
+	}
+	if err := os.RemoveAll(r.dir); err != nil {
+		log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
+	}
+	s.releaseBlobs(r.held)
+	s.mu.Lock()
+	delete(s.jobs, r.id)
+	keep := r.keepLease
+	s.mu.Unlock()
+	if !keep {
+		s.endLease(r.lease)
+	}
+	close(r.done)
 }
 
 // launch registers the job with the MPI router and starts every local copy.
