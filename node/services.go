@@ -91,7 +91,7 @@ func (n *Node) startServices() error {
 		return err
 	}
 	n.mpi = mpi
-	w, err := worker.NewService(n.h, ep, wcfg, leases, runner, blobs, mpi)
+	w, err := worker.NewService(n.h, ep, wcfg, leases, runner, blobs, worker.RouterMPI(mpi))
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}

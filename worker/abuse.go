@@ -100,16 +100,6 @@ func newAbuse(lim AbuseLimits) *abuse {
 	return &abuse{lim: lim, offers: ratelimit.MustPeers(lim.Offers, 0), commits: ratelimit.MustPeers(lim.Commits, 0)}
 }
 
-// admitAdvert decides, before any lease is made, whether an advert's job
-// is within the size limit.
-func (a *abuse) admitAdvert(need proto.Need) bool {
-	if need.N*need.R > a.lim.MaxJobProcs {
-		a.refused.Add(RefusedJobTooLarge)
-		return false
-	}
-	return true
-}
-
 // allowOffer takes an offer token of submitter: called once the policy
 // accepted, so that adverts it declines cost the submitter nothing.
 func (a *abuse) allowOffer(submitter peer.ID, now time.Time) bool {

@@ -43,20 +43,19 @@ func testAbuse() *abuse {
 		Offers: ratelimit.Limit{Rate: 1, Burst: 2}, Commits: ratelimit.Limit{Rate: 1, Burst: 1}})
 }
 
-func TestAdmitAdvertCountsEachRefusal(t *testing.T) {
+func TestAllowOfferCountsEachRefusal(t *testing.T) {
 	a := testAbuse()
 	t0 := time.Unix(1000, 0)
-	small, big := proto.Need{Job: "j", N: 2, R: 1}, proto.Need{Job: "j", N: 4, R: 4}
-	got := []bool{a.admitAdvert(small), a.admitAdvert(big), a.allowOffer("s", t0), a.allowOffer("s", t0),
+	got := []bool{a.allowOffer("s", t0), a.allowOffer("s", t0),
 		a.allowOffer("s", t0), a.allowOffer("other", t0), a.allowOffer("s", t0.Add(time.Second))}
-	want := []bool{true, false, true, true, false, true, true}
+	want := []bool{true, true, false, true, true}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("admits %v, want %v", got, want)
 		}
 	}
-	if r := a.refused.Snapshot(); r[RefusedJobTooLarge] != 1 || r[RefusedOfferRate] != 1 || len(r) != 2 {
-		t.Fatalf("refusals %v, want one too large and one over the offer rate", r)
+	if r := a.refused.Snapshot(); r[RefusedOfferRate] != 1 || len(r) != 1 {
+		t.Fatalf("refusals %v, want one over the offer rate", r)
 	}
 }
 

@@ -41,6 +41,21 @@
 // nobody (trust by default). Policy.Self, the agent's own ID, passes the
 // allow list: an agent is a worker for the jobs submitted through it.
 //
+// # Lease requests
+//
+// A submitter acts on its lease with a proto.LeaseRequest: cancel,
+// commit, release, resume, checkpoint, kill, retry (a kill with the Retry
+// flag of older submitters reads as a retry). decideLease decides what a
+// request does from the request, the peer and a snapshot of what the
+// worker knows (leaseView: the lease, whether the job runs here under it,
+// the drain); leaseRequest does it. Only the lease's submitter is obeyed,
+// for the lease's job. A retry ends the run here and keeps its slots, its
+// priority and need under a new key (Leases.Renew), the slots never free
+// in between. The advert's path is decided the same way (decideAdvert,
+// behindHigher, afterRefusal), and so is what a copy's end reports
+// (decideCopyEnd, exitReports). The MPI side of a job is an interface
+// (MPI, MPIJob) that RouterMPI gives for the agent's router.
+//
 // # Declines
 //
 // A refusal the submitter can act on carries a proto.DeclineCode (policy,

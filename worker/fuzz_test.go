@@ -10,9 +10,10 @@ import (
 )
 
 // FuzzLeaseRequest feeds arbitrary frames to what handleLease does before
-// it touches a lease: decode with the protocol's limit, then check a
-// commit's shape and size. Nothing may panic, and a commit accepted by
-// both checks stays within the caps and addresses only hosts it lists.
+// it touches a lease: decode with the protocol's limit, decide, then check
+// a commit's shape and size. Nothing may panic, a request read is
+// normalized, only the lease's submitter is obeyed, and a commit accepted
+// by both checks stays within the caps and addresses only hosts it lists.
 func FuzzLeaseRequest(f *testing.F) {
 	var b bytes.Buffer
 	c := &proto.Commit{Key: "s", N: 2, R: 1, Program: proto.FileRef{Name: "p", Hash: "00", Size: 10},
@@ -30,8 +31,12 @@ func FuzzLeaseRequest(f *testing.F) {
 	f.Add(b.Bytes())
 	lim := AbuseLimits{MaxJobProcs: 64, MaxJobStage: 1 << 20}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var req proto.LeaseRequest
-		if err := wire.ReadJSON(bufio.NewReader(bytes.NewReader(data)), proto.MaxLeaseSize, &req); err != nil || req.Commit == nil {
+		req, err := decodeLease(bufio.NewReader(bytes.NewReader(data)))
+		if err != nil {
+			return
+		}
+		checkDecision(t, req)
+		if req.Commit == nil {
 			return
 		}
 		c := *req.Commit
@@ -62,4 +67,24 @@ func FuzzLeaseRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkDecision checks decideLease on a decoded request: normalized, it is
+// obeyed only from its lease's submitter, for its job.
+func checkDecision(t *testing.T, req proto.LeaseRequest) {
+	if req.Op == proto.OpKill && req.Retry {
+		t.Fatalf("kill with Retry not read as a retry: %+v", req)
+	}
+	v := leaseView{Lease: Lease{Key: req.Lease, Job: req.Job, Submitter: "alice"}, Leased: true, Runs: len(req.Lease)%2 == 0}
+	if act := decideLease("mallory", req, v); act.Do != leaseRefuse || act.Err == nil {
+		t.Fatalf("%s from another peer: %v", req.Op, act.Do)
+	}
+	v.Lease.Job += "x"
+	if act := decideLease("alice", req, v); act.Do != leaseRefuse {
+		t.Fatalf("%s for another job's lease: %v", req.Op, act.Do)
+	}
+	v.Lease.Job = req.Job
+	if act := decideLease("alice", req, v); (act.Do == leaseRefuse) != (act.Err != nil) {
+		t.Fatalf("%s: %v with error %v", req.Op, act.Do, act.Err)
+	}
 }

@@ -190,13 +190,14 @@ func (s *Service) gangFree() *uint64 {
 	return &free
 }
 
-// checkGangColumn refuses a column this host's rotation never runs.
-func (s *Service) checkGangColumn(col *int) error {
+// checkGangColumn refuses a column a host whose rotation has columns
+// columns (0: none) never runs. Pure.
+func checkGangColumn(col *int, columns int) error {
 	if col == nil {
 		return nil
 	}
-	if *col < 0 || *col >= gang.MaxColumns || (s.cfg.Gang.Columns > 0 && *col >= s.cfg.Gang.Columns) {
-		return fmt.Errorf("time-slice column %d is outside this host's %d columns (agents of a grid must share one rotation)", *col, s.cfg.Gang.Columns)
+	if *col < 0 || *col >= gang.MaxColumns || (columns > 0 && *col >= columns) {
+		return fmt.Errorf("time-slice column %d is outside this host's %d columns (agents of a grid must share one rotation)", *col, columns)
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ import (
 	logging "github.com/ipfs/go-log/v2"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
@@ -246,6 +245,31 @@ func (l *Leases) Commit(key string, j proto.JobID) error {
 	return nil
 }
 
+// Renew keeps what a live lease holds for its job's next start (a retry)
+// under a fresh key: it is an offer again, not committed, expiring as the
+// job's first offer did (leaseTTL), with the job's priority and need; its
+// marks (frozen, leaving, held) and measured memory are gone with the run.
+// The slots never come free in between, so no other job takes them; but
+// the lease must fit the policy as a new one would (the owner may have
+// lowered it), else it ends with ErrCapacity.
+func (l *Leases) Renew(key string) (Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweep()
+	old, ok := l.byKey[key]
+	if !ok {
+		return Lease{}, fmt.Errorf("renew: %w", ErrNoLease)
+	}
+	l.remove(old)
+	ls, err := l.reserve(old.Job, old.Submitter, old.Slots, old.Cores, old.Memory, leaseTTL(old.Need))
+	if err != nil {
+		return Lease{}, err
+	}
+	ls.Priority, ls.Need = old.Priority, old.Need
+	l.byKey[ls.Key].Priority, l.byKey[ls.Key].Need = ls.Priority, ls.Need
+	return ls, nil
+}
+
 // Shrink lowers what a lease holds to what the job uses (a commit that
 // places fewer processes than offered); the rest comes back at once. It
 // never grows a lease.
@@ -334,61 +358,6 @@ func (l *Leases) List() []Lease {
 	return out
 }
 
-// Expire drops the leases whose time has passed and returns them. Every
-// other method does the same silently; an owner that wants to log expiries
-// calls Expire on a timer.
-func (l *Leases) Expire() []Lease {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sweep()
-}
-
-func (l *Leases) sweep() []Lease {
-	now := l.now()
-	var gone []Lease
-	for _, ls := range l.byKey {
-		if !ls.Committed && !now.Before(ls.Expires) {
-			l.remove(ls)
-			gone = append(gone, *ls)
-			log.Debugf("lease for job %s expired, %d slots back", ls.Job, ls.Slots)
-		}
-	}
-	return gone
-}
-
-func (l *Leases) remove(ls *Lease) {
-	delete(l.used, ls.Job)
-	delete(l.byKey, ls.Key)
-	delete(l.byJob, ls.Job)
-	l.signalFreed()
-}
-
-func (l *Leases) signalFreed() {
-	select {
-	case l.freed <- struct{}{}:
-	default: // one pending signal says it all
-	}
-}
-
-// Freed receives a value after slots came back (a lease released,
-// expired or shrunk) since the last receive. Expiry is lazy: call Expire
-// at NextExpiry to have it noticed.
-func (l *Leases) Freed() <-chan struct{} { return l.freed }
-
-// NextExpiry is when the first uncommitted lease expires; false when none
-// will.
-func (l *Leases) NextExpiry() (time.Time, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var first time.Time
-	for _, ls := range l.byKey {
-		if !ls.Committed && (first.IsZero() || ls.Expires.Before(first)) {
-			first = ls.Expires
-		}
-	}
-	return first, !first.IsZero()
-}
-
 func (l *Leases) usage() Usage { return l.usageOf(false) }
 
 // usageOf is what the live leases hold, those Leaving left out with
@@ -408,104 +377,4 @@ func (l *Leases) usageOf(skipLeaving bool) Usage {
 	}
 	u.Memory = MemoryHeld(holds)
 	return u
-}
-
-// admissionUsage is the usage a new job is admitted against: all of it,
-// except that under the overlapped swap policy a job being swapped out
-// (Lease.Leaving) holds nothing, so the jobs it gives way to restart
-// while it checkpoints (the seed's Figure 5: a shorter switch, both sets
-// briefly in memory). Under the sequential policy they wait until its
-// lease ends, its memory free.
-func (l *Leases) admissionUsage() Usage {
-	return l.usageOf(l.policy.SwapPolicy == gang.Overlapped)
-}
-
-// SetLeaving marks a lease as being swapped out by checkpoint, or no
-// longer (the swap was refused); false when the lease is gone.
-func (l *Leases) SetLeaving(key string, leaving bool) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ls, ok := l.byKey[key]
-	if !ok {
-		return false
-	}
-	if leaving && !ls.Leaving && l.policy.SwapPolicy == gang.Overlapped {
-		l.signalFreed() // the line may offer its place at once
-	}
-	ls.Leaving = leaving
-	return true
-}
-
-// CommitMemory lowers the memory a committed lease holds to what the
-// procs processes placed here declare (HeldMemory): an offer of c
-// processes at MemPerProc each, of which the plan used fewer, gives the
-// rest back for other jobs. Slots and cores stay, for a retry on the
-// same lease. A lease without a per-process declaration is left alone.
-func (l *Leases) CommitMemory(key string, procs int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ls, ok := l.byKey[key]
-	if !ok || ls.Need.MemPerProc == 0 {
-		return
-	}
-	if m := HeldMemory(ls.Need, procs); m < ls.Memory {
-		ls.Memory = m
-		l.signalFreed()
-	}
-}
-
-// SetFrozen marks a lease frozen (its job stopped in place) or not; false
-// when there is no such lease.
-func (l *Leases) SetFrozen(key string, frozen bool) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ls, ok := l.byKey[key]
-	if !ok {
-		return false
-	}
-	if frozen && !ls.Frozen {
-		l.signalFreed()
-	}
-	ls.Frozen = frozen
-	return true
-}
-
-// FitsThawed says whether the frozen lease key may run again: its cores
-// and its place among the J fit beside the others.
-func (l *Leases) FitsThawed(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ls, ok := l.byKey[key]
-	if !ok || !ls.Frozen {
-		return false
-	}
-	u := l.usage()
-	return u.Jobs+1 <= l.policy.MaxJobs && u.Cores+ls.Cores <= l.policy.Cores
-}
-
-// MemHold is what job j holds and was last measured using here.
-func (l *Leases) MemHold(j proto.JobID) MemHold {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := MemHold{Used: l.used[j]}
-	if ls, ok := l.byJob[j]; ok {
-		h.Declared = ls.Memory
-	}
-	return h
-}
-
-// SetUsed records the memory a job's processes here were last measured
-// using (worker/memuse.go); from then on the job is charged the more of
-// that and what its lease holds (MemHold.Charge). A job without a lease
-// here is ignored.
-func (l *Leases) SetUsed(j proto.JobID, bytes int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.byJob[j]; !ok {
-		return
-	}
-	if bytes = max(bytes, 0); bytes < l.used[j] {
-		l.signalFreed() // a job using less may let a waiting one in
-	}
-	l.used[j] = bytes
 }

@@ -18,18 +18,22 @@ func need(n int, req proto.Requirements) proto.Need {
 	return proto.Need{Job: "j1", N: n, R: 1, Req: req}
 }
 
+// decideCase is one case of TestDecide: policy host() changed by p, its
+// usage u, an advert of need from from (alice when empty).
+type decideCase struct {
+	name   string
+	p      func(p *Policy)
+	u      Usage
+	from   peer.ID
+	need   proto.Need
+	slots  int    // 0: refused
+	cores  int    // cores held when accepted
+	reason string // substring of Reason
+}
+
 func TestDecide(t *testing.T) {
 	const alice, bob = peer.ID("alice"), peer.ID("bob")
-	tests := []struct {
-		name   string
-		p      func(p *Policy)
-		u      Usage
-		from   peer.ID
-		need   proto.Need
-		slots  int    // 0: refused
-		cores  int    // cores held when accepted
-		reason string // substring of Reason
-	}{
+	tests := []decideCase{
 		{name: "idle host offers min(P, cores, n)", need: need(16, proto.Requirements{}), slots: 4, cores: 4},
 		{name: "small job offers n", need: need(3, proto.Requirements{}), slots: 3, cores: 3},
 		// P (section 4.1: J=1, P=2 for a dual-core): P bounds the offer.
@@ -70,29 +74,31 @@ func TestDecide(t *testing.T) {
 		{name: "bad job id", need: proto.Need{Job: "../x", N: 1, R: 1}, reason: "bad request"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := host()
-			if tt.p != nil {
-				tt.p(&p)
-			}
-			from := tt.from
-			if from == "" {
-				from = alice
-			}
-			d := Decide(p, tt.u, from, tt.need)
-			if d.Accept != (tt.slots > 0) || d.Slots != tt.slots {
-				t.Fatalf("Decide = %+v, want %d slots", d, tt.slots)
-			}
-			if tt.cores != 0 && d.Cores != tt.cores {
-				t.Errorf("holds %d cores, want %d", d.Cores, tt.cores)
-			}
-			if d.Accept && (d.Cores < d.Slots || d.Memory != tt.need.Req.MinMemory) {
-				t.Errorf("accepted with %d cores for %d slots, %d bytes", d.Cores, d.Slots, d.Memory)
-			}
-			if !strings.Contains(d.Reason, tt.reason) {
-				t.Errorf("reason %q, want %q", d.Reason, tt.reason)
-			}
-		})
+		t.Run(tt.name, tt.check)
+	}
+}
+
+func (tt decideCase) check(t *testing.T) {
+	p := host()
+	if tt.p != nil {
+		tt.p(&p)
+	}
+	from := tt.from
+	if from == "" {
+		from = "alice"
+	}
+	d := Decide(p, tt.u, from, tt.need)
+	if d.Accept != (tt.slots > 0) || d.Slots != tt.slots {
+		t.Fatalf("Decide = %+v, want %d slots", d, tt.slots)
+	}
+	if tt.cores != 0 && d.Cores != tt.cores {
+		t.Errorf("holds %d cores, want %d", d.Cores, tt.cores)
+	}
+	if d.Accept && (d.Cores < d.Slots || d.Memory != tt.need.Req.MinMemory) {
+		t.Errorf("accepted with %d cores for %d slots, %d bytes", d.Cores, d.Slots, d.Memory)
+	}
+	if !strings.Contains(d.Reason, tt.reason) {
+		t.Errorf("reason %q, want %q", d.Reason, tt.reason)
 	}
 }
 

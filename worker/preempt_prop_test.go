@@ -82,32 +82,10 @@ func TestPlanPreemptionProperties(t *testing.T) {
 // process each: a job let in without a preemption is counted with the
 // offer it gets before the plan, and admitted after it could take more.
 func TestPlanTurnProperties(t *testing.T) {
-	const G = int64(1) << 30
 	rng := rand.New(rand.NewPCG(19, 2))
-	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	planned, sets := 0, 0
 	for trial := range 3000 {
-		p := Policy{MaxJobs: 2 + rng.IntN(4), MaxProcs: 8, Cores: 2 + rng.IntN(8), Memory: int64(2+rng.IntN(6)) * G,
-			OS: "linux", Arch: "amd64", MaxPriority: rng.IntN(3)}
-		var hs []Holder
-		var u Usage
-		for i := range 1 + rng.IntN(4) {
-			id := proto.JobID(fmt.Sprintf("j%d", i))
-			h := Holder{Job: id, Priority: rng.IntN(3), Since: Seniority{Since: t0.Add(time.Duration(i) * time.Second), Job: id},
-				Cores: 1, Memory: MemHold{Declared: int64(1+rng.IntN(2)) * G}, Checkpoint: rng.IntN(4) > 0,
-				SwapSlice: time.Minute, Ran: time.Duration(rng.IntN(120)) * time.Second}
-			hs = append(hs, h)
-			u.Jobs++
-			u.Cores += h.Cores
-			u.Memory += h.Memory.Charge()
-		}
-		var line []Waiter
-		for i := range 1 + rng.IntN(4) {
-			id := proto.JobID(fmt.Sprintf("w%d", i))
-			line = append(line, Waiter{Submitter: "alice", Since: Seniority{Since: t0.Add(time.Hour + time.Duration(i)*time.Second), Job: id},
-				Need: proto.Need{Job: id, N: 1, R: 1, Priority: rng.IntN(3), MemPerProc: int64(1+rng.IntN(2)) * G, SwapSlice: time.Minute}})
-		}
-		slices.SortStableFunc(line, func(a, b Waiter) int { return b.Need.Priority - a.Need.Priority }) // the line's order
+		p, hs, u, line := randomTurn(rng)
 		turn := PlanTurn(p, u, hs, line)
 		if len(turn.Plan) == 0 {
 			if turn.Set != nil {
@@ -119,41 +97,81 @@ func TestPlanTurnProperties(t *testing.T) {
 		if len(turn.Set) > 1 {
 			sets++
 		}
-		byID, waiting := byJob(hs), map[proto.JobID]Waiter{}
-		for _, w := range line {
-			waiting[w.Need.Job] = w
-		}
-		seen := map[proto.JobID]bool{}
-		for _, pr := range turn.Plan {
-			h, w := byID[pr.Job], waiting[pr.For]
-			prio := p.HonouredPriority(w.Submitter, w.Need.Priority)
-			// duringSwitch: with another job taken, one within half its
-			// slice of its turn's end may go too.
-			nearly := len(turn.Plan) > 1 && h.SwapSlice > 0 && h.Ran+h.SwapSlice/2 >= h.SwapSlice
-			equalTurn := h.Priority == prio && (h.turnOver() || nearly) && h.Checkpoint
-			switch {
-			case seen[pr.Job]:
-				t.Fatalf("trial %d: %s taken twice: %+v", trial, pr.Job, turn)
-			case !slices.Contains(turn.Set, pr.For):
-				t.Fatalf("trial %d: %s taken for %s, not let in: %+v", trial, pr.Job, pr.For, turn)
-			case h.Priority > prio || h.Priority == prio && !equalTurn:
-				t.Fatalf("trial %d: %+v taken for %s of priority %d", trial, h, pr.For, prio)
-			}
-			seen[pr.Job] = true
-		}
-		after := usageAfter(u, byID, turn.Plan, -1)
-		for _, id := range turn.Set {
-			w := waiting[id]
-			d := Decide(p, after, w.Submitter, w.Need)
-			if !d.Accept {
-				t.Fatalf("trial %d: %s of the set not admitted after the plan: %s (%+v)", trial, id, d.Reason, turn)
-			}
-			after.Jobs++
-			after.Cores += d.Cores
-			after.Memory += d.Memory
+		if err := checkTurnPlan(p, hs, u, line, turn); err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
 		}
 	}
 	if planned < 100 || sets < 20 {
 		t.Fatalf("%d plans, %d sets of several in 3000 trials: the generator tests little", planned, sets)
 	}
+}
+
+// randomTurn is a host with 1 to 4 jobs running and 1 to 4 waiting, in
+// the line's order.
+func randomTurn(rng *rand.Rand) (Policy, []Holder, Usage, []Waiter) {
+	const G = int64(1) << 30
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	p := Policy{MaxJobs: 2 + rng.IntN(4), MaxProcs: 8, Cores: 2 + rng.IntN(8), Memory: int64(2+rng.IntN(6)) * G,
+		OS: "linux", Arch: "amd64", MaxPriority: rng.IntN(3)}
+	var hs []Holder
+	var u Usage
+	for i := range 1 + rng.IntN(4) {
+		id := proto.JobID(fmt.Sprintf("j%d", i))
+		h := Holder{Job: id, Priority: rng.IntN(3), Since: Seniority{Since: t0.Add(time.Duration(i) * time.Second), Job: id},
+			Cores: 1, Memory: MemHold{Declared: int64(1+rng.IntN(2)) * G}, Checkpoint: rng.IntN(4) > 0,
+			SwapSlice: time.Minute, Ran: time.Duration(rng.IntN(120)) * time.Second}
+		hs = append(hs, h)
+		u.Jobs++
+		u.Cores += h.Cores
+		u.Memory += h.Memory.Charge()
+	}
+	var line []Waiter
+	for i := range 1 + rng.IntN(4) {
+		id := proto.JobID(fmt.Sprintf("w%d", i))
+		line = append(line, Waiter{Submitter: "alice", Since: Seniority{Since: t0.Add(time.Hour + time.Duration(i)*time.Second), Job: id},
+			Need: proto.Need{Job: id, N: 1, R: 1, Priority: rng.IntN(3), MemPerProc: int64(1+rng.IntN(2)) * G, SwapSlice: time.Minute}})
+	}
+	slices.SortStableFunc(line, func(a, b Waiter) int { return b.Need.Priority - a.Need.Priority }) // the line's order
+	return p, hs, u, line
+}
+
+// checkTurnPlan checks a turn PlanTurn made: no job taken twice, each for
+// a job of the set, of lower priority or of equal priority with its turn
+// over (or nearly, with another taken); and after the plan every job of
+// the set is admitted.
+func checkTurnPlan(p Policy, hs []Holder, u Usage, line []Waiter, turn Turn) error {
+	byID, waiting := byJob(hs), map[proto.JobID]Waiter{}
+	for _, w := range line {
+		waiting[w.Need.Job] = w
+	}
+	seen := map[proto.JobID]bool{}
+	for _, pr := range turn.Plan {
+		h, w := byID[pr.Job], waiting[pr.For]
+		prio := p.HonouredPriority(w.Submitter, w.Need.Priority)
+		// duringSwitch: with another job taken, one within half its
+		// slice of its turn's end may go too.
+		nearly := len(turn.Plan) > 1 && h.SwapSlice > 0 && h.Ran+h.SwapSlice/2 >= h.SwapSlice
+		equalTurn := h.Priority == prio && (h.turnOver() || nearly) && h.Checkpoint
+		switch {
+		case seen[pr.Job]:
+			return fmt.Errorf("%s taken twice: %+v", pr.Job, turn)
+		case !slices.Contains(turn.Set, pr.For):
+			return fmt.Errorf("%s taken for %s, not let in: %+v", pr.Job, pr.For, turn)
+		case h.Priority > prio || h.Priority == prio && !equalTurn:
+			return fmt.Errorf("%+v taken for %s of priority %d", h, pr.For, prio)
+		}
+		seen[pr.Job] = true
+	}
+	after := usageAfter(u, byID, turn.Plan, -1)
+	for _, id := range turn.Set {
+		w := waiting[id]
+		d := Decide(p, after, w.Submitter, w.Need)
+		if !d.Accept {
+			return fmt.Errorf("%s of the set not admitted after the plan: %s (%+v)", id, d.Reason, turn)
+		}
+		after.Jobs++
+		after.Cores += d.Cores
+		after.Memory += d.Memory
+	}
+	return nil
 }

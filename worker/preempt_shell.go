@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
@@ -44,19 +42,6 @@ type preemptState struct {
 // checkpoints (one was saved here, or this run restarted from one).
 func (r *running) canSwap() bool {
 	return !r.c.PMI && r.c.R == 1 && r.running.Load() && (r.pre.saved.Load() || len(r.c.Restore) > 0)
-}
-
-// admitBehindHigher admits an advert unless a job of higher honoured
-// priority waits in the line for this host: then it is refused as full,
-// and waits in its turn.
-func (s *Service) admitBehindHigher(submitter peer.ID, need proto.Need, honoured int) (Decision, Lease, error) {
-	if s.yields(need.Job) {
-		return full(refuse(proto.DeclineBusy, "", "swapped out here for a job that has not started yet")), Lease{}, nil
-	}
-	if top, ok := s.waiting.highestWaiting(need.Job, s.leases, time.Now()); ok && top > honoured {
-		return full(refuse(proto.DeclineBusy, "", "a job of higher priority (%d) waits for this host", top)), Lease{}, nil
-	}
-	return s.leases.Admit(submitter, need, leaseTTL(need))
 }
 
 // preemptForWaiting plans, for the jobs waiting in the line for this host

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,15 +19,6 @@ func TestPlanPreemption(t *testing.T) {
 	h := func(id proto.JobID, prio int, min int, cores int, mem int64, ckpt bool) Holder {
 		return Holder{Job: id, Priority: prio, Since: Seniority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id},
 			Cores: cores, Memory: MemHold{Declared: mem}, Checkpoint: ckpt}
-	}
-	usage := func(hs ...Holder) Usage {
-		var u Usage
-		for _, x := range hs {
-			u.Jobs++
-			u.Cores += x.Cores
-			u.Memory += x.Memory.Charge()
-		}
-		return u
 	}
 	adv := func(prio, n int, per int64) proto.Need {
 		return proto.Need{Job: "jnew", N: n, R: 1, Priority: prio, MemPerProc: per}
@@ -70,53 +62,71 @@ func TestPlanPreemption(t *testing.T) {
 	}
 	pc := p
 	pc.PriorityCaps = map[peer.ID]int{"capped": 0}
+	since := Seniority{Since: t0.Add(time.Hour), Job: "jnew"}
 	for _, tt := range tests {
 		from := tt.from
 		if from == "" {
 			from = "alice"
 		}
-		u := usage(tt.holders...)
-		for _, x := range tt.holders {
-			if x.Preempted {
-				u = freed(u, x)
-			}
-		}
-		since := Seniority{Since: t0.Add(time.Hour), Job: "jnew"}
+		u := holdersUsage(tt.holders)
 		got, d := PlanPreemption(pc, u, tt.holders, from, tt.need, since)
 		if !reflect.DeepEqual(got, tt.want) || d.Accept != tt.accept {
 			t.Errorf("%s: plan %v (accept %v: %s), want %v (accept %v)", tt.name, got, d.Accept, d.Reason, tt.want, tt.accept)
 		}
 		// Deterministic: the order of the holders does not matter.
-		rev := append([]Holder(nil), tt.holders...)
-		for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
-			rev[i], rev[j] = rev[j], rev[i]
-		}
-		if again, _ := PlanPreemption(pc, u, rev, from, tt.need, since); !reflect.DeepEqual(again, got) {
+		if again, _ := PlanPreemption(pc, u, reversed(tt.holders), from, tt.need, since); !reflect.DeepEqual(again, got) {
 			t.Errorf("%s: holders reversed give %v, not %v", tt.name, again, got)
 		}
 	}
 }
 
+// holdersUsage is what holders hold, those preempted already left out.
+func holdersUsage(hs []Holder) Usage {
+	var u Usage
+	for _, x := range hs {
+		u.Jobs++
+		u.Cores += x.Cores
+		u.Memory += x.Memory.Charge()
+	}
+	for _, x := range hs {
+		if x.Preempted {
+			u = freed(u, x)
+		}
+	}
+	return u
+}
+
+// reversed is a copy of hs in reverse order.
+func reversed(hs []Holder) []Holder {
+	rev := append([]Holder(nil), hs...)
+	slices.Reverse(rev)
+	return rev
+}
+
 // The hybrid technique's rule: a host refusing an advert for memory only
 // swaps out, by checkpoint, a job of equal priority that has run its swap
 // slice since it last started, when the advert asks for a slice too.
+// hold is a job running on a host, for TestPlanPreemptionTurns: since
+// minute min, its swap slice and how long it ran.
+type hold struct {
+	id         proto.JobID
+	prio, min  int
+	cores      int
+	mem        int64
+	ckpt       bool
+	slice, ran time.Duration
+}
+
+func (x hold) holder(t0 time.Time) Holder {
+	return Holder{Job: x.id, Priority: x.prio, Since: Seniority{Since: t0.Add(time.Duration(x.min) * time.Minute), Job: x.id},
+		Cores: x.cores, Memory: MemHold{Declared: x.mem}, Checkpoint: x.ckpt, SwapSlice: x.slice, Ran: x.ran}
+}
+
 func TestPlanPreemptionTurns(t *testing.T) {
 	const G = int64(1) << 30
 	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
 	// J=3 and 4 cores: only memory (4G) keeps a second job out.
 	p := Policy{MaxJobs: 3, MaxProcs: 4, Cores: 4, Memory: 4 * G, OS: "linux", Arch: "amd64", MaxPriority: 10}
-	type hold struct {
-		id         proto.JobID
-		prio, min  int
-		cores      int
-		mem        int64
-		ckpt       bool
-		slice, ran time.Duration
-	}
-	h := func(x hold) Holder {
-		return Holder{Job: x.id, Priority: x.prio, Since: Seniority{Since: t0.Add(time.Duration(x.min) * time.Minute), Job: x.id},
-			Cores: x.cores, Memory: MemHold{Declared: x.mem}, Checkpoint: x.ckpt, SwapSlice: x.slice, Ran: x.ran}
-	}
 	over := hold{id: "ja", cores: 2, mem: 4 * G, ckpt: true, slice: time.Minute, ran: 2 * time.Minute}
 	with := func(x hold, f func(*hold)) hold { f(&x); return x }
 	adv := func(prio, n int, per int64, slice time.Duration) proto.Need {
@@ -165,7 +175,7 @@ func TestPlanPreemptionTurns(t *testing.T) {
 		var hs []Holder
 		var u Usage
 		for _, x := range tt.holders {
-			hs = append(hs, h(x))
+			hs = append(hs, x.holder(t0))
 			u.Jobs++
 			u.Cores += x.cores
 			u.Memory += x.mem
@@ -243,36 +253,63 @@ func TestPlanPreemptionCountsLeaving(t *testing.T) {
 	}
 }
 
-// PlanTurn on TestSwapTurnsRotateSets' hosts (1G lent, J = 4, 4 cores,
-// P = 1, jobs of 450M): the waiting line gets as many places as the
-// running jobs whose turn is over free, so a set of two that waited
-// replaces the set of two that ran, at one turn.
+// The hosts of TestSwapTurnsRotateSets (1G lent, J = 4, 4 cores, P = 1,
+// jobs of 450M), for PlanTurn.
+const (
+	turnM     = int64(1) << 20
+	turnSlice = 1500 * time.Millisecond
+)
+
+var turnT0 = time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
+
+func turnAt(min int, id proto.JobID) Seniority {
+	return Seniority{Since: turnT0.Add(time.Duration(min) * time.Minute), Job: id}
+}
+
+// turnHolder is a job running since minute min, its turn over by over
+// (negative: not yet).
+func turnHolder(id proto.JobID, min int, over time.Duration) Holder {
+	return Holder{Job: id, Since: turnAt(min, id), Cores: 1, Memory: MemHold{Declared: 450 * turnM},
+		Checkpoint: true, SwapSlice: turnSlice, Ran: turnSlice + over}
+}
+
+// turnWaiter is a job waiting since minute min, of priority prio,
+// declaring mem per process.
+func turnWaiter(id proto.JobID, min, prio int, mem int64) Waiter {
+	return Waiter{Submitter: "alice", Since: turnAt(min, id),
+		Need: proto.Need{Job: id, N: 4, R: 1, Priority: prio, MemPerProc: mem, SwapSlice: turnSlice}}
+}
+
+func turnSwap(id, forJob proto.JobID) Preemption {
+	return Preemption{Job: id, Action: ActionSwap, For: forJob}
+}
+
+type turnCase struct {
+	name    string
+	holders []Holder
+	line    []Waiter
+	want    Turn
+}
+
+func checkTurns(t *testing.T, tests []turnCase) {
+	t.Helper()
+	p := Policy{MaxJobs: 4, MaxProcs: 1, Cores: 4, Memory: 1024 * turnM, OS: "linux", Arch: "amd64", MaxPriority: 10}
+	for _, tt := range tests {
+		u := Usage{Jobs: len(tt.holders), Cores: len(tt.holders), Memory: int64(len(tt.holders)) * 450 * turnM}
+		if got := PlanTurn(p, u, tt.holders, tt.line); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// PlanTurn on TestSwapTurnsRotateSets' hosts: the waiting line gets as
+// many places as the running jobs whose turn is over free, so a set of
+// two that waited replaces the set of two that ran, at one turn.
 func TestPlanTurn(t *testing.T) {
-	const M = int64(1) << 20
-	const slice = 1500 * time.Millisecond
-	t0 := time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)
-	p := Policy{MaxJobs: 4, MaxProcs: 1, Cores: 4, Memory: 1024 * M, OS: "linux", Arch: "amd64", MaxPriority: 10}
-	at := func(min int, id proto.JobID) Seniority {
-		return Seniority{Since: t0.Add(time.Duration(min) * time.Minute), Job: id}
-	}
-	// Running since minute min, its turn over by over (negative: not yet).
-	h := func(id proto.JobID, min int, over time.Duration) Holder {
-		return Holder{Job: id, Since: at(min, id), Cores: 1, Memory: MemHold{Declared: 450 * M},
-			Checkpoint: true, SwapSlice: slice, Ran: slice + over}
-	}
+	const M = turnM
+	h, w, swap := turnHolder, turnWaiter, turnSwap
 	leaving := func(x Holder) Holder { x.Preempted, x.Leaving = true, true; return x }
-	// Waiting since minute min, of priority prio, declaring mem.
-	w := func(id proto.JobID, min, prio int, mem int64) Waiter {
-		return Waiter{Submitter: "alice", Since: at(min, id),
-			Need: proto.Need{Job: id, N: 4, R: 1, Priority: prio, MemPerProc: mem, SwapSlice: slice}}
-	}
-	swap := func(id, forJob proto.JobID) Preemption { return Preemption{Job: id, Action: ActionSwap, For: forJob} }
-	tests := []struct {
-		name    string
-		holders []Holder
-		line    []Waiter
-		want    Turn
-	}{
+	checkTurns(t, []turnCase{
 		{name: "both turns over: the waiting set takes both places",
 			holders: []Holder{h("ja", 0, 10*time.Millisecond), h("jb", 1, 0)},
 			line:    []Waiter{w("jc", 2, 0, 450*M), w("jd", 3, 0, 450*M)},
@@ -306,6 +343,16 @@ func TestPlanTurn(t *testing.T) {
 		{name: "the line fits already: nothing to do",
 			holders: []Holder{h("ja", 0, 0)},
 			line:    []Waiter{w("jc", 2, 0, 450*M)}},
+	})
+}
+
+// PlanTurn lets a job of higher priority in first, and holds the lower
+// ones back while it cannot be; an equal too large for the room freed is
+// passed over.
+func TestPlanTurnPriorities(t *testing.T) {
+	const M = turnM
+	h, w, swap := turnHolder, turnWaiter, turnSwap
+	checkTurns(t, []turnCase{
 		{name: "first fit: an equal too large for the room is passed over",
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jc", 2, 0, 900*M), w("jd", 3, 0, 450*M)},
@@ -321,14 +368,7 @@ func TestPlanTurn(t *testing.T) {
 			holders: []Holder{h("ja", 0, 0), h("jb", 1, -time.Second)},
 			line:    []Waiter{w("jh", 4, 5, 450*M), w("jc", 2, 0, 450*M)},
 			want:    Turn{Plan: []Preemption{swap("jb", "jh"), swap("ja", "jc")}, Set: []proto.JobID{"jh", "jc"}}},
-	}
-	for _, tt := range tests {
-		u := Usage{Jobs: len(tt.holders), Cores: len(tt.holders), Memory: int64(len(tt.holders)) * 450 * M}
-		got := PlanTurn(p, u, tt.holders, tt.line)
-		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
-		}
-	}
+	})
 }
 
 // A release's stamp is its submitter's, within bounds.

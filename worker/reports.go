@@ -209,52 +209,16 @@ func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
 // machine stalled counts one beat), the stream is broken. A write that
 // waits for the stream's window counts the same way, a beat at a time.
 func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err error) {
-	acks, broke := make(chan uint64, 1), make(chan error, 1)
-	var heard atomic.Int64 // when the submitter's last answer arrived (Unix ns); stamped by readAcks
-	start := time.Now()
-	heard.Store(start.UnixNano())
-	quiet := silence.Since(start)
-	go readAcks(s, acks, broke, &heard)
+	st := k.newServed(s)
+	go readAcks(s, st.acks, st.broke, &st.heard)
 	defer func() {
 		if !finished {
 			_ = s.Reset() // ends readAcks; after RepDone the submitter closes
 		}
 	}()
-	silent := func(now time.Time) error {
-		if d := quiet.Check(now, time.Unix(0, heard.Load()), k.beat); d >= 4*k.beat {
-			return fmt.Errorf("%w for %v", errSubmitterSilent, d.Round(time.Millisecond))
-		}
-		return nil
-	}
-	w := &patientWriter{s: s, beat: k.beat, silent: silent}
-	write := func(e proto.Report) error { return wire.WriteJSON(w, e) }
-	// ended is the end of the stream, broke or failed (err): the
-	// submitter's last answers come before that end, and the one for
-	// RepDone makes it a finish, not a break to open a new stream for (a
-	// heartbeat written as the submitter closes after that answer fails).
-	ended := func(err error, readerDone bool) (bool, error) {
-		if !readerDone { // a write failed: give the reader a beat to read what came before the end
-			wait := time.NewTimer(k.beat)
-			select {
-			case <-broke:
-			case <-wait.C:
-			}
-			wait.Stop()
-		}
-		select {
-		case seq := <-acks:
-			k.trim(seq)
-		default:
-		}
-		if k.sentLast && len(k.unacked) == 0 {
-			_ = s.Close()
-			return true, nil
-		}
-		return false, err
-	}
 	for _, e := range k.unacked {
-		if err := write(e.Report); err != nil {
-			return ended(err, false)
+		if err := st.write(e.Report); err != nil {
+			return k.ended(st, err, false)
 		}
 	}
 	t := time.NewTicker(k.beat)
@@ -264,37 +228,102 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 			_ = s.Close()
 			return true, nil
 		}
-		var events <-chan outgoing
-		if len(k.unacked) < maxUnacked && k.unackedBytes < maxUnackedBytes && !k.sentLast {
-			events = k.events
-		}
 		select {
-		case e := <-events:
-			k.seq++
-			e.Seq = k.seq
-			k.sentLast = e.Kind == proto.RepDone
-			k.unacked = append(k.unacked, e)
-			k.unackedBytes += len(e.Data)
-			if err := write(e.Report); err != nil {
-				return ended(err, false)
+		case e := <-k.intake():
+			if err := st.write(k.number(e)); err != nil {
+				return k.ended(st, err, false)
 			}
 		case now := <-t.C:
-			if err := silent(now); err != nil {
+			if err := st.silent(now); err != nil {
 				return false, err
 			}
-			if err := write(proto.Report{Kind: proto.RepHeartbeat}); err != nil {
-				return ended(err, false)
+			if err := st.write(proto.Report{Kind: proto.RepHeartbeat}); err != nil {
+				return k.ended(st, err, false)
 			}
-		case seq := <-acks:
+		case seq := <-st.acks:
 			k.trim(seq)
-		case err := <-broke:
+		case err := <-st.broke:
 			// readAcks sends an ack before the end that follows it, and
 			// select picks either when both are in: take the ack first.
-			return ended(err, true)
+			return k.ended(st, err, true)
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
 	}
+}
+
+// intake is where serve takes new reports from: the events, while the
+// stream's window has room and RepDone was not taken; nil (none) else.
+func (k *sink) intake() <-chan outgoing {
+	if len(k.unacked) < maxUnacked && k.unackedBytes < maxUnackedBytes && !k.sentLast {
+		return k.events
+	}
+	return nil
+}
+
+// number gives e the next sequence number and keeps it until the
+// submitter acknowledges it.
+func (k *sink) number(e outgoing) proto.Report {
+	k.seq++
+	e.Seq = k.seq
+	k.sentLast = e.Kind == proto.RepDone
+	k.unacked = append(k.unacked, e)
+	k.unackedBytes += len(e.Data)
+	return e.Report
+}
+
+// served is one report stream as serve uses it.
+type served struct {
+	s     rpc.Stream
+	beat  time.Duration
+	acks  chan uint64
+	broke chan error
+	heard atomic.Int64 // when the submitter's last answer arrived (Unix ns); stamped by readAcks
+	quiet *silence.Count
+	w     *patientWriter
+}
+
+func (k *sink) newServed(s rpc.Stream) *served {
+	start := time.Now()
+	st := &served{s: s, beat: k.beat, acks: make(chan uint64, 1), broke: make(chan error, 1), quiet: silence.Since(start)}
+	st.heard.Store(start.UnixNano())
+	st.w = &patientWriter{s: s, beat: k.beat, silent: st.silent}
+	return st
+}
+
+// silent says, at now, whether the submitter was silent for 4 beats.
+func (st *served) silent(now time.Time) error {
+	if d := st.quiet.Check(now, time.Unix(0, st.heard.Load()), st.beat); d >= 4*st.beat {
+		return fmt.Errorf("%w for %v", errSubmitterSilent, d.Round(time.Millisecond))
+	}
+	return nil
+}
+
+func (st *served) write(e proto.Report) error { return wire.WriteJSON(st.w, e) }
+
+// ended is the end of the stream, broke or failed (err): the submitter's
+// last answers come before that end, and the one for RepDone makes it a
+// finish, not a break to open a new stream for (a heartbeat written as
+// the submitter closes after that answer fails).
+func (k *sink) ended(st *served, err error, readerDone bool) (bool, error) {
+	if !readerDone { // a write failed: give the reader a beat to read what came before the end
+		wait := time.NewTimer(k.beat)
+		select {
+		case <-st.broke:
+		case <-wait.C:
+		}
+		wait.Stop()
+	}
+	select {
+	case seq := <-st.acks:
+		k.trim(seq)
+	default:
+	}
+	if k.sentLast && len(k.unacked) == 0 {
+		_ = st.s.Close()
+		return true, nil
+	}
+	return false, err
 }
 
 // patientWriter writes to a report stream a beat at a time: a write that

@@ -14,7 +14,6 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job/proto"
-	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -35,12 +34,15 @@ type running struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run has cleaned up and ended the lease
+	// keepLease (guarded by svc.mu) leaves the lease held when the run
+	// ends: a retry renews it for the next start (stopKeepingLease).
+	keepLease bool
 
 	held []blob.Hash // the blobs stage acquired; run's end releases them
 	ck   *ckptSender // sends the ranks' checkpoint files (checkpoint.go)
 
 	mu       sync.Mutex // guards mpi, sink, procs and why
-	mpi      *router.Job
+	mpi      MPIJob
 	fence    *pmi.Fence // a PMI job's KVS here (instead of mpi)
 	sink     *sink      // the report stream, once open
 	why      string
@@ -53,14 +55,9 @@ type running struct {
 	releasedAt atomic.Int64
 }
 
-// start checks a commit against its lease and runs it in the background.
+// start commits the lease of a commit checked against it (commitRefusal)
+// and runs the job in the background.
 func (s *Service) start(from peer.ID, id proto.JobID, lease string, c proto.Commit) error {
-	if err := errors.Join(checkCommit(c), checkRestore(c), s.checkGangColumn(c.GangColumn)); err != nil {
-		return fmt.Errorf("commit %s: %w", id, err)
-	}
-	if l, _ := s.leases.Get(lease); len(c.Procs) > l.Slots {
-		return fmt.Errorf("commit %s: %d processes, the lease holds %d slots", id, len(c.Procs), l.Slots)
-	}
 	if err := s.leases.Commit(lease, id); err != nil {
 		return fmt.Errorf("commit %s: %w", id, err)
 	}
@@ -166,32 +163,11 @@ func (s *Service) afterRelease() {
 }
 
 // run stages, starts, watches and cleans up the job here. Whatever happens,
-// no process and no job folder outlives it, and the lease ends.
+// no process and no job folder outlives it, and the lease ends (unless
+// a retry keeps it).
 func (r *running) run() {
 	s := r.svc
-	defer func() {
-		r.cancel()
-		if s.mpi != nil {
-			s.mpi.RemoveJob(r.routeID())
-		}
-		if f := r.pmiFence(); f != nil {
-			s.pmi.Leave(f)
-		}
-		if r.sandbox != nil {
-			if err := r.sandbox.Close(); err != nil {
-				log.Warnw("job sandbox not fully removed", "job", r.id, "err", err)
-			}
-		}
-		if err := os.RemoveAll(r.dir); err != nil {
-			log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
-		}
-		s.releaseBlobs(r.held)
-		s.mu.Lock()
-		delete(s.jobs, r.id)
-		s.mu.Unlock()
-		s.endLease(r.lease)
-		close(r.done)
-	}()
+	defer r.cleanup()
 	k, st, err := openSink(r.ctx, s.ep, proto.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter,
 		s.cfg.Heartbeat, s.cfg.SubmitterGrace)
 	if err != nil {
@@ -232,6 +208,37 @@ func (r *running) run() {
 		r.sendOutputs(k)
 	}
 	k.send(r.ctx, proto.Report{Kind: proto.RepDone})
+}
+
+// cleanup ends what the run leaves: the job's MPI routes or PMI fence,
+// its sandbox (and any process left in it), its folder, its blobs, its
+// place in the job table and its lease (unless a retry keeps it).
+func (r *running) cleanup() {
+	s := r.svc
+	r.cancel()
+	if s.mpi != nil {
+		s.mpi.RemoveJob(r.routeID())
+	}
+	if f := r.pmiFence(); f != nil {
+		s.pmi.Leave(f)
+	}
+	if r.sandbox != nil {
+		if err := r.sandbox.Close(); err != nil {
+			log.Warnw("job sandbox not fully removed", "job", r.id, "err", err)
+		}
+	}
+	if err := os.RemoveAll(r.dir); err != nil {
+		log.Warnw("job folder not removed", "job", r.id, "dir", r.dir, "err", err)
+	}
+	s.releaseBlobs(r.held)
+	s.mu.Lock()
+	delete(s.jobs, r.id)
+	keep := r.keepLease
+	s.mu.Unlock()
+	if !keep {
+		s.endLease(r.lease)
+	}
+	close(r.done)
 }
 
 // launch registers the job with the MPI router and starts every local copy.
@@ -304,42 +311,6 @@ func (r *running) routeID() string {
 	return fmt.Sprintf("%s.%d", r.id, r.c.Attempt)
 }
 
-func (r *running) mpiSpec() router.JobSpec {
-	local := make([]router.Proc, len(r.c.Procs))
-	for i, p := range r.c.Procs {
-		local[i] = router.Proc{Rank: p.Rank, Replica: p.Replica}
-	}
-	return router.JobSpec{ID: r.routeID(), Key: r.c.Key, Size: r.c.N, Replicas: r.c.R, Table: r.c.RankTable, Local: local,
-		OnSaved: r.saved}
-}
-
-// followMPI reports phase two (every local copy in mpi.Init), a local
-// rank's Abort and a host of the job that the router counted lost to the
-// submitter.
-func (r *running) followMPI(k *sink, m *router.Job) {
-	ready, events := m.InitReady(), m.Events()
-	for ready != nil || events != nil {
-		select {
-		case <-ready:
-			ready = nil
-			k.send(r.ctx, proto.Report{Kind: proto.RepReady})
-		case e, ok := <-events:
-			if !ok {
-				events = nil // the router removed the job
-				continue
-			}
-			switch {
-			case e.Kind == router.EventAbort && e.Peer == "":
-				k.send(r.ctx, proto.Report{Kind: proto.RepAbort, Rank: e.Rank, Code: e.Code})
-			case e.Kind == router.EventPeerLost:
-				k.send(r.ctx, proto.Report{Kind: proto.RepPeerLost, Peer: e.Peer})
-			}
-		case <-r.ctx.Done():
-			return
-		}
-	}
-}
-
 // watch reports each copy's end, and kills them all if the job is killed
 // here or the submitter is lost.
 func (r *running) watch(k *sink, procs []proc.Process) {
@@ -356,64 +327,27 @@ func (r *running) watch(k *sink, procs []proc.Process) {
 			case <-k.lost:
 				_ = pr.Kill()
 			}
-			x := pr.Wait()
-			if why := sandboxWords(x, r.res); why != "" {
-				log.Infow("job copy ended by its sandbox", "job", r.id, "rank", p.Rank, "replica", p.Replica, "why", why)
-				k.send(r.ctx, proto.Report{Kind: proto.RepOutput, Rank: p.Rank, Replica: p.Replica, Stream: proc.Stderr,
-					Data: []byte(fmt.Sprintf("zorilla: rank %d copy %d %s", p.Rank, p.Replica, why))})
-			}
-			// A copy of a replicated rank killed by a signal is the
-			// router's to judge: the job fails only when the rank has no
-			// copy left. A non-zero status is the program's answer.
-			killedCopy := x.Signal != "" && r.c.R > 1 && !x.TimedOut
-			if (x.Code != 0 || x.Signal != "") && !killedCopy {
-				r.failMPI(fmt.Errorf("rank %d exited with %d%s", p.Rank, x.Code, suffix(sandboxWords(x, r.res))))
-			}
-			if killedCopy && !r.running.Load() {
-				// A replicated start cannot complete without this copy (its
-				// rank never reaches Init here): say so now rather than let
-				// the submitter wait for its Init timeout.
-				k.send(r.ctx, proto.Report{Kind: proto.RepFailed,
-					Reason: fmt.Sprintf("rank %d copy %d ended during the start (%s)", p.Rank, p.Replica, x)})
-			}
-			exit := proto.Report{Kind: proto.RepExit, Rank: p.Rank, Replica: p.Replica, Code: x.Code, Signal: x.Signal, TimedOut: x.TimedOut}
-			if f := r.mpiFailure(); f != nil && (x.Code != 0 || x.Signal != "") {
-				if f.Left() {
-					// The job's other agents carry on without this host:
-					// its copy is a lost copy, whatever status it ended with.
-					exit.Lost = "its host was counted lost by the job's other hosts, which carried on"
-				}
-				if f.Peer != "" {
-					// The rank failed because the job lost a host: say which
-					// before its exit, which would read as the program's own
-					// failure (followMPI may not have said it yet).
-					k.send(r.ctx, proto.Report{Kind: proto.RepPeerLost, Peer: f.Peer})
-				}
-			}
-			k.send(r.ctx, exit)
+			r.copyEnded(k, p, pr.Wait())
 		}()
 	}
 	wg.Wait()
 }
 
-// mpiJob is the job's MPI router state here, or nil before launch.
-func (r *running) mpiJob() *router.Job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.mpi
-}
-
-// mpiFailure is why the job's MPI failed here, or nil.
-func (r *running) mpiFailure() *router.Failure {
-	var f *router.Failure
-	if m := r.mpiJob(); m != nil && errors.As(m.Err(), &f) {
-		return f
+// copyEnded carries out decideCopyEnd and exitReports for copy p, which
+// ended with x.
+func (r *running) copyEnded(k *sink, p proto.Proc, x proc.Exit) {
+	end := decideCopyEnd(p, x, r.res, r.c.R, r.running.Load())
+	if end.Words != nil {
+		log.Infow("job copy ended by its sandbox", "job", r.id, "rank", p.Rank, "replica", p.Replica, "why", sandboxWords(x, r.res))
+		k.send(r.ctx, *end.Words)
 	}
-	return nil
-}
-
-func (r *running) failMPI(err error) {
-	if m := r.mpiJob(); m != nil {
-		m.Fail(err)
+	if end.Fail != nil {
+		r.failMPI(end.Fail)
+	}
+	if end.FailedStart != nil {
+		k.send(r.ctx, *end.FailedStart)
+	}
+	for _, rep := range exitReports(p, x, failedOf(r.mpiFailure())) {
+		k.send(r.ctx, rep)
 	}
 }

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,17 +11,12 @@ import (
 	"time"
 
 	p2phost "github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/core/peerstore"
 
-	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/chunk"
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
-	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job/proto"
-	"github.com/zorilla-p2p/zorilla/mpi/router"
 	"github.com/zorilla-p2p/zorilla/worker/pmi"
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
@@ -133,15 +127,6 @@ func (c ServiceConfig) validate() error {
 	return c.Abuse.validate()
 }
 
-// MPI is what the worker needs of the agent's MPI router: register a job's
-// rank table before its processes start, and drop it when they end.
-// *router.Router satisfies it; nil runs jobs without MPI.
-type MPI interface {
-	Socket() string
-	AddJob(spec router.JobSpec) (*router.Job, error)
-	RemoveJob(id string)
-}
-
 // Service is the worker side of an agent: it answers adverts with offers,
 // holds leases, and runs the processes of committed jobs.
 type Service struct {
@@ -245,269 +230,6 @@ func prepareJobsDir(dir string) error {
 		return fmt.Errorf("worker: jobs folder: %w", err)
 	}
 	return nil
-}
-
-// OnAdvert is the flood's delivery hook: decide locally, and if the job is
-// welcome, reserve slots and offer them to the submitter.
-func (s *Service) OnAdvert(_ context.Context, a flood.Advert) {
-	need, err := proto.DecodeNeed(a.Body)
-	if err != nil {
-		s.abuse.refused.Add(RefusedBadAdvert)
-		log.Debugw("advert with a bad need", "job", a.Job, "err", err)
-		return
-	}
-	if !proto.IsFloodKeyOf(a.Job, need.Job) {
-		s.abuse.refused.Add(RefusedBadAdvert)
-		log.Debugw("advert job ID does not match its need", "advert", a.Job, "need", need.Job)
-		return
-	}
-	select {
-	case s.offers <- struct{}{}:
-	default:
-		s.abuse.refused.Add(RefusedOffersInFlight)
-		log.Debugw("too many offers in flight, advert dropped", "job", a.Job)
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() { <-s.offers }()
-		s.offer(a, need)
-	}()
-}
-
-// offer reserves a lease for need and sends it to the submitter; a lease the
-// submitter does not keep is released at once. An advert refused only for
-// lack of free slots waits in the line (waitq.go), and asks the later jobs
-// holding slots here to give them back.
-func (s *Service) offer(a flood.Advert, need proto.Need) {
-	honoured := s.leases.Policy().HonouredPriority(a.Submitter, need.Priority)
-	if l, held := s.leases.ByJob(need.Job); held {
-		_, listed := s.waiting.note(a, need, honoured, time.Now()) // a wider flood: a fresher copy
-		s.noteYield(a, need, listed)
-		log.Debugw("advert of a job holding a lease here", "job", need.Job, "host", s.h.ID(), "flood", a.Job, "committed", l.Committed)
-		if l.Committed {
-			// An earlier run of the job still ends here, and the job is
-			// flooded again (a restart): it waits in the line for the
-			// slots that run frees, and its submitter hears that this
-			// host is busy, not nothing.
-			s.decline(a, need.Job, Decision{Code: proto.DeclineBusy, Detail: "its earlier run is still ending here"})
-		}
-		return
-	}
-	if s.draining.Load() {
-		s.abuse.refused.Add(RefusedDraining)
-		s.decline(a, need.Job, Decision{Code: proto.DeclineDraining})
-		return
-	}
-	if !s.abuse.admitAdvert(need) {
-		log.Debugw("advert for a job too large", "job", a.Job, "n", need.N, "r", need.R)
-		s.decline(a, need.Job, Decision{Code: proto.DeclineSize, Detail: fmt.Sprintf("n*r<=%d", s.cfg.Abuse.MaxJobProcs)})
-		return
-	}
-	prio, listed := s.waiting.note(a, need, honoured, time.Now())
-	s.noteYield(a, need, listed)
-	d, l, err := s.admitBehindHigher(a.Submitter, need, honoured)
-	if !d.Accept || err != nil {
-		if !d.Accept {
-			s.abuse.refused.Add(RefusedPolicy)
-		}
-		if !d.Full {
-			s.waiting.drop(need.Job)
-		}
-		log.Debugw("advert refused", "job", need.Job, "host", s.h.ID(), "reason", d.Reason, "err", err, "waiting", d.Full && listed)
-		if err == nil {
-			s.decline(a, need.Job, d)
-		}
-		if d.Full && listed && !s.yields(need.Job) {
-			// A job swapped out here for one still waiting asks nothing
-			// of it: not to yield its offers, nor to be swapped out.
-			s.askYield(Contender{Submitter: a.Submitter, Need: need, Since: prio, Honoured: honoured})
-			s.preemptForWaiting()
-		}
-		return
-	}
-	if !s.abuse.allowOffer(a.Submitter, time.Now()) {
-		log.Debugw("over the offer rate to this submitter", "job", need.Job, "submitter", a.Submitter)
-		s.endLease(l.Key)
-		return
-	}
-	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
-	defer cancel()
-	if !s.sendOffer(ctx, a, need, l) {
-		s.waiting.drop(need.Job)
-	}
-}
-
-// noteYield marks a listed job whose advert says it was swapped out for
-// others (Need.YieldTo, YieldWith) as yielding to them here: so does every
-// host of its run, including those whose own plan did not swap it out.
-func (s *Service) noteYield(a flood.Advert, need proto.Need, listed bool) {
-	if listed && need.YieldTo != "" {
-		s.waiting.yieldTo(need.Job, append([]proto.JobID{need.YieldTo}, need.YieldWith...), a.Job)
-	}
-}
-
-// sendOffer offers lease l to the submitter of advert a and reports
-// whether it kept it; a lease not kept is released.
-func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need proto.Need, l Lease) bool {
-	if a.Submitter != s.h.ID() {
-		s.h.Peerstore().AddAddrs(a.Submitter, a.Addrs, peerstore.TempAddrTTL)
-	}
-	msg := proto.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires,
-		Site: proto.SiteLabel(s.leases.Policy().Labels), GangFree: s.gangFree()}
-	var reply proto.OfferReply
-	err := s.ep.Call(ctx, a.Submitter, proto.OfferProtocol, msg, &reply, proto.MaxReplySize)
-	if err != nil || !reply.Keep {
-		log.Debugw("offer not kept", "job", need.Job, "host", s.h.ID(), "err", err, "reason", reply.Reason)
-		s.endLease(l.Key)
-		return false
-	}
-	log.Debugw("offer kept", "job", need.Job, "host", s.h.ID(), "flood", a.Job)
-	// Asks to yield this lease held back while its offer was on the way
-	// go now: they can no longer overtake it.
-	s.leases.MarkHeld(l.Key)
-	s.askForLine()
-	return true
-}
-
-// endLease gives back a lease; a lease already gone is fine.
-func (s *Service) endLease(key string) {
-	if _, err := s.leases.Release(key); err != nil {
-		log.Debugw("release", "err", err)
-	}
-}
-
-// handleLease serves one LeaseRequest from a submitter.
-func (s *Service) handleLease(ctx context.Context, from peer.ID, st rpc.Stream) {
-	_ = st.SetDeadline(time.Now().Add(10 * time.Second))
-	var req proto.LeaseRequest
-	if err := wire.ReadJSON(bufio.NewReader(st), proto.MaxLeaseSize, &req); err != nil {
-		s.abuse.refused.Add(RefusedBadLease)
-		log.Debugw("bad lease request", "from", from, "err", err)
-		_ = st.Reset()
-		return
-	}
-	req = req.Normalize()
-	reply := proto.LeaseReply{OK: true}
-	var err error
-	if req.Op == proto.OpRetry {
-		reply.Lease, err = s.killForRetry(ctx, from, req)
-	} else {
-		err = s.apply(from, req)
-	}
-	if err != nil {
-		s.abuse.countLeaseError(err)
-		reply = proto.LeaseReply{Error: err.Error()}
-	}
-	if err := wire.WriteJSON(st, reply); err != nil {
-		_ = st.Reset()
-		return
-	}
-	_ = st.Close()
-}
-
-// apply carries out a LeaseRequest from submitter from.
-func (s *Service) apply(from peer.ID, req proto.LeaseRequest) error {
-	if l, ok := s.leases.Get(req.Lease); !ok || l.Job != req.Job || l.Submitter != from {
-		return fmt.Errorf("%s %s: no such lease here (expired, released, or not yours)", req.Op, req.Job)
-	}
-	switch req.Op {
-	case proto.OpCancel:
-		if s.lookup(req.Job, req.Lease) != nil {
-			return fmt.Errorf("cancel %s: already committed; kill it instead", req.Job)
-		}
-		log.Debugw("lease cancelled", "job", req.Job, "host", s.h.ID())
-		s.waiting.cancelled(req.Job, req.Lease) // first: the freed slots go to who still waits
-		s.endLease(req.Lease)
-		return nil
-	case proto.OpCommit:
-		if req.Commit == nil {
-			return errors.New("commit without a body")
-		}
-		if s.draining.Load() {
-			return fmt.Errorf("commit %s: %w", req.Job, ErrDraining)
-		}
-		if err := s.abuse.admitCommit(from, *req.Commit, time.Now()); err != nil {
-			return fmt.Errorf("commit %s: %w", req.Job, err)
-		}
-		if err := s.start(from, req.Job, req.Lease, *req.Commit); err != nil {
-			return err
-		}
-		s.waiting.drop(req.Job)   // placed: it waits for nothing here
-		s.waiting.served(req.Job) // it runs here: the jobs swapped out for it take their turn again
-		return nil
-	case proto.OpRelease:
-		r := s.lookup(req.Job, req.Lease)
-		if r == nil {
-			return fmt.Errorf("job %s is not running here", req.Job)
-		}
-		r.release(releaseTime(req.ReleasedAt, time.Now()))
-		return nil
-	case proto.OpResume:
-		r := s.lookup(req.Job, req.Lease)
-		if r == nil {
-			return fmt.Errorf("resume %s: the job no longer runs here", req.Job)
-		}
-		r.resume()
-		return nil
-	case proto.OpCheckpoint:
-		r := s.lookup(req.Job, req.Lease)
-		if r == nil {
-			return fmt.Errorf("checkpoint %s: the job no longer runs here", req.Job)
-		}
-		return r.checkpointNow()
-	case proto.OpKill:
-		if r := s.lookup(req.Job, req.Lease); r != nil {
-			r.kill(req.Reason)
-			return nil
-		}
-		s.endLease(req.Lease)
-		return nil
-	default:
-		return fmt.Errorf("unknown lease op %q", req.Op)
-	}
-}
-
-// killStopWait bounds how long a kill for a retry waits for the job's
-// processes and folder to go: within the submitter's 10 s call, and past
-// proc's default 5 s kill grace.
-const killStopWait = 8 * time.Second
-
-// killForRetry ends the job's processes here (when it was committed), waits
-// until they and the job folder are gone, and reserves the same slots again
-// under a new lease key for the job's next start, which it returns.
-func (s *Service) killForRetry(ctx context.Context, from peer.ID, req proto.LeaseRequest) (string, error) {
-	l, ok := s.leases.Get(req.Lease)
-	if !ok || l.Job != req.Job || l.Submitter != from {
-		return "", fmt.Errorf("kill %s: no such lease here (expired, released, or not yours)", req.Job)
-	}
-	if r := s.lookup(req.Job, req.Lease); r != nil {
-		r.kill(req.Reason)
-		ctx, cancel := context.WithTimeout(ctx, killStopWait)
-		defer cancel()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return "", fmt.Errorf("kill %s: processes still stopping after %v", req.Job, killStopWait)
-		}
-	}
-	s.endLease(req.Lease) // the run has ended it already, if there was one
-	nl, err := s.leases.Reserve(l.Job, l.Submitter, l.Slots, l.Cores, l.Memory, leaseTTL(l.Need))
-	if err != nil {
-		return "", fmt.Errorf("kill %s: slots not kept for a retry: %w", req.Job, err)
-	}
-	return nl.Key, nil
-}
-
-func (s *Service) lookup(id proto.JobID, lease string) *running {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.jobs[id]
-	if r == nil || r.lease != lease {
-		return nil
-	}
-	return r
 }
 
 // Close stops taking adverts, kills every running job here and waits.
