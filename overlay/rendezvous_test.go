@@ -22,10 +22,14 @@ func TestRendezvousKey(t *testing.T) {
 func TestStartRendezvousRefusesBadConfig(t *testing.T) {
 	good := DefaultRendezvousConfig("lab", []peer.AddrInfo{{ID: "x"}})
 	for name, mut := range map[string]func(*RendezvousConfig){
-		"network":  func(c *RendezvousConfig) { c.Network = "Lab!" },
-		"no peers": func(c *RendezvousConfig) { c.Peers = nil },
-		"find":     func(c *RendezvousConfig) { c.Find = 0 },
-		"backoff":  func(c *RendezvousConfig) { c.MaxBackoff = time.Millisecond },
+		"network":   func(c *RendezvousConfig) { c.Network = "Lab!" },
+		"no peers":  func(c *RendezvousConfig) { c.Peers = nil },
+		"check":     func(c *RendezvousConfig) { c.Check = 0 },
+		"backoff":   func(c *RendezvousConfig) { c.MaxBackoff = time.Millisecond },
+		"heal":      func(c *RendezvousConfig) { c.Heal = time.Millisecond },
+		"heal rate": func(c *RendezvousConfig) { c.HealRate = 0 },
+		"providers": func(c *RendezvousConfig) { c.Providers = 0 },
+		"provide":   func(c *RendezvousConfig) { c.Provide = -time.Second },
 	} {
 		c := good
 		mut(&c)
