@@ -38,9 +38,11 @@ type RendezvousConfig struct {
 	Provide time.Duration
 	// Backoff is the first wait after a try that reached no public peer,
 	// and between the lookups of an agent that still lacks peers; it
-	// doubles with each that did not help. After failures it stops at
-	// MaxBackoff (5 min: an agent whose internet comes back finds its
-	// network soon); while hungry at the heal period.
+	// doubles with each that did not help. 10 s: the overlay meets the
+	// agents a lookup found, and those they know, within a few seconds (a
+	// random walk of its DHT), so a newcomer rarely looks up twice. After
+	// failures the wait stops at MaxBackoff (5 min: an agent whose internet
+	// comes back finds its network soon); while hungry at the heal period.
 	Backoff, MaxBackoff time.Duration
 	// Heal is how often an agent that has its peers looks up anyway, to
 	// join parts of the network that lost each other. HealRate bounds the
@@ -81,7 +83,7 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 // DefaultRendezvousConfig returns the settings of a real agent for network.
 func DefaultRendezvousConfig(network string, peers []peer.AddrInfo) RendezvousConfig {
 	return RendezvousConfig{Network: network, Peers: peers, Providers: 32,
-		Provide: 6 * time.Hour, Backoff: 5 * time.Second, MaxBackoff: 5 * time.Minute,
+		Provide: 6 * time.Hour, Backoff: 10 * time.Second, MaxBackoff: 5 * time.Minute,
 		Heal: time.Hour, HealRate: 0.5, Check: time.Second}
 }
 

@@ -28,6 +28,7 @@ func (r *Rendezvous) run() {
 	var l rdvLoop
 	for r.ctx.Err() == nil {
 		now := r.clock.Now()
+		l.look.Providing = l.providing
 		s, settled := r.observe(l.look)
 		l.look = s
 		due := r.cfg.NextLookup(s, l.u)

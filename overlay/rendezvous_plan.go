@@ -38,6 +38,10 @@ type LookupState struct {
 	// Failures counts the tries in a row that could not look up at all (no
 	// public DHT peer answered).
 	Failures int
+	// Providing is whether the agent announces itself: it then looks up at
+	// least every Provide, so that it renews its record on a fresh count of
+	// the others (ShouldProvide).
+	Providing bool
 }
 
 // Hungry reports whether a lookup would help: the agent knows fewer live
@@ -67,12 +71,16 @@ func (s LookupState) Observe(known, live, want, estimate int) LookupState {
 // try that reached no public DHT peer the wait is Backoff, doubling up to
 // MaxBackoff; while the agent is hungry it is Backoff, doubling with each
 // lookup that found no new agent, up to the heal period; once it is not
-// hungry it is the heal period.
+// hungry it is the heal period (at most Provide for an agent that
+// announces itself).
 func (c RendezvousConfig) NextLookup(s LookupState, u float64) time.Time {
 	if s.Last.IsZero() {
 		return time.Time{}
 	}
 	heal := c.HealPeriod(s.Estimate)
+	if s.Providing {
+		heal = min(heal, c.Provide)
+	}
 	var wait time.Duration
 	switch {
 	case s.Failures > 0:

@@ -36,16 +36,16 @@ func TestLookupStateHungry(t *testing.T) {
 func TestObserveThenLookup(t *testing.T) {
 	c := DefaultRendezvousConfig("lab", nil)
 	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	alone := LookupState{Last: t0, Attempts: 9} // looked in vain for long
+	alone := LookupState{Last: t0, Attempts: 5} // looked in vain five times
 	for _, step := range []struct {
 		name                  string
 		known, live, estimate int
 		wantAttempts          int
 		wantAfter             time.Duration
 	}{
-		{"still alone: the long backoff", 0, 0, 1, 9, 2560 * time.Second},
+		{"still alone: the long backoff", 0, 0, 1, 5, 320 * time.Second},
 		{"two others joined it: fed", 2, 2, 3, 0, time.Hour},
-		{"both killed: cut off, within Backoff", 2, 0, 3, 0, 5 * time.Second},
+		{"both killed: cut off, within Backoff", 2, 0, 3, 0, 10 * time.Second},
 	} {
 		alone = alone.Observe(step.known, step.live, 8, step.estimate)
 		next := c.NextLookup(alone, 0.5)
@@ -73,13 +73,16 @@ func TestNextLookup(t *testing.T) {
 		{"fed: spread down by a quarter", fed, 0, 45 * time.Minute},
 		{"fed: spread up by a quarter", fed, 1, 75 * time.Minute},
 		{"fed, 100,000 agents: every 200,000 s", with(fed, func(s *LookupState) { s.Estimate = 100000 }), 0.5, 200000 * time.Second},
-		{"hungry: Backoff", hungry, 0.5, 5 * time.Second},
-		{"hungry, 3 lookups that found nobody new", with(hungry, func(s *LookupState) { s.Attempts = 3 }), 0.5, 40 * time.Second},
+		{"fed, 100,000 agents, providing: every Provide",
+			with(fed, func(s *LookupState) { s.Estimate, s.Providing = 100000, true }), 0.5, 6 * time.Hour},
+		{"fed, providing in a small network: the heal period", with(fed, func(s *LookupState) { s.Providing = true }), 0.5, time.Hour},
+		{"hungry: Backoff", hungry, 0.5, 10 * time.Second},
+		{"hungry, 3 lookups that found nobody new", with(hungry, func(s *LookupState) { s.Attempts = 3 }), 0.5, 80 * time.Second},
 		{"hungry for long: no more often than healing", with(hungry, func(s *LookupState) { s.Attempts = 40 }), 0.5, time.Hour},
 		{"hungry in a large network: up to its heal period",
 			with(hungry, func(s *LookupState) { s.Attempts, s.Estimate = 40, 10000 }), 0.5, 20000 * time.Second},
-		{"one failure: Backoff", with(fed, func(s *LookupState) { s.Failures = 1 }), 0.5, 5 * time.Second},
-		{"four failures: doubled thrice", with(fed, func(s *LookupState) { s.Failures = 4 }), 0.5, 40 * time.Second},
+		{"one failure: Backoff", with(fed, func(s *LookupState) { s.Failures = 1 }), 0.5, 10 * time.Second},
+		{"four failures: doubled thrice", with(fed, func(s *LookupState) { s.Failures = 4 }), 0.5, 80 * time.Second},
 		{"many failures: MaxBackoff", with(hungry, func(s *LookupState) { s.Failures = 1000 }), 0.5, 5 * time.Minute},
 	} {
 		got := c.NextLookup(tc.s, tc.u)

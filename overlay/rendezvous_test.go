@@ -38,3 +38,22 @@ func TestStartRendezvousRefusesBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateSmallNetwork: in a network smaller than a DHT bucket the
+// DHT has no estimate; an overlay counts itself and the peers it knows.
+func TestEstimateSmallNetwork(t *testing.T) {
+	c := newCluster(t, 1, 4, time.Millisecond, time.Millisecond, FastConfig())
+	waitFor(t, 20*time.Second, "every overlay knows the 3 others", func() bool {
+		for _, o := range c.ovs {
+			if len(o.Peers()) < 3 {
+				return false
+			}
+		}
+		return true
+	})
+	for i, o := range c.ovs {
+		if n, settled := o.Estimate(); n != 4 || settled {
+			t.Errorf("overlay %d estimates %d agents (settled %v), want 4 from the peers it knows", i, n, settled)
+		}
+	}
+}
