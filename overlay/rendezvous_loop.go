@@ -105,6 +105,9 @@ func (r *Rendezvous) maybeProvide(l *rdvLoop, s LookupState, settled bool, now t
 		return
 	}
 	l.provideFails, l.provideAt, l.provided = 0, time.Time{}, r.clock.Now()
+	if l.look.Failures == 0 {
+		l.err = nil
+	}
 }
 
 // publish makes the loop's state what Status reports.
