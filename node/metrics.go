@@ -36,6 +36,8 @@ var (
 	mRouterMsgs = desc("router_messages_total", "MSG frames the MPI router moved, by direction (sent and received on links to other agents, local from rank to rank through this agent; ranks sharing memory talk past it).", "direction")
 	mRouterB    = desc("router_bytes_total", "Bytes of the MSG frames the MPI router moved (headers included), by direction as zorilla_router_messages_total.", "direction")
 	mProto      = desc("libp2p_protocol_streams", "Streams open per protocol (the MPI router's included), by direction.", "protocol", "dir")
+	mRdvLookups = desc("rendezvous_lookups_total", "Lookups of the network's key in the public DHT (an agent started with --bootstrap public).")
+	mRdvProvide = desc("rendezvous_provides_total", "Announcements of this agent under the network's key in the public DHT.")
 )
 
 // rttBuckets cover loopback to intercontinental round trips, in seconds.
@@ -45,7 +47,7 @@ var rttBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .
 // holds at the moment (Collect leaves out what it has none of).
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{mPeers, mNeighbours, mRTT, mAdverts, mDropped, mRefused, mJobs, mOffers,
-		mLeases, mProcs, mStaged, mRcStreams, mRcConns, mRcFDs, mRcMemory, mBytes, mProto, mRouterMsgs, mRouterB} {
+		mLeases, mProcs, mStaged, mRcStreams, mRcConns, mRcFDs, mRcMemory, mBytes, mProto, mRouterMsgs, mRouterB, mRdvLookups, mRdvProvide} {
 		ch <- d
 	}
 }
@@ -76,6 +78,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	m.resources(n)
 	m.bandwidth(n)
 	m.router(n)
+	m.rendezvous(n)
+}
+
+func (m metricSink) rendezvous(n *Node) {
+	if n.rdv == nil {
+		return
+	}
+	st := n.rdv.Status()
+	m.counter(mRdvLookups, float64(st.Lookups))
+	m.counter(mRdvProvide, float64(st.Provides))
 }
 
 func (m metricSink) router(n *Node) {

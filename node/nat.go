@@ -38,6 +38,8 @@ type natSide struct {
 	known  atomic.Pointer[func() []peer.AddrInfo]
 	// confirmed is AutoNAT v2's last verdict on the host's addresses.
 	confirmed atomic.Pointer[event.EvtHostReachableAddrsChanged]
+	// slots is how many relay slots the agent holds (holdSlots).
+	slots atomic.Int32
 }
 
 // confirmedAddrs lists the addresses AutoNAT v2 found others can dial and
@@ -142,6 +144,7 @@ func (n *Node) holdSlots(ctx context.Context) {
 				}
 				slots[p] = r.Expiration
 			}
+			n.nat.slots.Store(int32(len(slots)))
 		}
 		select {
 		case <-t.C:
@@ -149,6 +152,14 @@ func (n *Node) holdSlots(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// dialable tells the rendezvous whether agents that find this one can
+// reach it: unless AutoNAT found it behind a NAT, or while it holds a slot
+// on a relay of its network.
+func (n *Node) dialable() bool {
+	reach, _ := n.reach.Load().(string)
+	return reach != ReachPrivate || n.nat.slots.Load() > 0
 }
 
 // natOptions are the host options of an agent on the public network: it

@@ -249,7 +249,7 @@ func (n *Node) startRendezvous() error {
 	rc := n.cfg.Rendezvous
 	rc.Network, rc.Peers = n.cfg.Network, public
 	if n.nat != nil {
-		rc.Relays = n.nat.relayIDs
+		rc.Relays, rc.Dialable = n.nat.relayIDs, n.dialable
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); n.holdSlots(ctx) }()

@@ -33,9 +33,14 @@
 //
 // Meeting without a known agent: Rendezvous finds a network's agents
 // through the public Amino DHT, as a client (provider records under
-// RendezvousKey, looked up periodically; an agent that cannot be dialled is
-// tried through the relays the agent knows), and LAN by multicast DNS
-// (MDNSService). Both hand what they find to Bootstrap.
+// RendezvousKey; an agent that cannot be dialled is tried through the
+// relays the agent knows), and LAN by multicast DNS (MDNSService). Both
+// hand what they find to Bootstrap. The rendezvous asks little of the
+// DHT's servers whatever the network's size: an agent looks the key up
+// while it lacks live peers (with backoff) and rarely once it has them,
+// and only about Providers dialable agents announce themselves. Its
+// decisions are plain functions (RendezvousConfig.NextLookup,
+// ShouldProvide); Estimate gives them the network's size.
 //
 // The DHT's own routing table is not the neighbour set: it is XOR-based,
 // and kad-dht v0.38.0 ignores its latency-tolerance option.

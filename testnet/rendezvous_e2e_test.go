@@ -55,7 +55,8 @@ func publicAgent(t *testing.T, network string, public []string, configure func(*
 	cfg.Network, cfg.Open = network, true
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.Bootstrap, cfg.PublicBootstrap = []string{node.PublicBootstrapWord}, public
-	cfg.Rendezvous.Find, cfg.Rendezvous.Backoff = 200*time.Millisecond, 200*time.Millisecond
+	rc := &cfg.Rendezvous
+	rc.Backoff, rc.MaxBackoff, rc.Check = 200*time.Millisecond, 2*time.Second, 50*time.Millisecond
 	cfg.ShutdownTimeout = time.Second
 	if configure != nil {
 		configure(&cfg)

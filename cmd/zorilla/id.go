@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v2"
 )
@@ -45,10 +46,20 @@ func idCommand() *cli.Command {
 				}
 				if r.Error != "" {
 					fmt.Fprintf(c.App.Writer, "; failing (%s), next try %s", r.Error, r.Retry.Local().Format(timeLayout))
+				} else {
+					fmt.Fprintf(c.App.Writer, ", %d lookups, next lookup %s", r.Lookups, nextLookup(r.NextLookup))
 				}
 				fmt.Fprintln(c.App.Writer)
 			}
 			return nil
 		},
 	}
+}
+
+// nextLookup says when the rendezvous looks its key up next: zero is now.
+func nextLookup(t time.Time) string {
+	if t.IsZero() {
+		return "now"
+	}
+	return t.Local().Format(timeLayout)
 }
