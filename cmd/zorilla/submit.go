@@ -289,33 +289,11 @@ func checkLocalFiles(d job.Description) error {
 // submitJob uploads the program and inputs to the agent and submits the
 // job. An interrupt before the job exists just stops the command.
 func submitJob(ctx context.Context, cl *node.Client, d job.Description, dryRun bool) (job.ID, error) {
-	req := node.SubmitRequest{Description: d, DryRun: dryRun}
-	var err error
-	if req.Program, err = upload(ctx, cl, d.Executable); err != nil {
-		return "", interruptedOr(ctx, fmt.Errorf("upload program %s: %w", d.Executable, err))
-	}
-	for _, in := range d.Inputs {
-		ref, err := upload(ctx, cl, in)
-		if err != nil {
-			return "", interruptedOr(ctx, fmt.Errorf("upload input %s: %w", in, err))
-		}
-		req.Inputs = append(req.Inputs, ref)
-	}
-	id, err := cl.Submit(ctx, req)
+	id, err := cl.SubmitFiles(ctx, d, dryRun)
 	if err != nil {
-		return "", interruptedOr(ctx, fmt.Errorf("submit: %w", err))
+		return "", interruptedOr(ctx, err)
 	}
 	return id, nil
-}
-
-// upload stores one file on the agent, named in the job folder by its base
-// name.
-func upload(ctx context.Context, cl *node.Client, path string) (proto.FileRef, error) {
-	b, err := cl.Upload(ctx, path)
-	if err != nil {
-		return proto.FileRef{}, err
-	}
-	return proto.FileRef{Name: filepath.Base(path), Hash: b.Hash, Size: b.Size}, nil
 }
 
 // interruptedOr reports an interrupt as such rather than as the error it
