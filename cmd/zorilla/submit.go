@@ -51,7 +51,7 @@ func submitFlags() []cli.Flag {
 		&cli.StringFlag{Name: "a", Aliases: []string{"strategy"}, Usage: "placement: spread (one per host first) or concentrate (fill the closest hosts)", Value: string(job.DefaultStrategy)},
 		&cli.GenericFlag{Name: "input", Usage: "`FILE` staged beside the program on every host (repeatable)", Value: &listFlag{}},
 		&cli.GenericFlag{Name: "output", Usage: "`FILE` or folder (or glob), in each rank's working folder, brought back when the job ends as FILE.<rank> (a folder as FOLDER.tar.<rank>; repeatable)", Value: &listFlag{}},
-		&cli.StringFlag{Name: "output-dir", Usage: "`DIR` the --output files are copied into when the job ends", Value: ".", DefaultText: "the current folder"},
+		outputDirFlag(),
 		&cli.GenericFlag{Name: "env", Usage: "`K=V` added to every process's environment (repeatable)", Value: &listFlag{}},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the run", Value: job.DefaultTimeout},
 		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
@@ -76,9 +76,9 @@ func submitAction(c *cli.Context) error {
 	if warn, _ := inspectProgram(d.Executable); warn != "" {
 		fmt.Fprintln(c.App.ErrWriter, "zorilla:", warn)
 	}
-	outDir := c.String("output-dir")
-	if st, err := os.Stat(outDir); err == nil && !st.IsDir() {
-		return usageErrorf("--output-dir %s is not a folder", outDir)
+	outDir, err := outputDir(c)
+	if err != nil {
+		return err
 	}
 	dryRun := c.Bool("dry-run")
 	if dryRun && !c.IsSet("deadline") && d.Deadline == job.DefaultDeadline {
@@ -99,21 +99,29 @@ func submitAction(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, id)
 		return nil
 	}
-	pr := newPrinter(c.App.Writer, c.App.ErrWriter, id)
-	pr.progress = newProgress(c.App.ErrWriter, planOf(c.Context, cl.Job, id))
-	rec, err := followJob(ctx, stop, cl, id, pr)
+	rec, err := follow(ctx, stop, c, cl, id)
 	if err != nil {
 		return err
 	}
 	if dryRun {
 		return writeDryRun(c.App.Writer, rec)
 	}
-	if len(d.Outputs) > 0 {
-		if err := fetchOutputs(c.Context, cl, id, outDir, c.App.ErrWriter); err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "zorilla: %v (they stay in the agent's job folder; see zorilla status %s)\n", err, id)
-		}
+	return finish(c, cl, rec, outDir)
+}
+
+// outputDirFlag is where submit and resume copy a job's output files.
+func outputDirFlag() cli.Flag {
+	return &cli.StringFlag{Name: "output-dir", Usage: "`DIR` the --output files are copied into when the job ends", Value: ".", DefaultText: "the current folder"}
+}
+
+// outputDir is --output-dir, refused when it names something that is not
+// a folder.
+func outputDir(c *cli.Context) (string, error) {
+	dir := c.String("output-dir")
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return "", usageErrorf("--output-dir %s is not a folder", dir)
 	}
-	return jobExit(rec)
+	return dir, nil
 }
 
 // fetchOutputs copies the output files a job brought back into dir, and
