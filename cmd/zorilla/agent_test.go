@@ -153,7 +153,7 @@ func TestAgentIDAndPeers(t *testing.T) {
 	ida := runAgentInProcess(t, a)
 	r := zorilla("id", "--data-dir", a)
 	if r.code != 0 || !strings.HasPrefix(r.stdout, ida.ID.String()+"\n/ip4/127.0.0.1/tcp/") || !strings.Contains(r.stdout, "/p2p/"+ida.ID.String()) ||
-		!strings.Contains(r.stdout, "\nnetwork zorilla\nreachability unknown\n") {
+		!strings.Contains(r.stdout, "\nnetwork zorilla\nreachability unknown\n") || !strings.HasSuffix(r.stdout, "\nweb off\n") {
 		t.Fatalf("zorilla id: %v", r)
 	}
 	t.Setenv("ZORILLA_BOOTSTRAP", ida.Addrs[0])
@@ -172,6 +172,16 @@ func TestAgentIDAndPeers(t *testing.T) {
 	}
 	if idb.ID == ida.ID {
 		t.Fatal("two agents share a peer ID")
+	}
+}
+
+// TestIDSaysWhereTheWebViewIs: zorilla id ends with the view's address.
+func TestIDSaysWhereTheWebViewIs(t *testing.T) {
+	a := shortDataDir(t)
+	info := runAgentInProcess(t, a, "--web", "127.0.0.1:0")
+	r := zorilla("id", "--data-dir", a)
+	if info.Web == "" || !strings.HasPrefix(info.Web, "http://127.0.0.1:") || r.code != 0 || !strings.HasSuffix(r.stdout, "\nweb "+info.Web+"\n") {
+		t.Fatalf("zorilla id of an agent whose view is at %q: %v", info.Web, r)
 	}
 }
 
