@@ -109,10 +109,19 @@ func TestAgentBadInputExits2(t *testing.T) {
 // ends, and waits for its socket to answer.
 func runAgentInProcess(t *testing.T, dir string, args ...string) node.IDInfo {
 	t.Helper()
+	info, _ := startAgentInProcess(t, dir, args...)
+	return info
+}
+
+// startAgentInProcess is runAgentInProcess that also returns what the
+// agent prints on stdout.
+func startAgentInProcess(t *testing.T, dir string, args ...string) (node.IDInfo, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
+	var out syncBuffer
 	go func() {
-		var out, errw syncBuffer
+		var errw syncBuffer
 		code := runContext(ctx, append([]string{"zorilla", "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false"}, args...), &out, &errw)
 		done <- result{code, out.String(), errw.String()}
 	}()
@@ -134,7 +143,7 @@ func runAgentInProcess(t *testing.T, dir string, args ...string) node.IDInfo {
 			info, err = cl.ID(context.Background())
 			cl.Close()
 			if err == nil {
-				return info
+				return info, &out
 			}
 		}
 		select {
