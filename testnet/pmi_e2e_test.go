@@ -35,7 +35,7 @@ func buildMPICH(t *testing.T, nd *node.Node, name string) proto.FileRef {
 
 var helloLine = regexp.MustCompile(`^hello rank (\d+) of (\d+) on \S+ node-local (\d+)$`)
 
-// Issue 20: unmodified MPICH programs under `submit --pmi` on a loopback
+// Unmodified MPICH programs under `submit --pmi` on a loopback
 // testnet of 4 agents of 3 slots each, their ranks spread or
 // concentrated over them. The agents give jobs the host's network: MPICH's
 // ranks on different agents connect to each other directly.

@@ -16,8 +16,8 @@ import (
 
 // Defaults and bounds of the bench.
 const (
-	// benchSizes are the figures: latency at 8 B, bandwidth at
-	// 1 MiB and 8 MiB.
+	// benchSizes: latency is read at 8 B, bandwidth at 1 MiB and 8 MiB
+	// (the sizes BENCHMARKS.md reports).
 	benchSizes = "8,1M,8M"
 	// benchRounds: ten rounds give a median that one slow second of a
 	// loaded machine does not move.

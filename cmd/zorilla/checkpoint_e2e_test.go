@@ -17,13 +17,13 @@ import (
 	"github.com/zorilla-p2p/zorilla/testnet/localnet"
 )
 
-// TestCheckpointKillAgent is issue 16's kill test on agent processes: a
+// TestCheckpointKillAgent is the checkpoint kill test on agent processes: a
 // job of 3 ranks of examples/heat (a checkpoint at every step) loses the
 // agent of a random rank to SIGKILL at a random point (seeded), restarts
 // from its last complete checkpoint (or from scratch, saying so, when it
 // had none), and prints exactly the checksum of a run that lost nothing.
-// ZORILLA_CKPT_TRIALS sets the number of kills (20 for the issue's figure;
-// 2 by default). After each, a fresh agent joins so the pool keeps five.
+// ZORILLA_CKPT_TRIALS sets the number of kills (20 for the figure in
+// BENCHMARKS.md; 2 by default). After each, a fresh agent joins so the pool keeps five.
 func TestCheckpointKillAgent(t *testing.T) {
 	trials := 2
 	if v := os.Getenv("ZORILLA_CKPT_TRIALS"); v != "" {
