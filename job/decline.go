@@ -66,6 +66,9 @@ func declineWords(c DeclineCount) string {
 		return fmt.Sprintf("%d %s stopping", c.Agents, verb("is", "are"))
 	case proto.DeclineSize:
 		return fmt.Sprintf("%d %s only jobs of %s processes", c.Agents, verb("takes", "take"), c.Detail)
+	case proto.DeclineNetwork:
+		return fmt.Sprintf("%d %s jobs only loopback, so MPICH ranks there cannot reach other hosts (their owner can allow it with --job-network host)",
+			c.Agents, verb("gives", "give"))
 	default: // requirement, memory
 		what := c.Detail
 		if what == "" {

@@ -39,6 +39,8 @@ func TestSeenSummary(t *testing.T) {
 			want: "2 agents saw the advert: 2 are stopping"},
 		{name: "too large", declined: []DeclineCount{{Code: proto.DeclineSize, Detail: "n*r<=4096", Agents: 3}},
 			want: "3 agents saw the advert: 3 take only jobs of n*r<=4096 processes"},
+		{name: "isolated network", declined: []DeclineCount{{Code: proto.DeclineNetwork, Detail: "job-network=isolated", Agents: 1}},
+			want: "1 agent saw the advert: 1 gives jobs only loopback, so MPICH ranks there cannot reach other hosts (their owner can allow it with --job-network host)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -130,10 +130,12 @@ func (d *Description) SetDefaults() {
 	}
 }
 
-// Need is what the job's adverts ask for.
+// Need is what the job's adverts ask for. The placement is told only for
+// an MPICH job, whose hosts' network settings decide whether they can run
+// it.
 func (d Description) Need(id ID) proto.Need {
 	return proto.Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority,
-		SwapSlice: d.SwapSlice}
+		SwapSlice: d.SwapSlice, PMI: d.PMI, Spread: d.PMI && d.Strategy == Spread}
 }
 
 // Validate checks every field and bound. The error names the field:

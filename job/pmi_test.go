@@ -208,3 +208,25 @@ func TestReplanPMI(t *testing.T) {
 		t.Errorf("%v does not name the relay-only host", err)
 	}
 }
+
+// TestNeedOfAnMPICHJob: the advert of an MPICH job says so and whether it
+// is spread, for hosts whose network settings decide whether they can run
+// it; other jobs' adverts carry neither.
+func TestNeedOfAnMPICHJob(t *testing.T) {
+	for _, tc := range []struct {
+		pmi          bool
+		strategy     Strategy
+		want, spread bool
+	}{
+		{true, Spread, true, true},
+		{true, Concentrate, true, false},
+		{false, Spread, false, false},
+	} {
+		d := NewDescription("prog", nil, 4)
+		d.PMI, d.Strategy = tc.pmi, tc.strategy
+		n := d.Need("j1")
+		if n.PMI != tc.want || n.Spread != tc.spread {
+			t.Errorf("pmi %v %s: need says pmi %v spread %v", tc.pmi, tc.strategy, n.PMI, n.Spread)
+		}
+	}
+}

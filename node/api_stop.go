@@ -12,7 +12,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/job/submitter"
 )
 
-// Stop with a checkpoint and resume (issue 16): POST
+// Stop with a checkpoint and resume: POST
 // /v1/jobs/{id}/stop?checkpoint=1[&timeout=D] answers once the job is
 // stopped (or with why not), POST /v1/jobs/{id}/resume[?elsewhere=1] once
 // it is flooding again.

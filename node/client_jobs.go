@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/job/submitter"
 )
 
@@ -42,6 +44,37 @@ func (c *Client) Upload(ctx context.Context, path string) (BlobReply, error) {
 func (c *Client) Submit(ctx context.Context, req SubmitRequest) (job.ID, error) {
 	var out SubmitReply
 	return out.ID, c.Do(ctx, http.MethodPost, "/v1/jobs", req, &out)
+}
+
+// SubmitFiles uploads a job's program and inputs (local files named by d)
+// and submits it, each file named in the job folder by its base name.
+func (c *Client) SubmitFiles(ctx context.Context, d job.Description, dryRun bool) (job.ID, error) {
+	req := SubmitRequest{Description: d, DryRun: dryRun}
+	var err error
+	if req.Program, err = c.uploadRef(ctx, d.Executable); err != nil {
+		return "", fmt.Errorf("upload program %s: %w", d.Executable, err)
+	}
+	for _, in := range d.Inputs {
+		ref, err := c.uploadRef(ctx, in)
+		if err != nil {
+			return "", fmt.Errorf("upload input %s: %w", in, err)
+		}
+		req.Inputs = append(req.Inputs, ref)
+	}
+	id, err := c.Submit(ctx, req)
+	if err != nil {
+		return "", fmt.Errorf("submit: %w", err)
+	}
+	return id, nil
+}
+
+// uploadRef stores one file on the agent, named by its base name.
+func (c *Client) uploadRef(ctx context.Context, path string) (proto.FileRef, error) {
+	b, err := c.Upload(ctx, path)
+	if err != nil {
+		return proto.FileRef{}, err
+	}
+	return proto.FileRef{Name: filepath.Base(path), Hash: b.Hash, Size: b.Size}, nil
 }
 
 // Job returns a job's record.

@@ -116,6 +116,11 @@ type Config struct {
 	// Web is where the read-only web view and /metrics listen (HOST:PORT,
 	// port 0 for any free one); empty: no view. See package node/web.
 	Web string
+	// WebNext serves the view on the next free port after Web's when that
+	// one is taken, rather than refuse to start: for the default address,
+	// which every agent of a machine wants. An address the owner chose is
+	// refused when taken, so the view is never somewhere they do not look.
+	WebNext bool
 
 	// TestnetDelay is for testnets whose kernel has no netem: items
 	// "SUBNET=DELAY" (e.g. "10.90.1.0/24=5ms") that delay what this agent

@@ -9,8 +9,8 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// TestResourceManagerTrustedSubnets checks the limit the issue warns
-// about: libp2p allows 8 connections per remote IPv4 address, which stalls
+// TestResourceManagerTrustedSubnets checks a limit testnets hit:
+// libp2p allows 8 connections per remote IPv4 address, which stalls
 // a testnet whose agents share an address; trusted subnets lift it.
 func TestResourceManagerTrustedSubnets(t *testing.T) {
 	rm, err := newResourceManager(DefaultConfig().TrustedSubnets)

@@ -70,19 +70,20 @@ func (n *Node) startServices() error {
 		return fmt.Errorf("node: blob store: %w", err)
 	}
 	n.blobs = blobs
+	root, runner, err := n.startSandbox(work)
+	if err != nil {
+		return err
+	}
 	policy, err := n.policy()
 	if err != nil {
 		return err
 	}
+	policy.IsolatesNetwork = runner.Isolation().OwnNetwork
 	leases, err := worker.NewLeases(policy, n.cfg.Services.Leases)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.lease = leases
-	root, runner, err := n.startSandbox(work)
-	if err != nil {
-		return err
-	}
 	wcfg := n.cfg.Services.Worker
 	wcfg.JobsDir = filepath.Join(root, "work")
 	n.jobsDir = wcfg.JobsDir

@@ -42,7 +42,11 @@ func (n *Node) startWeb() error {
 	if n.cfg.Web == "" {
 		return nil
 	}
-	s, err := web.Serve(n.cfg.Web, web.Deps{API: n.mux, Host: n.h, ID: n.ID().String(), Self: n.links, Metrics: metrics})
+	serve := web.Serve
+	if n.cfg.WebNext {
+		serve = web.ServeNext
+	}
+	s, err := serve(n.cfg.Web, web.Deps{API: n.mux, Host: n.h, ID: n.ID().String(), Self: n.links, Metrics: metrics})
 	if err != nil {
 		return fmt.Errorf("node: --web: %w", err)
 	}

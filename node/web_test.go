@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +293,28 @@ func TestWebAddrErrors(t *testing.T) {
 	_, err = New(t.Context(), cfg)
 	if !errors.Is(err, web.ErrAddr) || !strings.Contains(err.Error(), "--web") {
 		t.Errorf("taken address: %v", err)
+	}
+}
+
+// TestWebNextFreePort: with WebNext, a taken address moves the view to the
+// next free port after it, where it serves this agent.
+func TestWebNextFreePort(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := testConfig("")
+	cfg.Web, cfg.WebNext = ln.Addr().String(), true
+	n := startNode(t, cfg)
+	taken := ln.Addr().(*net.TCPAddr).Port
+	url := n.Web()
+	_, p, err := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
+	if err != nil || p == strconv.Itoa(taken) || !strings.HasPrefix(url, "http://127.0.0.1:") {
+		t.Fatalf("view at %q, port %d taken: %v", url, taken, err)
+	}
+	var id IDInfo
+	if code := webGet(t, url+"api/id", &id); code != http.StatusOK || id.ID != n.ID() || id.Web != url {
+		t.Errorf("GET %sapi/id: %d, %+v; want this agent, saying where its view is", url, code, id)
 	}
 }

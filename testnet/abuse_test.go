@@ -16,7 +16,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// The abuse test (issue 13): a raw libp2p host on loopback floods one
+// The abuse test: a raw libp2p host on loopback floods one
 // agent with adverts, then lease requests, then file fetches, each at 100
 // times the agent's per-peer limit, for abuseSeconds (3 s; 30 s with
 // ZORILLA_ABUSE_SECONDS=30). Each flood is throttled to the limit (what

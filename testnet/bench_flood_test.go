@@ -16,23 +16,23 @@ import (
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
-// Issue 3's figures (BENCHMARKS.md): on a mocknet of sites x hosts agents
+// The flood's figures (BENCHMARKS.md): on a mocknet of sites x hosts agents
 // of 4 cores, how many advert messages one job costs per agent, and how
 // long from submit to enough offers, with our loop (stop as soon as the
 // offers are feasible) against Zorilla's fixed schedule (1 s, 2 s, 4 s...
 // waits, enough checked only at the end of each wait).
 //
-//	go test -run XXX -bench Issue3Flood -benchtime 1x -timeout 120m -v ./testnet -args -issue3.out=/tmp/issue3.md
-//	(smaller: ... -args -issue3.hosts=25 -issue3.n=20,50 -issue3.reps=1)
+//	go test -run XXX -bench FloodSites -benchtime 1x -timeout 120m -v ./testnet -args -flood.out=/tmp/flood.md
+//	(smaller: ... -args -flood.hosts=25 -flood.n=20,50 -flood.reps=1)
 //
 // A benchmark's log is printed when it ends, and cut to a few lines
 // without -v; progress goes to stderr as it happens.
 var (
-	benchSites = flag.Int("issue3.sites", 4, "issue 3 flood benchmark: sites in a line")
-	benchHosts = flag.Int("issue3.hosts", 100, "issue 3 flood benchmark: agents per site")
-	benchReps  = flag.Int("issue3.reps", 3, "issue 3 flood benchmark: runs of each case")
-	benchSizes = flag.String("issue3.n", "50,200,600", "issue 3 flood benchmark: job sizes in slots")
-	benchOut   = flag.String("issue3.out", "", "issue 3 flood benchmark: also write the result table to this file")
+	benchSites = flag.Int("flood.sites", 4, "flood benchmark: sites in a line")
+	benchHosts = flag.Int("flood.hosts", 100, "flood benchmark: agents per site")
+	benchReps  = flag.Int("flood.reps", 3, "flood benchmark: runs of each case")
+	benchSizes = flag.String("flood.n", "50,200,600", "flood benchmark: job sizes in slots")
+	benchOut   = flag.String("flood.out", "", "flood benchmark: also write the result table to this file")
 )
 
 const benchCores = 4
@@ -57,13 +57,13 @@ type benchResult struct {
 	ok     bool
 }
 
-func BenchmarkIssue3Flood(b *testing.B) {
+func BenchmarkFloodSites(b *testing.B) {
 	for range b.N {
-		benchIssue3(b)
+		benchFloodSites(b)
 	}
 }
 
-func benchIssue3(b *testing.B) {
+func benchFloodSites(b *testing.B) {
 	sizes, err := parseSizes(*benchSizes)
 	if err != nil {
 		b.Fatal(err)

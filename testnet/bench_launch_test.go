@@ -18,7 +18,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 4's figures (BENCHMARKS.md, "Issue 4"), on the 16-agent loopback
+// The launch figures (BENCHMARKS.md), on the 16-agent loopback
 // testnet of TestLaunch16 (4 slots per agent):
 //
 //	go test ./testnet -run '^$' -bench 'Launch' -benchtime 5x -timeout 30m

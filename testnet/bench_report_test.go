@@ -13,7 +13,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/flood"
 )
 
-// Accounting and reporting of the issue-3 flood benchmark.
+// Accounting and reporting of the flood benchmark (BenchmarkFloodSites).
 
 // advertsLost counts, over every agent and the probe, the adverts dropped
 // on receipt (by reason) or not sent ("send-error").

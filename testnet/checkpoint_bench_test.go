@@ -15,7 +15,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// TestCheckpointFigures prints issue 16's figures (opt-in:
+// TestCheckpointFigures prints the checkpoint figures of BENCHMARKS.md (opt-in:
 // ZORILLA_CKPT_FIGURES=1, or =loss for the last table only), on 7 in-process agents running real processes
 // of examples/heat with 3 ranks:
 //
@@ -28,7 +28,7 @@ import (
 //   - the time a host loss costs with and without checkpoints.
 func TestCheckpointFigures(t *testing.T) {
 	if os.Getenv("ZORILLA_CKPT_FIGURES") == "" {
-		t.Skip("set ZORILLA_CKPT_FIGURES=1 for issue 16's figures")
+		t.Skip("set ZORILLA_CKPT_FIGURES=1 for the checkpoint figures")
 	}
 	ln := startLaunchNet(t, 7, 2, func(i int, cfg *node.Config) {
 		cfg.Services.Worker.MaxStage = 2 << 30

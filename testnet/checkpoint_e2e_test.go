@@ -17,7 +17,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 16: a job with r = 1 that loses a host starts again from its last
+// A job with r = 1 that loses a host starts again from its last
 // complete checkpoint and ends with exactly the result of a run that lost
 // nothing.
 
@@ -30,7 +30,7 @@ var heatOK = regexp.MustCompile(`^heat OK ([0-9a-f]{16})$`)
 var heatRestarted = regexp.MustCompile(`^heat: restarted at step (\d+) from checkpoint (\d+)$`)
 
 // checkpointTrials is how many seeded kills TestCheckpointRestart runs:
-// ZORILLA_CKPT_TRIALS (20 for the issue's figure), 3 by default.
+// ZORILLA_CKPT_TRIALS (20 for the figure in BENCHMARKS.md), 3 by default.
 func checkpointTrials(t *testing.T) int {
 	if v := os.Getenv("ZORILLA_CKPT_TRIALS"); v != "" {
 		n, err := strconv.Atoi(v)

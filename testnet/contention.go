@@ -17,7 +17,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// ContentionConfig is the issue 15 contention experiment: Agents loopback
+// ContentionConfig is the contention experiment: Agents loopback
 // agents of one slot each (J = 1, P = 1), and Jobs jobs of N processes,
 // each running `sleep Run`, submitted at once from different agents. With
 // N > Agents/2 only one job fits at a time, so the jobs must run one after
@@ -28,8 +28,8 @@ type ContentionConfig struct {
 	Jobs   []int // K values, one round each, on the same net
 	N      int
 	Run    time.Duration
-	// Submitter is every agent's submitter config (its flood schedule is
-	// what waiting jobs used to rely on to notice freed slots).
+	// Submitter is every agent's submitter config (its flood schedule
+	// decides how soon a waiting job finds slots that were freed).
 	Submitter submitter.Config
 	// Deadline is each job's scheduling deadline: long enough for K-1
 	// jobs to run before it, so a job that misses it was starved or
@@ -38,7 +38,7 @@ type ContentionConfig struct {
 	Seed     uint64
 }
 
-// DefaultContentionConfig is the issue's measurement: 8 agents, jobs of
+// DefaultContentionConfig is the measurement of BENCHMARKS.md: 8 agents, jobs of
 // -n 5 running sleep 4, K = 2, 4 and 8, with a real agent's submitter.
 func DefaultContentionConfig() ContentionConfig {
 	sub := submitter.DefaultConfig()

@@ -14,7 +14,7 @@ import (
 // next radius, 1 s doubling: gaps of 2 to 16 s.
 const maxGap = 1500 * time.Millisecond
 
-// TestContention is issue 15's contention test: K = 2, 4 and 8 jobs of
+// TestContention is the contention test: K = 2, 4 and 8 jobs of
 // n = 5 on 8 one-slot agents, where only one fits at a time, submitted at
 // once from different agents. Every job must end done (a deadlock would
 // hold both jobs until their scheduling deadline and fail them), and a

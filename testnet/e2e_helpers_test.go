@@ -17,7 +17,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/worker"
 )
 
-// Helpers of the issue-3 end-to-end tests (flood, policy, leases).
+// Helpers of the end-to-end tests of floods, the owner policy and leases.
 
 // e2eSubmitter is a submitter config with short waits: floods of radius 1,
 // 2, ... 100 ms, 200 ms, ... apart, 100 ms of grace once feasible.

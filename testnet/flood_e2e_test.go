@@ -15,7 +15,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
-// Issue 3 end to end: floods with a growing radius over real agents, the
+// Floods end to end, with a growing radius over real agents, the
 // owner policy deciding on each of them. Lease tests are in
 // lease_e2e_test.go, bad input in flood_badinput_e2e_test.go.
 

@@ -13,7 +13,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 19: jobs that share hosts take turns on aligned time slices, all
+// Jobs that share hosts take turns on aligned time slices, all
 // the ranks of a job running in the same slices, one job at a time.
 
 // gangSlice is the slice of these tests, and gangEdge the tolerance at

@@ -28,7 +28,7 @@ const simTol = 5 * time.Millisecond
 // RTT, and a timer never fires early.
 const simSlack = 100 * time.Microsecond
 
-// maxAllocation is issue 15's bound on the allocation time of every job
+// maxAllocation bounds the allocation time of every job
 // of the full-size sweep.
 const maxAllocation = 2 * time.Second
 
@@ -216,7 +216,7 @@ func checkSimulation(t *testing.T, g *Grid5000, allocs []Allocation) {
 		if a.Time <= 0 || a.Time > g.cfg.Submitter.Deadline {
 			t.Errorf("%s n=%d: allocation took %v", a.Strategy, a.N, a.Time)
 		}
-		// Issue 15's bound is a figure of the opt-in sweep, on a machine
+		// The bound is a figure of the opt-in sweep, on a machine
 		// left to it: in CI it is logged, as a timed check on a shared
 		// machine would measure the load.
 		if a.Time > maxAllocation && fullSweep() {

@@ -16,7 +16,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 4's end-to-end evidence, on 16 agents on loopback running real
+// The launch end to end, on 16 agents on loopback running real
 // processes. The subtests share one network; those that stop agents come
 // last.
 func TestLaunch16(t *testing.T) {

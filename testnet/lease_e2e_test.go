@@ -16,7 +16,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 3's leases end to end: a worker's offer holds its slots under a
+// Leases end to end: a worker's offer holds its slots under a
 // lease, so two jobs never get the same slots; leases end by cancel,
 // commit, kill or expiry, and nothing is left behind.
 

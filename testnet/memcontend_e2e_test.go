@@ -11,16 +11,16 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 15's rule on memory (issue 19's out-of-core row "agents' swap"):
+// The rule on contested memory (the out-of-core row "agents' swap"):
 // three jobs of 4 ranks, one rank per host, each declaring 311M a rank,
 // submitted at once to 4 agents lending 2.5 times that (J and the cores
 // would take all three: memory alone keeps the third out). The contested
 // memory must go to one job by the rule every agent applies, so two jobs
 // run together while the third waits, and the third runs when one of
-// them ends. Before the fix the second and third jobs could each hold
-// some of the hosts and wait for the rest until their deadlines, the
-// first job running alone. Several rounds, since the split came from a
-// race (an ask to yield overtaking the offer it was about).
+// them ends, rather than the second and third each holding some of the
+// hosts and waiting for the rest until their deadlines, the first job
+// running alone. Several rounds, since such a split would come from a
+// race (an ask to yield overtaking the offer it is about).
 func TestContendedMemoryGoesToOneJob(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5 agents, real processes")

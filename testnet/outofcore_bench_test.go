@@ -19,7 +19,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// TestOutOfCoreFigures prints issue 19's out-of-core comparison (opt-in:
+// TestOutOfCoreFigures prints the out-of-core comparison (opt-in:
 // ZORILLA_OOC_FIGURES=1): three heat jobs of 4 ranks on the same 4
 // in-process agents, one rank of each job per agent, whose memory is
 // bound per host: agent i's job cgroups nest below the cgroup
@@ -41,7 +41,7 @@ import (
 // reported as such, its jobs cancelled, and the next row runs.
 func TestOutOfCoreFigures(t *testing.T) {
 	if os.Getenv("ZORILLA_OOC_FIGURES") == "" {
-		t.Skip("set ZORILLA_OOC_FIGURES=1 (and ZORILLA_OOC_CGROUP) for issue 19's out-of-core figures")
+		t.Skip("set ZORILLA_OOC_FIGURES=1 (and ZORILLA_OOC_CGROUP) for the out-of-core figures")
 	}
 	cg := os.Getenv("ZORILLA_OOC_CGROUP")
 	if cg == "" || !strings.HasPrefix(cg, "/") {
@@ -65,7 +65,7 @@ func TestOutOfCoreFigures(t *testing.T) {
 	gap, err4 := time.ParseDuration(envOr("ZORILLA_OOC_GAP", "10s"))
 	// The agents swap out only a job that has saved a checkpoint on them:
 	// the swap row's jobs take one this often (the other rows' only when
-	// stopped, as the seed's).
+	// stopped, as in the MPICH-V hybrid scheduling comparison).
 	swapEvery, err5 := time.ParseDuration(envOr("ZORILLA_OOC_SWAP_CHECKPOINT", "10s"))
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || err5 != nil {
 		t.Fatal(err1, err2, err3, err4, err5)

@@ -35,7 +35,7 @@ func buildMPICH(t *testing.T, nd *node.Node, name string) proto.FileRef {
 
 var helloLine = regexp.MustCompile(`^hello rank (\d+) of (\d+) on \S+ node-local (\d+)$`)
 
-// Issue 20: unmodified MPICH programs under `submit --pmi` on a loopback
+// Unmodified MPICH programs under `submit --pmi` on a loopback
 // testnet of 4 agents of 3 slots each, their ranks spread or
 // concentrated over them. The agents give jobs the host's network: MPICH's
 // ranks on different agents connect to each other directly.
@@ -179,9 +179,10 @@ func outputOf(ups []job.Update) string {
 	return b.String()
 }
 
-// TestPMIIsolatedNetwork: agents whose jobs see only loopback refuse an
-// MPICH job spread over several of them, and the job fails saying so
-// (one host alone runs it: its ranks meet through shared memory).
+// TestPMIIsolatedNetwork: agents whose jobs see only loopback decline at
+// the advert an MPICH job spread over several of them, and the job fails
+// saying so, naming the setting that allows it (one host alone runs it:
+// its ranks meet through shared memory).
 func TestPMIIsolatedNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("agents and MPICH processes")
@@ -192,7 +193,6 @@ func TestPMIIsolatedNetwork(t *testing.T) {
 	ln := startLaunchNet(t, 2, 2, func(_ int, cfg *node.Config) {
 		cfg.Open = true
 		cfg.JobNetwork = node.JobNetworkIsolated
-		cfg.Services.Submitter.Retry.StartsPerMatch, cfg.Services.Submitter.Retry.MaxMatches = 1, 1
 	})
 	if !strings.HasPrefix(ln.Nodes[0].Sandbox().Network, "own") {
 		t.Skip("this machine gives jobs no network namespace")
@@ -201,8 +201,9 @@ func TestPMIIsolatedNetwork(t *testing.T) {
 	d := job.NewDescription(hello.Name, nil, 2)
 	d.PMI, d.Strategy, d.Retries = true, job.Spread, 0
 	rec := submitJob(t, ln.Nodes[0], d, hello).wait(t)
-	if rec.State != job.Failed || !strings.Contains(rec.Reason, "--job-network host") {
-		t.Fatalf("job ended %s: %s", rec.State, rec.Reason)
+	if rec.State != job.Failed || !strings.Contains(rec.Reason, "2 give jobs only loopback") ||
+		!strings.Contains(rec.Reason, "--job-network host") || rec.Attempts > 0 {
+		t.Fatalf("job ended %s after %d starts: %s", rec.State, rec.Attempts, rec.Reason)
 	}
 	t.Logf("spread over 2 hosts: %s", rec.Reason)
 	d.Strategy = job.Concentrate

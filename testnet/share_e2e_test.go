@@ -14,7 +14,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 19: time sharing on 4 loopback agents (agents 1 to 4, each one
+// Time sharing on 4 loopback agents (agents 1 to 4, each one
 // core and J=1 for preemption; agent 0 only submits).
 
 // shareNet starts agent 0 (the submitter, outside the pool) and 4 pool

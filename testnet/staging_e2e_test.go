@@ -24,7 +24,7 @@ const stageLabel = "stage"
 
 // stagingNet starts hosts+1+spare loopback agents, one slot each; peer says
 // whether workers stage in chunks from each other (the default) or each
-// file whole from the submitter (before issue 15).
+// file whole from the submitter (the reference).
 func stagingNet(t testing.TB, hosts, spare int, peer bool) *Net {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(hosts)*5*time.Second)
@@ -174,7 +174,7 @@ func TestPeerStagingShares(t *testing.T) {
 	}
 }
 
-// The figures of BENCHMARKS.md ("Issue 15: peer-assisted staging"):
+// The figures of BENCHMARKS.md (peer-assisted staging):
 // a 20 MB program to 16 and 64 hosts, whole files from the submitter
 // (before) and chunks from peers (after). Opt-in, minutes:
 //
@@ -192,9 +192,9 @@ func TestStagingFigures(t *testing.T) {
 			t.Fatalf("ZORILLA_STAGING_HOSTS: %q is not a host count", f)
 		}
 		for _, peer := range []bool{false, true} {
-			// A spare agent per 16: on the loaded machine the flood of a
-			// large network has missed one agent of 65 (issue 15's other
-			// part), which would fail a job wanting every one.
+			// A spare agent per 16: on a loaded machine the flood of a
+			// large network can miss one agent of 65, which would fail a
+			// job wanting every one.
 			net := stagingNet(t, hosts, hosts/16, peer)
 			prog := bigScript(t, net.Nodes[0], size)
 			run := stageOnce(t, net, hosts, prog)

@@ -16,7 +16,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 16, stop and resume: `zorilla stop --checkpoint` mid-run makes the
+// Stop and resume: `zorilla stop --checkpoint` mid-run makes the
 // ranks take a checkpoint (though --checkpoint-every would take none),
 // ends every process and frees the hosts; `zorilla resume --elsewhere`
 // restarts the job from it on other hosts, and it ends with exactly the

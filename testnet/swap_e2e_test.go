@@ -14,7 +14,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 19: the hybrid technique. Three heat jobs whose memory does not
+// The hybrid technique: three heat jobs whose memory does not
 // fit on the hosts together (two do) take turns in two sets on long
 // slices, switched by coordinated checkpoint; each ends with the result of
 // a solo run.
@@ -24,7 +24,7 @@ import (
 // its own length (every rank's block too), so no two jobs' checkpoint
 // files are the same bytes
 // (the blob store is content-addressed, and the checkpoint files of one
-// job are dropped as it moves on: see the report on issue 16).
+// job are dropped as it moves on).
 func swapHeat(i int) job.Description {
 	d := job.NewDescription("heat", []string{"80", "50", strconv.Itoa(3000 + 3*i)}, 3)
 	d.Strategy, d.Retries = job.Spread, 2

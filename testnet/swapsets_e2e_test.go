@@ -14,7 +14,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 19: the hybrid technique on sets of jobs. Three heat jobs of equal
+// The hybrid technique on sets of jobs: three heat jobs of equal
 // priority on the same 4 agents, two of which fit in memory at once
 // (450M per process, 1G lent, one process of each per agent): the first
 // two are co-scheduled, the third waits for memory, and the agents rotate
@@ -32,12 +32,12 @@ func setsHeat(cells string, mem int64, slice time.Duration) job.Description {
 
 func TestSwapTurnsRotateThreeJobs(t *testing.T) { rotateThreeJobs(t, false) }
 
-// The same three jobs submitted at once, as issue 19's out-of-core row
+// The same three jobs submitted at once, as the out-of-core row
 // "agents' swap" did: the memory they contest goes to the first two by
 // the yield rule, so they run together while the third waits, and the
-// third then swaps in on its turn. Before the fix the second and third
-// could each hold some of the hosts and wait for the rest, the first
-// running alone.
+// third then swaps in on its turn, rather than the second and third each
+// holding some of the hosts and waiting for the rest, the first running
+// alone.
 func TestSwapTurnsThreeJobsSubmittedAtOnce(t *testing.T) { rotateThreeJobs(t, true) }
 
 // rotateThreeJobs submits the three jobs, all at once with atOnce, else

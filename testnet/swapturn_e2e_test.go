@@ -13,7 +13,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// Issue 19: the agents swap jobs by checkpoint when memory runs out. Two
+// The agents swap jobs by checkpoint when memory runs out. Two
 // heat jobs of equal priority on the same 4 agents, whose memory does not
 // fit there together (700M per process, 1G lent, one process per agent):
 // the second waits for memory, and once the first has run its swap slice

@@ -17,7 +17,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// TestTimeSharingFigures prints issue 19's table (opt-in:
+// TestTimeSharingFigures prints the time-sharing table (opt-in:
 // ZORILLA_TIMESHARE_FIGURES=1): three heat jobs of 3 ranks on the same 4
 // in-process agents, declared so that two fit in the hosts' memory and
 // three do not, run one after the other (batch, the reference), all at
@@ -27,7 +27,7 @@ import (
 // from submit to end over its solo time).
 func TestTimeSharingFigures(t *testing.T) {
 	if os.Getenv("ZORILLA_TIMESHARE_FIGURES") == "" {
-		t.Skip("set ZORILLA_TIMESHARE_FIGURES=1 for issue 19's figures")
+		t.Skip("set ZORILLA_TIMESHARE_FIGURES=1 for the time-sharing figures")
 	}
 	args := strings.Fields(envOr("ZORILLA_TIMESHARE_HEAT", "600 0 400000"))
 	const jobs = 3

@@ -31,7 +31,7 @@ type Topology struct {
 	DefaultRTT time.Duration
 }
 
-// ThreeSites is the topology: sites a, b and c in a line, 1ms
+// ThreeSites is the reference topology: sites a, b and c in a line, 1ms
 // inside a site, 20ms between neighbouring sites and 40ms end to end.
 func ThreeSites(hostsPerSite int) Topology {
 	return Topology{

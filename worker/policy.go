@@ -52,6 +52,10 @@ type Policy struct {
 	// they restart while the outgoing ones checkpoint (a shorter switch,
 	// the memory of both held meanwhile).
 	SwapPolicy gang.Policy
+	// IsolatesNetwork is set when jobs here see only loopback (agent
+	// --job-network isolated): an MPICH job's ranks here could not reach
+	// its ranks on other hosts.
+	IsolatesNetwork bool
 }
 
 // SwapSlice is the swap slice this owner gives a job that asked for
@@ -182,8 +186,8 @@ func refuse(code proto.DeclineCode, detail, format string, a ...any) Decision {
 // Decide applies the owner policy to an advert from submitter: the
 // submitter is not denied (and is allowed, when there is an allow list),
 // fewer than J applications are running or reserved, the requirements are
-// met, and at least one process fits. It is a pure function of its
-// arguments.
+// met, an MPICH job's ranks here can reach its other hosts, and at least
+// one process fits. It is a pure function of its arguments.
 func Decide(p Policy, u Usage, submitter peer.ID, need proto.Need) Decision {
 	if err := need.Validate(); err != nil {
 		return refuse("", "", "bad request: %v", err)
@@ -193,6 +197,10 @@ func Decide(p Policy, u Usage, submitter peer.ID, need proto.Need) Decision {
 	}
 	if p.Allow != nil && !p.Allow[submitter] && (p.Self == "" || submitter != p.Self) {
 		return refuse(proto.DeclinePolicy, "", "submitter %s is not in the allow list", submitter)
+	}
+	if p.IsolatesNetwork && need.PMI && !holdsAll(p, need) {
+		return refuse(proto.DeclineNetwork, "job-network=isolated",
+			"jobs here see only loopback, and this MPICH job's ranks would be on other hosts too")
 	}
 	if u.Jobs >= p.MaxJobs {
 		d := refuse(proto.DeclineBusy, "", "busy: %d of J=%d applications running or reserved", u.Jobs, p.MaxJobs)
@@ -243,6 +251,14 @@ func Decide(p Policy, u Usage, submitter peer.ID, need proto.Need) Decision {
 	}
 	return Decision{Accept: true, Slots: slots, Cores: max(slots, need.Req.MinCores),
 		Memory: HeldMemory(need, slots), Reason: fmt.Sprintf("offer %d of %d processes", slots, need.N)}
+}
+
+// holdsAll reports whether this host could run every process of need
+// itself: a job of one process, or one placed on as few hosts as it can
+// (not spread) that fits in the slots this host lends.
+func holdsAll(p Policy, need proto.Need) bool {
+	procs := need.N * need.R
+	return procs == 1 || (!need.Spread && procs <= min(p.MaxProcs, p.Cores))
 }
 
 // unfit reports whether need could not be offered even with every slot

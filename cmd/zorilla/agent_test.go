@@ -109,10 +109,19 @@ func TestAgentBadInputExits2(t *testing.T) {
 // ends, and waits for its socket to answer.
 func runAgentInProcess(t *testing.T, dir string, args ...string) node.IDInfo {
 	t.Helper()
+	info, _ := startAgentInProcess(t, dir, args...)
+	return info
+}
+
+// startAgentInProcess is runAgentInProcess that also returns what the
+// agent prints on stdout.
+func startAgentInProcess(t *testing.T, dir string, args ...string) (node.IDInfo, *syncBuffer) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
+	var out syncBuffer
 	go func() {
-		var out, errw syncBuffer
+		var errw syncBuffer
 		code := runContext(ctx, append([]string{"zorilla", "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false"}, args...), &out, &errw)
 		done <- result{code, out.String(), errw.String()}
 	}()
@@ -134,7 +143,7 @@ func runAgentInProcess(t *testing.T, dir string, args ...string) node.IDInfo {
 			info, err = cl.ID(context.Background())
 			cl.Close()
 			if err == nil {
-				return info
+				return info, &out
 			}
 		}
 		select {
@@ -153,7 +162,7 @@ func TestAgentIDAndPeers(t *testing.T) {
 	ida := runAgentInProcess(t, a)
 	r := zorilla("id", "--data-dir", a)
 	if r.code != 0 || !strings.HasPrefix(r.stdout, ida.ID.String()+"\n/ip4/127.0.0.1/tcp/") || !strings.Contains(r.stdout, "/p2p/"+ida.ID.String()) ||
-		!strings.Contains(r.stdout, "\nnetwork zorilla\nreachability unknown\n") {
+		!strings.Contains(r.stdout, "\nnetwork zorilla\nreachability unknown\n") || !strings.HasSuffix(r.stdout, "\nweb off\n") {
 		t.Fatalf("zorilla id: %v", r)
 	}
 	t.Setenv("ZORILLA_BOOTSTRAP", ida.Addrs[0])
@@ -172,6 +181,16 @@ func TestAgentIDAndPeers(t *testing.T) {
 	}
 	if idb.ID == ida.ID {
 		t.Fatal("two agents share a peer ID")
+	}
+}
+
+// TestIDSaysWhereTheWebViewIs: zorilla id ends with the view's address.
+func TestIDSaysWhereTheWebViewIs(t *testing.T) {
+	a := shortDataDir(t)
+	info := runAgentInProcess(t, a, "--web", "127.0.0.1:0")
+	r := zorilla("id", "--data-dir", a)
+	if info.Web == "" || !strings.HasPrefix(info.Web, "http://127.0.0.1:") || r.code != 0 || !strings.HasSuffix(r.stdout, "\nweb "+info.Web+"\n") {
+		t.Fatalf("zorilla id of an agent whose view is at %q: %v", info.Web, r)
 	}
 }
 

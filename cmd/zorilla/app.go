@@ -48,7 +48,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runContext is run with a context that long commands (agent) end on, so
 // tests run them in-process and stop them without a signal.
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := newApp(stdout, stderr).RunContext(ctx, args)
+	app := newApp(stdout, stderr)
+	args, err := flagsFirst(app.Commands, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
 	if err == nil {
 		return 0
 	}

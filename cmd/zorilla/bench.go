@@ -10,19 +10,19 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/internal/pingpong"
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/testnet/bench"
+	"github.com/zorilla-p2p/zorilla/testnet/localnet"
 )
 
 // Defaults and bounds of the bench.
 const (
-	// benchSizes are the issue's figures: latency at 8 B, bandwidth at
-	// 1 MiB and 8 MiB.
+	// benchSizes: latency is read at 8 B, bandwidth at 1 MiB and 8 MiB
+	// (the sizes BENCHMARKS.md reports).
 	benchSizes = "8,1M,8M"
 	// benchRounds: ten rounds give a median that one slow second of a
 	// loaded machine does not move.
 	benchRounds    = 10
 	maxBenchRounds = 1000
-	// benchExample is the program the bench builds.
-	benchExample = "pingpong"
 )
 
 func benchCommand() *cli.Command {
@@ -43,7 +43,7 @@ func benchPingpongCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "pingpong",
 		Usage: "ping-pong between two agents on loopback, against a raw libp2p stream (and NetPIPE)",
-		Description: "Starts two agents as separate processes on 127.0.0.1, builds examples/" + benchExample + " (or runs\n" +
+		Description: "Starts two agents as separate processes on 127.0.0.1, builds examples/" + bench.Example + " (or runs\n" +
 			"--program FILE, which must print the same table on rank 0) and, in each of --rounds rounds,\n" +
 			"runs it on two ranks, one per agent, then the same ping-pong on a raw libp2p stream between\n" +
 			"this process and a child process with the agents' transport and security, then the relay\n" +
@@ -67,7 +67,7 @@ func benchPingpongCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-relay", Usage: "do not measure the relay chain"},
 			&cli.BoolFlag{Name: "netpipe", Usage: "measure NetPIPE over TCP and over Open MPI too, where installed"},
 			&cli.BoolFlag{Name: "colocated", Usage: "measure two ranks on one agent too (shared memory), against NetPIPE over Open MPI's vader and MPICH where installed"},
-			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + benchExample},
+			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + bench.Example},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the agents' data dirs and logs"},
 			&cli.DurationFlag{Name: "timeout", Value: 2 * time.Minute, Usage: "wall-clock limit of each ping-pong job"},
 		},
@@ -76,25 +76,33 @@ func benchPingpongCommand() *cli.Command {
 	}
 }
 
-// benchConfig is what the bench's flags ask for.
-type benchConfig struct {
-	sizes   []int // reported, ascending; the sweep goes to the last
-	rounds  int
-	raw     bool
-	relay   bool
-	netpipe bool
-	// colocated adds two ranks on one agent, and NetPIPE between two
-	// processes of this machine, with their own ratios.
-	colocated bool
-	program   string
-	keep      bool
-	timeout   time.Duration
+func benchPingpongAction(c *cli.Context) error {
+	cfg, err := benchConfigFrom(c)
+	if err != nil {
+		return usageError(err)
+	}
+	ctx, stop := notifyInterrupt(c.Context)
+	defer stop()
+	net, err := localnet.New("bench", c.App.ErrWriter, "")
+	if err != nil {
+		return cli.Exit("bench: "+err.Error(), 1)
+	}
+	defer net.Close(c.Bool("keep"))
+	res, err := bench.Run(ctx, cfg, net, c.App.ErrWriter)
+	if res != nil && res.Rounds > 0 {
+		bench.WriteTable(c.App.Writer, res, cfg.Sizes)
+	}
+	if err != nil {
+		return stepError(ctx, "bench", err)
+	}
+	return nil
 }
 
-func benchConfigFrom(c *cli.Context) (benchConfig, error) {
-	cfg := benchConfig{rounds: c.Int("rounds"), raw: c.Bool("raw") && !c.Bool("no-raw"),
-		relay:   !c.Bool("no-relay"),
-		netpipe: c.Bool("netpipe"), colocated: c.Bool("colocated"), program: c.String("program"), keep: c.Bool("keep"), timeout: c.Duration("timeout")}
+// benchConfigFrom is the bench the flags ask for.
+func benchConfigFrom(c *cli.Context) (bench.Config, error) {
+	cfg := bench.Config{Rounds: c.Int("rounds"), Raw: c.Bool("raw") && !c.Bool("no-raw"),
+		Relay: !c.Bool("no-relay"), NetPIPE: c.Bool("netpipe"), Colocated: c.Bool("colocated"),
+		Program: c.String("program"), Timeout: c.Duration("timeout")}
 	if c.NArg() > 0 {
 		return cfg, fmt.Errorf("bench pingpong takes no arguments, got %q", c.Args().First())
 	}
@@ -105,15 +113,15 @@ func benchConfigFrom(c *cli.Context) (benchConfig, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("--sizes: %w", err)
 	}
-	cfg.sizes = sizes
+	cfg.Sizes = sizes
 	switch {
-	case cfg.rounds < 1 || cfg.rounds > maxBenchRounds:
-		return cfg, fmt.Errorf("--rounds: must be 1..%d, got %d", maxBenchRounds, cfg.rounds)
-	case cfg.timeout < time.Second:
-		return cfg, fmt.Errorf("--timeout: must be at least 1s, got %v", cfg.timeout)
+	case cfg.Rounds < 1 || cfg.Rounds > maxBenchRounds:
+		return cfg, fmt.Errorf("--rounds: must be 1..%d, got %d", maxBenchRounds, cfg.Rounds)
+	case cfg.Timeout < time.Second:
+		return cfg, fmt.Errorf("--timeout: must be at least 1s, got %v", cfg.Timeout)
 	}
-	if cfg.program != "" {
-		return cfg, checkProgram(cfg.program)
+	if cfg.Program != "" {
+		return cfg, checkProgram(cfg.Program)
 	}
 	return cfg, nil
 }

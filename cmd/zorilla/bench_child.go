@@ -1,120 +1,82 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"sync"
-	"time"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/urfave/cli/v2"
+
+	"github.com/zorilla-p2p/zorilla/testnet/bench"
 )
 
-// benchChild is a helper process of the bench (`zorilla bench echo` or
-// `bench relay`). It prints one line when it is ready, and ends when its
-// stdin closes.
-type benchChild struct {
-	what   string // for errors: "echo process"
-	cmd    *exec.Cmd
-	stdin  io.Closer
-	exited chan struct{}
-	err    error // why the child ended, once exited is closed
-	log    string
+// benchEchoCommand is the far end of bench pingpong's raw stream, run by
+// the bench as a child process: it prints its address, echoes, and ends
+// when its stdin closes. With --unix it echoes on a unix socket instead,
+// at the end of the relay chain.
+func benchEchoCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "echo",
+		Usage:  "the echo end of bench pingpong's raw libp2p stream and relay chain (started by the bench)",
+		Hidden: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "unix", Usage: "echo on connections to the unix socket `PATH`, not on libp2p streams"},
+		},
+		OnUsageError: subUsageError,
+		Action: func(c *cli.Context) error {
+			ctx, stop := notifyInterrupt(c.Context)
+			defer stop()
+			var err error
+			if path := c.String("unix"); path != "" {
+				err = bench.ServeEchoUnix(ctx, path, c.App.Reader, c.App.Writer)
+			} else {
+				err = bench.ServeEcho(ctx, c.App.Reader, c.App.Writer)
+			}
+			if err != nil {
+				return cli.Exit("bench echo: "+err.Error(), 1)
+			}
+			return nil
+		},
+	}
 }
 
-// startChild runs this binary with args, its stderr in log, and returns the
-// first line it prints (an address).
-func startChild(log, what string, args ...string) (*benchChild, string, error) {
-	exe, err := os.Executable()
+// benchRelayCommand is one relay of bench pingpong's relay chain, run by
+// the bench as a child process. The near relay (--unix, --to) listens on a
+// unix socket and relays each connection over a stream to the far relay;
+// the far relay (--to-unix) listens on libp2p and relays each stream to a
+// connection to the echo's unix socket. Each prints a line when ready (the
+// far relay its address, the near relay what its connection negotiated)
+// and ends when its stdin closes.
+func benchRelayCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "relay",
+		Usage:  "a relay of bench pingpong's relay chain (started by the bench)",
+		Hidden: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "unix", Usage: "near relay: listen on the unix socket `PATH`"},
+			&cli.StringFlag{Name: "to", Usage: "near relay: relay to the far relay at `MULTIADDR`"},
+			&cli.StringFlag{Name: "to-unix", Usage: "far relay: relay streams to the unix socket `PATH`"},
+		},
+		OnUsageError: subUsageError,
+		Action:       benchRelayAction,
+	}
+}
+
+func benchRelayAction(c *cli.Context) error {
+	ctx, stop := notifyInterrupt(c.Context)
+	defer stop()
+	near, to, far := c.String("unix"), c.String("to"), c.String("to-unix")
+	var err error
+	switch {
+	case near != "" && to != "" && far == "":
+		if _, perr := peer.AddrInfoFromString(to); perr != nil {
+			return usageErrorf("bench relay: --to %q is not a multiaddr with /p2p/: %v", to, perr)
+		}
+		err = bench.NearRelay(ctx, near, to, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+	case near == "" && to == "" && far != "":
+		err = bench.FarRelay(ctx, far, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+	default:
+		return usageErrorf("bench relay: give --unix and --to (near relay), or --to-unix (far relay)")
+	}
 	if err != nil {
-		return nil, "", fmt.Errorf("find the zorilla binary: %w", err)
+		return cli.Exit("bench relay: "+err.Error(), 1)
 	}
-	logf, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s log: %w", what, err)
-	}
-	defer logf.Close() // the child has its own copy
-	ch := &benchChild{what: what, log: log, exited: make(chan struct{})}
-	line := &firstLine{ch: make(chan string, 1)}
-	ch.cmd = exec.Command(exe, args...)
-	ch.cmd.Stdout, ch.cmd.Stderr = line, logf
-	ch.cmd.Env = agentEnv(os.Environ())
-	ch.cmd.SysProcAttr = demoProcAttr()
-	stdin, err := ch.cmd.StdinPipe()
-	if err != nil {
-		return nil, "", fmt.Errorf("%s stdin: %w", what, err)
-	}
-	if err := ch.cmd.Start(); err != nil {
-		return nil, "", fmt.Errorf("start the %s: %w", what, err)
-	}
-	ch.stdin = stdin
-	go func() {
-		ch.err = ch.cmd.Wait()
-		close(ch.exited)
-	}()
-	select {
-	case addr := <-line.ch:
-		return ch, addr, nil
-	case <-ch.exited:
-		ch.close()
-		return nil, "", fmt.Errorf("the %s exited (%v); its log %s:\n%s", what, ch.err, log, logTail(log))
-	case <-time.After(agentStartWait):
-		ch.close()
-		return nil, "", fmt.Errorf("the %s printed no address within %v; its log %s:\n%s", what, agentStartWait, log, logTail(log))
-	}
-}
-
-// close ends the child: its stdin closes, then after agentStopGrace it is
-// killed. It returns once the child has ended.
-func (ch *benchChild) close() {
-	if ch == nil {
-		return
-	}
-	_ = ch.stdin.Close()
-	select {
-	case <-ch.exited:
-	case <-time.After(agentStopGrace):
-		_ = ch.cmd.Process.Kill()
-		<-ch.exited
-	}
-}
-
-// untilStdinCloses returns when the bench closes the child's stdin (or
-// dies), or on Ctrl-C.
-func untilStdinCloses(ctx context.Context, stdin io.Reader) {
-	closed := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
-		close(closed)
-	}()
-	select {
-	case <-closed:
-	case <-ctx.Done():
-	}
-}
-
-// firstLine is a writer that hands the first line written to it to ch
-// and drops the rest.
-type firstLine struct {
-	mu   sync.Mutex
-	buf  []byte
-	ch   chan string // buffered, one line
-	done bool
-}
-
-func (f *firstLine) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.done {
-		return len(p), nil
-	}
-	f.buf = append(f.buf, p...)
-	if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
-		f.ch <- string(bytes.TrimSpace(f.buf[:i]))
-		f.done, f.buf = true, nil
-	} else if len(f.buf) > 4096 {
-		f.done, f.buf = true, nil // not an address; spawn times out and shows the log
-	}
-	return len(p), nil
+	return nil
 }

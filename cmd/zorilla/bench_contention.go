@@ -11,8 +11,9 @@ import (
 	"github.com/zorilla-p2p/zorilla/testnet"
 )
 
-// benchContentionCommand runs issue 15's contention experiment
-// (testnet.Contention) and prints its table.
+// benchContentionCommand runs the contention experiment
+// (testnet.Contention): how the flood scheduler shares a network where one
+// job fits at a time. It prints its table.
 func benchContentionCommand() *cli.Command {
 	def := testnet.DefaultContentionConfig()
 	return &cli.Command{

@@ -13,15 +13,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/testnet/localnet"
 )
 
-// TestCheckpointKillAgent is issue 16's kill test on agent processes: a
+// TestCheckpointKillAgent is the checkpoint kill test on agent processes: a
 // job of 3 ranks of examples/heat (a checkpoint at every step) loses the
 // agent of a random rank to SIGKILL at a random point (seeded), restarts
 // from its last complete checkpoint (or from scratch, saying so, when it
 // had none), and prints exactly the checksum of a run that lost nothing.
-// ZORILLA_CKPT_TRIALS sets the number of kills (20 for the issue's figure;
-// 2 by default). After each, a fresh agent joins so the pool keeps five.
+// ZORILLA_CKPT_TRIALS sets the number of kills (20 for the figure in
+// BENCHMARKS.md; 2 by default). After each, a fresh agent joins so the pool keeps five.
 func TestCheckpointKillAgent(t *testing.T) {
 	trials := 2
 	if v := os.Getenv("ZORILLA_CKPT_TRIALS"); v != "" {
@@ -37,7 +39,7 @@ func TestCheckpointKillAgent(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", heat, "../../examples/heat").CombinedOutput(); err != nil {
 		t.Fatalf("go build heat: %v\n%s", err, out)
 	}
-	args := []string{"zorilla", "submit", "--data-dir", n.agents[0].dir, "-n", "3", "-a", "spread", "--retries", "3", heat, "40", "60", "3000"}
+	args := []string{"zorilla", "submit", "--data-dir", n.Agents()[0].Dir, "-n", "3", "-a", "spread", "--retries", "3", heat, "40", "60", "3000"}
 	okLine := regexp.MustCompile(`(?m)^\[0\] heat OK ([0-9a-f]{16})$`)
 
 	var out, errw syncBuffer
@@ -45,7 +47,7 @@ func TestCheckpointKillAgent(t *testing.T) {
 		t.Fatalf("uninterrupted run: exit %d\n%s\n%s", c, out.String(), errw.String())
 	}
 	ref := okLine.FindStringSubmatch(out.String())[1]
-	boot := loopbackAddr(n.agents[0].id.Addrs)
+	boot := localnet.LoopbackAddr(n.Agents()[0].ID.Addrs)
 	for trial := range trials {
 		rng := rand.New(rand.NewPCG(16, uint64(trial)))
 		var out, errw syncBuffer
@@ -63,7 +65,7 @@ func TestCheckpointKillAgent(t *testing.T) {
 			t.Fatalf("trial %d: no heat rank runs outside agent 0 (the job ended already?)\n%s", trial, out.String())
 		}
 		victim := hosts[rng.IntN(len(hosts))]
-		if err := n.agents[victim].cmd.Process.Kill(); err != nil {
+		if err := n.Agents()[victim].Process().Kill(); err != nil {
 			t.Fatal(err)
 		}
 		var c int
@@ -86,9 +88,9 @@ func TestCheckpointKillAgent(t *testing.T) {
 		}
 		t.Logf("trial %d: agent %d killed; %s", trial, victim, from[1])
 		waitFor(t, 30*time.Second, "no heat process left", func() bool { return len(programCopies(t, n, "heat")) == 0 })
-		a, err := n.spawn(n.exe, 2, boot)
+		a, err := n.Spawn(2, boot)
 		if err == nil {
-			err = a.await(ctx)
+			err = a.Await(ctx)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -97,7 +99,7 @@ func TestCheckpointKillAgent(t *testing.T) {
 }
 
 // programCopies is stencilCopies for a program of any name.
-func programCopies(t *testing.T, n *demoNet, name string) []stencilCopy {
+func programCopies(t *testing.T, n *localnet.Net, name string) []stencilCopy {
 	t.Helper()
 	var out []stencilCopy
 	for f, cmdline := range processes() {
@@ -106,7 +108,7 @@ func programCopies(t *testing.T, n *demoNet, name string) []stencilCopy {
 			continue
 		}
 		c := stencilCopy{agent: -1}
-		for a, ag := range n.agents {
+		for a, ag := range n.Agents() {
 			if bytes.HasPrefix(argv0, []byte(agentJobsDir(ag)+"/")) {
 				c.agent = a
 			}

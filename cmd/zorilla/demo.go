@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
+	"github.com/zorilla-p2p/zorilla/testnet/localnet"
 )
 
 // Bounds of the demo network: it runs on one machine.
@@ -25,8 +23,6 @@ const (
 	// demoExample is the program the demo builds: every rank says where it
 	// runs, then the ranks compute π together (Reduce).
 	demoExample = "pi"
-	// modulePath is the module whose examples the demo builds.
-	modulePath = "github.com/zorilla-p2p/zorilla"
 )
 
 func demoCommand() *cli.Command {
@@ -108,11 +104,11 @@ func demoAction(c *cli.Context) error {
 	out, errw := c.App.Writer, c.App.ErrWriter
 	ctx, stop := notifyInterrupt(c.Context)
 	defer stop()
-	net, err := newDemoNet("demo", errw)
+	net, err := localnet.New("demo", errw, "")
 	if err != nil {
 		return cli.Exit("demo: "+err.Error(), 1)
 	}
-	defer net.close(cfg.keep)
+	defer net.Close(cfg.keep)
 	rec, err := runDemo(ctx, cfg, net, out, errw)
 	if err != nil {
 		return err
@@ -123,12 +119,12 @@ func demoAction(c *cli.Context) error {
 // runDemo gets the program, starts the network, runs the job and prints
 // the summary. The program is built first: agents need not wait idle
 // through a build that takes a minute with an empty Go build cache.
-func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Writer) (job.Record, error) {
-	prog, err := programOrExample(ctx, net, cfg.program, demoExample)
+func runDemo(ctx context.Context, cfg demoConfig, net *localnet.Net, out, errw io.Writer) (job.Record, error) {
+	prog, err := net.Program(ctx, cfg.program, demoExample)
 	if err != nil {
 		return job.Record{}, stepError(ctx, "demo", err)
 	}
-	if err := net.up(ctx, cfg.agents, cfg.procs); err != nil {
+	if err := net.Up(ctx, cfg.agents, cfg.procs); err != nil {
 		return job.Record{}, stepError(ctx, "demo", err)
 	}
 	d := job.NewDescription(prog, cfg.args, cfg.n)
@@ -137,7 +133,7 @@ func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Wri
 	if err := d.Validate(); err != nil {
 		return job.Record{}, usageError(err)
 	}
-	cl := net.agents[0].client
+	cl := net.Agents()[0].Client
 	t1 := time.Now()
 	id, err := submitJob(ctx, cl, d, false)
 	if err != nil {
@@ -149,7 +145,7 @@ func runDemo(ctx context.Context, cfg demoConfig, net *demoNet, out, errw io.Wri
 	if err != nil {
 		return rec, err
 	}
-	writeDemoSummary(out, rec, net.names(), time.Since(t1))
+	writeDemoSummary(out, rec, net.Names(), time.Since(t1))
 	return rec, nil
 }
 
@@ -206,88 +202,3 @@ func stateSteps(h []job.StateChange) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// programOrExample is program, or when it is empty examples/<name> built
-// into the network's folder.
-func programOrExample(ctx context.Context, net *demoNet, program, name string) (string, error) {
-	if program != "" {
-		return program, nil
-	}
-	fmt.Fprintf(net.log, "zorilla %s: building examples/%s with go build (a minute or more with an empty Go build cache, seconds once built)\n", net.who, name)
-	t0 := time.Now()
-	prog, err := buildExample(ctx, net.dir, name)
-	if err != nil {
-		return "", err
-	}
-	fmt.Fprintf(net.log, "zorilla %s: built examples/%s in %v\n", net.who, name, since(t0))
-	return prog, nil
-}
-
-// buildExample compiles examples/<name> into dir with the Go toolchain,
-// from the zorilla module found around the working directory or the
-// source this command was built from.
-func buildExample(ctx context.Context, dir, name string) (string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("no Go toolchain on PATH to build examples/%s; build an MPI program yourself "+
-			"(e.g. go build ./examples/%s) and run zorilla demo --program FILE", name, name)
-	}
-	root := moduleRoot()
-	if root == "" {
-		return "", fmt.Errorf("the %s sources are not around %s; run the demo from a clone of the repository, "+
-			"or build a program and run zorilla demo --program FILE", modulePath, mustGetwd())
-	}
-	out := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", out, modulePath+"/examples/"+name)
-	cmd.Dir = root
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build examples/%s in %s: %v\n%s", name, root, err, b)
-	}
-	return out, nil
-}
-
-// moduleRoot finds the folder of the zorilla module's go.mod: above the
-// working directory, or above this file's source when the binary was built
-// from a clone (go run ./cmd/zorilla).
-func moduleRoot() string {
-	starts := []string{mustGetwd()}
-	if _, file, _, ok := runtime.Caller(0); ok {
-		starts = append(starts, filepath.Dir(file))
-	}
-	for _, s := range starts {
-		for dir := s; dir != ""; {
-			if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
-				if moduleOf(b) == modulePath {
-					return dir
-				}
-				break // another module: its examples are not ours
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
-		}
-	}
-	return ""
-}
-
-// moduleOf reads the module path of a go.mod file.
-func moduleOf(gomod []byte) string {
-	for _, line := range strings.Split(string(gomod), "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
-			return strings.Trim(strings.TrimSpace(rest), `"`)
-		}
-	}
-	return ""
-}
-
-func mustGetwd() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	return wd
-}
-
-func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

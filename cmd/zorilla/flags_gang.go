@@ -8,7 +8,7 @@ import (
 )
 
 // gangFlags turn on gang scheduling of the jobs that share this machine
-// (issue 19, package internal/gang).
+// (package internal/gang).
 func gangFlags() []cli.Flag {
 	def := gang.DefaultConfig()
 	return []cli.Flag{

@@ -75,6 +75,26 @@ func followJob(interrupted context.Context, stop func(), cl *node.Client, id job
 	return job.Record{}, cli.Exit(fmt.Sprintf("job %s: lost its updates: %v (see zorilla status %s)", id, err, id), 1)
 }
 
+// follow prints job id's output, state changes and placement until it
+// ends, as submit and resume do, and returns its final record; Ctrl-C
+// (ctx) cancels the job.
+func follow(ctx context.Context, stop func(), c *cli.Context, cl *node.Client, id job.ID) (job.Record, error) {
+	pr := newPrinter(c.App.Writer, c.App.ErrWriter, id)
+	pr.progress = newProgress(c.App.ErrWriter, planOf(c.Context, cl.Job, id))
+	return followJob(ctx, stop, cl, id, pr)
+}
+
+// finish brings back the output files of a job that ended and turns its
+// end into the command's exit.
+func finish(c *cli.Context, cl *node.Client, rec job.Record, outDir string) error {
+	if len(rec.Desc.Outputs) > 0 {
+		if err := fetchOutputs(c.Context, cl, rec.ID, outDir, c.App.ErrWriter); err != nil {
+			fmt.Fprintf(c.App.ErrWriter, "zorilla: %v (they stay in the agent's job folder; see zorilla status %s)\n", err, rec.ID)
+		}
+	}
+	return jobExit(rec)
+}
+
 // printer writes a job's updates: output lines tagged by rank to stdout or
 // stderr as the process wrote them, state changes as one line on stderr.
 // Its methods may be called from two goroutines.

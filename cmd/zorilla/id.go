@@ -10,7 +10,7 @@ import (
 func idCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "id",
-		Usage:        "print the local agent's peer ID, its full addresses (lines starting with /), its network and how its public rendezvous goes",
+		Usage:        "print the local agent's peer ID, its full addresses (lines starting with /), its network, how its public rendezvous goes and where its web view is",
 		Flags:        jobClientFlags(),
 		OnUsageError: onUsageError,
 		Action: func(c *cli.Context) error {
@@ -51,6 +51,11 @@ func idCommand() *cli.Command {
 				}
 				fmt.Fprintln(c.App.Writer)
 			}
+			web := info.Web
+			if web == "" {
+				web = "off"
+			}
+			fmt.Fprintln(c.App.Writer, "web", web)
 			return nil
 		},
 	}

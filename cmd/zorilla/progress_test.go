@@ -95,7 +95,7 @@ func TestSubmitProgressAndStatusWatch(t *testing.T) {
 	}
 	jobs := zorilla("jobs", "--data-dir", dir)
 	id := strings.Fields(strings.Split(jobs.stdout, "\n")[1])[0]
-	w := zorilla("status", "--data-dir", dir, "--watch", id)
+	w := zorilla("status", id, "--watch", "--data-dir", dir) // flags after the job, as the docs write them
 	if w.code != 0 || !strings.Contains(w.stdout, "[2] hi 2") || !strings.Contains(w.stdout, "state    done") {
 		t.Errorf("status --watch: %v", w)
 	}

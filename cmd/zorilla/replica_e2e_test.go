@@ -18,6 +18,8 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/node"
+
+	"github.com/zorilla-p2p/zorilla/testnet/localnet"
 )
 
 // TestReplicatedJobSurvivesKills: on five agent processes, a job of 4
@@ -45,7 +47,7 @@ func TestReplicatedJobSurvivesKills(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the lost copy's notice", func() bool { return strings.Count(errw.String(), " lost on ") == 1 })
 	victim := -1
-	for a := len(n.agents) - 1; a > 0 && victim < 0; a-- {
+	for a := len(n.Agents()) - 1; a > 0 && victim < 0; a-- {
 		victim = a
 		for _, c := range copies {
 			if c.agent == a && c.rank == killed.rank {
@@ -53,7 +55,7 @@ func TestReplicatedJobSurvivesKills(t *testing.T) {
 			}
 		}
 	}
-	if err := n.agents[victim].cmd.Process.Kill(); err != nil {
+	if err := n.Agents()[victim].Process().Kill(); err != nil {
 		t.Fatal(err)
 	}
 	awaitVerified(t, ctx, out, errw, code)
@@ -64,7 +66,7 @@ func TestReplicatedJobSurvivesKills(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no job ID in %q", errw.String())
 	}
-	st := zorilla("status", "--data-dir", n.agents[0].dir, m[1])
+	st := zorilla("status", "--data-dir", n.Agents()[0].Dir, m[1])
 	if !strings.Contains(st.stdout, "lost copies: ") || !strings.Contains(st.stdout, "killed by signal SIGKILL") {
 		t.Errorf("status does not list the lost copies:\n%v", st)
 	}
@@ -79,13 +81,13 @@ type stencilCopy struct {
 // stencilCopies finds the running copies of the stencil job on the agents
 // of n: which agent runs each (from the job folder it runs in) and which
 // rank and copy it is (from its environment).
-func stencilCopies(t *testing.T, n *demoNet) []stencilCopy {
+func stencilCopies(t *testing.T, n *localnet.Net) []stencilCopy {
 	t.Helper()
 	var out []stencilCopy
 	for _, pid := range stencilProcs(n) {
 		c := stencilCopy{pid: pid, agent: -1}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		for a, ag := range n.agents {
+		for a, ag := range n.Agents() {
 			if bytes.HasPrefix(cmdline, []byte(agentJobsDir(ag)+"/")) {
 				c.agent = a
 			}
@@ -110,11 +112,11 @@ func stencilCopies(t *testing.T, n *demoNet) []stencilCopy {
 
 // stencilProcs lists the pids of the running copies of a program named
 // stencil that the agents of n staged and started.
-func stencilProcs(n *demoNet) []int {
+func stencilProcs(n *localnet.Net) []int {
 	var pids []int
 	for f, cmdline := range processes() {
 		argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-		ours := slices.ContainsFunc(n.agents, func(a *demoAgent) bool {
+		ours := slices.ContainsFunc(n.Agents(), func(a *localnet.Agent) bool {
 			return bytes.HasPrefix(argv0, []byte(agentJobsDir(a)+"/"))
 		})
 		if ours && filepath.Base(string(argv0)) == "stencil" {
@@ -150,12 +152,12 @@ func TestUnreplicatedJobRestartsAfterKill(t *testing.T) {
 		if victim < 0 {
 			t.Fatalf("every rank runs on the submitter's agent")
 		}
-		if err := n.agents[victim].cmd.Process.Kill(); err != nil {
+		if err := n.Agents()[victim].Process().Kill(); err != nil {
 			t.Fatal(err)
 		}
 		select {
 		case c := <-code:
-			return c, out.String(), errw.String(), n.agents[victim].id.ID.String()
+			return c, out.String(), errw.String(), n.Agents()[victim].ID.ID.String()
 		case <-ctx.Done():
 			t.Fatalf("job still running:\n%s\n%s", out.String(), errw.String())
 		}
@@ -177,7 +179,7 @@ func TestUnreplicatedJobRestartsAfterKill(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no job ID in %q", errs)
 	}
-	st := zorilla("status", "--data-dir", n.agents[0].dir, m[1])
+	st := zorilla("status", "--data-dir", n.Agents()[0].Dir, m[1])
 	if !strings.Contains(st.stdout, "attempts: 2") || !strings.Contains(st.stdout, "lost while running") {
 		t.Errorf("status does not list both attempts:\n%v", st)
 	}
@@ -205,16 +207,16 @@ func TestDrainHandsJobsOver(t *testing.T) {
 	if victim < 0 {
 		t.Fatal("no copy runs outside the submitter's agent")
 	}
-	if err := n.agents[victim].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := n.Agents()[victim].Process().Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-n.agents[victim].exited:
-		if n.agents[victim].err != nil {
-			t.Errorf("drained agent exited with %v; its log:\n%s", n.agents[victim].err, logTail(n.agents[victim].logPath))
+	case <-n.Agents()[victim].Exited():
+		if n.Agents()[victim].Err() != nil {
+			t.Errorf("drained agent exited with %v; its log:\n%s", n.Agents()[victim].Err(), localnet.LogTail(n.Agents()[victim].LogPath))
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("agent still running 30 s after SIGTERM; its log:\n%s", logTail(n.agents[victim].logPath))
+		t.Fatalf("agent still running 30 s after SIGTERM; its log:\n%s", localnet.LogTail(n.Agents()[victim].LogPath))
 	}
 	awaitVerified(t, ctx, out, errw, code)
 	if got := strings.Count(errw.String(), "(agent stopping: terminated)"); got != copies {
@@ -237,7 +239,7 @@ func TestSubmitterCrashReattach(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	n, bin, stencil := stencilNet(t, ctx)
-	dir := n.agents[0].dir
+	dir := n.Agents()[0].Dir
 	sub := zorilla("submit", "--data-dir", dir, "--detach", "-n", "4", "-r", "2",
 		stencil, "-iters", "300", "-delay", "20ms", "-block", "20000")
 	id := job.ID(strings.TrimSpace(sub.stdout))
@@ -248,13 +250,13 @@ func TestSubmitterCrashReattach(t *testing.T) {
 		st := zorilla("status", "--data-dir", dir, string(id))
 		return strings.Contains(st.stdout, "state    running")
 	})
-	if err := n.agents[0].cmd.Process.Kill(); err != nil {
+	if err := n.Agents()[0].Process().Kill(); err != nil {
 		t.Fatal(err)
 	}
-	<-n.agents[0].exited
+	<-n.Agents()[0].Exited()
 	again := exec.Command(bin, "agent", "--data-dir", dir, "--listen", "/ip4/127.0.0.1/tcp/0", "--mdns=false",
-		"--max-procs", "2", "--cores", "2", "--open", "--network", n.network(), "--bootstrap", loopbackAddr(n.agents[1].id.Addrs))
-	logf, err := os.Create(filepath.Join(n.dir, "a0-again.log"))
+		"--max-procs", "2", "--cores", "2", "--open", "--network", n.Network(), "--bootstrap", localnet.LoopbackAddr(n.Agents()[1].ID.Addrs))
+	logf, err := os.Create(filepath.Join(n.Dir(), "a0-again.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,14 +294,14 @@ func TestSubmitterCrashReattach(t *testing.T) {
 		}
 		seen[l] = true
 	}
-	if end.Plan.Procs(n.agents[0].id.ID) != nil && len(end.Lost) == 0 {
+	if end.Plan.Procs(n.Agents()[0].ID.ID) != nil && len(end.Lost) == 0 {
 		t.Errorf("no lost copy recorded; the killed agent ran copies of the job")
 	}
 	waitFor(t, 30*time.Second, "no stencil process and no job folder left", func() bool {
 		var folders []string
-		for _, a := range n.agents {
+		for _, a := range n.Agents() {
 			if _, err := os.Stat(filepath.Join(agentJobsDir(a), string(id))); err == nil {
-				folders = append(folders, a.dir)
+				folders = append(folders, a.Dir)
 			}
 		}
 		return len(stencilProcs(n)) == 0 && len(folders) == 0
@@ -310,10 +312,10 @@ func TestSubmitterCrashReattach(t *testing.T) {
 // agent 0 with the given flags, in the background, and waits until its
 // ranks are released. It returns the command's stdout and stderr so far
 // and where its exit status will come.
-func submitStencil(t *testing.T, n *demoNet, stencil string, flags ...string) (out, errw *syncBuffer, code chan int) {
+func submitStencil(t *testing.T, n *localnet.Net, stencil string, flags ...string) (out, errw *syncBuffer, code chan int) {
 	t.Helper()
 	out, errw, code = &syncBuffer{}, &syncBuffer{}, make(chan int, 1)
-	args := append([]string{"zorilla", "submit", "--data-dir", n.agents[0].dir}, flags...)
+	args := append([]string{"zorilla", "submit", "--data-dir", n.Agents()[0].Dir}, flags...)
 	args = append(args, stencil, "-iters", "250", "-delay", "20ms", "-block", "100000")
 	go func() { code <- run(args, out, errw) }()
 	waitFor(t, time.Minute, "the ranks released", func() bool { return strings.Contains(out.String(), "ranks started") })
@@ -338,7 +340,7 @@ func awaitVerified(t *testing.T, ctx context.Context, out, errw *syncBuffer, cod
 // stencilNet builds the zorilla binary and examples/stencil, and starts
 // five agent processes offering two slots each; they stop when the test
 // ends. It skips the test with -short.
-func stencilNet(t *testing.T, ctx context.Context) (n *demoNet, bin, stencil string) {
+func stencilNet(t *testing.T, ctx context.Context) (n *localnet.Net, bin, stencil string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary and starts agent processes")
@@ -348,17 +350,16 @@ func stencilNet(t *testing.T, ctx context.Context) (n *demoNet, bin, stencil str
 	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
 		t.Fatalf("go build stencil: %v\n%s", err, out)
 	}
-	n, err := newDemoNet("test", io.Discard)
+	n, err := localnet.New("test", io.Discard, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.exe = bin
-	t.Cleanup(func() { n.close(false) })
-	if err := n.up(ctx, 5, 2); err != nil {
+	t.Cleanup(func() { n.Close(false) })
+	if err := n.Up(ctx, 5, 2); err != nil {
 		t.Fatal(err)
 	}
 	return n, bin, stencil
 }
 
 // agentJobsDir is where agent a runs its jobs (with the default --run-as).
-func agentJobsDir(a *demoAgent) string { return node.JobsDirOf(a.dir, os.Geteuid() == 0) }
+func agentJobsDir(a *localnet.Agent) string { return node.JobsDirOf(a.Dir, os.Geteuid() == 0) }

@@ -47,13 +47,13 @@ func TestStatusJobsCancel(t *testing.T) {
 	}
 	// A program without the MPI library cannot be stopped with a
 	// checkpoint, and a running job cannot be resumed: both say why.
-	if s := zorilla("stop", "--data-dir", dd, "--checkpoint", "--timeout", "1s", id); s.code != 1 || !strings.Contains(s.stderr, "not every rank is in mpi.Init") {
+	if s := zorilla("stop", id, "--data-dir", dd, "--checkpoint", "--timeout", "1s"); s.code != 1 || !strings.Contains(s.stderr, "not every rank is in mpi.Init") {
 		t.Errorf("stop of a job without the MPI library: %v", s)
 	}
-	if s := zorilla("resume", "--data-dir", dd, id); s.code != 1 || !strings.Contains(s.stderr, "not stopped") {
+	if s := zorilla("resume", id, "--elsewhere", "--data-dir", dd); s.code != 1 || !strings.Contains(s.stderr, "not stopped") {
 		t.Errorf("resume of a running job: %v", s)
 	}
-	if c := zorilla("cancel", "--data-dir", dd, id[:8]); c.code != 0 || c.stdout != "job "+id+" cancelled\n" {
+	if c := zorilla("cancel", id[:8], "--data-dir", dd); c.code != 0 || c.stdout != "job "+id+" cancelled\n" {
 		t.Fatalf("cancel: %v", c)
 	}
 	st = zorilla("status", "--data-dir", dd, id)

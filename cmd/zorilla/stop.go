@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -58,40 +57,5 @@ func stopAction(c *cli.Context) error {
 		return nil
 	}
 	fmt.Fprintf(c.App.Writer, "job %s stopped\n", rec.ID)
-	return nil
-}
-
-func resumeCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "resume",
-		Usage:     "start a stopped job again from its checkpoint, on whatever hosts a new flood finds",
-		ArgsUsage: "JOB   (a job ID or a unique prefix of one)",
-		Flags: append(jobClientFlags(),
-			&cli.BoolFlag{Name: "elsewhere", Usage: "keep the job off the hosts of the run that was stopped"}),
-		OnUsageError: onUsageError,
-		Action:       resumeAction,
-	}
-}
-
-func resumeAction(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErrorf("resume takes one JOB, got %d arguments", c.NArg())
-	}
-	cl, rec, err := clientForJob(c)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(c.Context, apiTimeout)
-	defer cancel()
-	if err := cl.Resume(ctx, rec.ID, c.Bool("elsewhere")); err != nil {
-		return agentError(err)
-	}
-	from := ""
-	if ck, ok := rec.LastComplete(); ok {
-		from = fmt.Sprintf(" from checkpoint %d", ck.Num)
-	}
-	fmt.Fprintf(c.App.Writer, "job %s resumed%s at %s; follow it with zorilla status %s\n", rec.ID, from,
-		time.Now().Format(timeLayout), rec.ID)
 	return nil
 }

@@ -51,7 +51,7 @@ func submitFlags() []cli.Flag {
 		&cli.StringFlag{Name: "a", Aliases: []string{"strategy"}, Usage: "placement: spread (one per host first) or concentrate (fill the closest hosts)", Value: string(job.DefaultStrategy)},
 		&cli.GenericFlag{Name: "input", Usage: "`FILE` staged beside the program on every host (repeatable)", Value: &listFlag{}},
 		&cli.GenericFlag{Name: "output", Usage: "`FILE` or folder (or glob), in each rank's working folder, brought back when the job ends as FILE.<rank> (a folder as FOLDER.tar.<rank>; repeatable)", Value: &listFlag{}},
-		&cli.StringFlag{Name: "output-dir", Usage: "`DIR` the --output files are copied into when the job ends", Value: ".", DefaultText: "the current folder"},
+		outputDirFlag(),
 		&cli.GenericFlag{Name: "env", Usage: "`K=V` added to every process's environment (repeatable)", Value: &listFlag{}},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the run", Value: job.DefaultTimeout},
 		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
@@ -76,9 +76,9 @@ func submitAction(c *cli.Context) error {
 	if warn, _ := inspectProgram(d.Executable); warn != "" {
 		fmt.Fprintln(c.App.ErrWriter, "zorilla:", warn)
 	}
-	outDir := c.String("output-dir")
-	if st, err := os.Stat(outDir); err == nil && !st.IsDir() {
-		return usageErrorf("--output-dir %s is not a folder", outDir)
+	outDir, err := outputDir(c)
+	if err != nil {
+		return err
 	}
 	dryRun := c.Bool("dry-run")
 	if dryRun && !c.IsSet("deadline") && d.Deadline == job.DefaultDeadline {
@@ -99,21 +99,29 @@ func submitAction(c *cli.Context) error {
 		fmt.Fprintln(c.App.Writer, id)
 		return nil
 	}
-	pr := newPrinter(c.App.Writer, c.App.ErrWriter, id)
-	pr.progress = newProgress(c.App.ErrWriter, planOf(c.Context, cl.Job, id))
-	rec, err := followJob(ctx, stop, cl, id, pr)
+	rec, err := follow(ctx, stop, c, cl, id)
 	if err != nil {
 		return err
 	}
 	if dryRun {
 		return writeDryRun(c.App.Writer, rec)
 	}
-	if len(d.Outputs) > 0 {
-		if err := fetchOutputs(c.Context, cl, id, outDir, c.App.ErrWriter); err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "zorilla: %v (they stay in the agent's job folder; see zorilla status %s)\n", err, id)
-		}
+	return finish(c, cl, rec, outDir)
+}
+
+// outputDirFlag is where submit and resume copy a job's output files.
+func outputDirFlag() cli.Flag {
+	return &cli.StringFlag{Name: "output-dir", Usage: "`DIR` the --output files are copied into when the job ends", Value: ".", DefaultText: "the current folder"}
+}
+
+// outputDir is --output-dir, refused when it names something that is not
+// a folder.
+func outputDir(c *cli.Context) (string, error) {
+	dir := c.String("output-dir")
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return "", usageErrorf("--output-dir %s is not a folder", dir)
 	}
-	return jobExit(rec)
+	return dir, nil
 }
 
 // fetchOutputs copies the output files a job brought back into dir, and
@@ -289,33 +297,11 @@ func checkLocalFiles(d job.Description) error {
 // submitJob uploads the program and inputs to the agent and submits the
 // job. An interrupt before the job exists just stops the command.
 func submitJob(ctx context.Context, cl *node.Client, d job.Description, dryRun bool) (job.ID, error) {
-	req := node.SubmitRequest{Description: d, DryRun: dryRun}
-	var err error
-	if req.Program, err = upload(ctx, cl, d.Executable); err != nil {
-		return "", interruptedOr(ctx, fmt.Errorf("upload program %s: %w", d.Executable, err))
-	}
-	for _, in := range d.Inputs {
-		ref, err := upload(ctx, cl, in)
-		if err != nil {
-			return "", interruptedOr(ctx, fmt.Errorf("upload input %s: %w", in, err))
-		}
-		req.Inputs = append(req.Inputs, ref)
-	}
-	id, err := cl.Submit(ctx, req)
+	id, err := cl.SubmitFiles(ctx, d, dryRun)
 	if err != nil {
-		return "", interruptedOr(ctx, fmt.Errorf("submit: %w", err))
+		return "", interruptedOr(ctx, err)
 	}
 	return id, nil
-}
-
-// upload stores one file on the agent, named in the job folder by its base
-// name.
-func upload(ctx context.Context, cl *node.Client, path string) (proto.FileRef, error) {
-	b, err := cl.Upload(ctx, path)
-	if err != nil {
-		return proto.FileRef{}, err
-	}
-	return proto.FileRef{Name: filepath.Base(path), Hash: b.Hash, Size: b.Size}, nil
 }
 
 // interruptedOr reports an interrupt as such rather than as the error it

@@ -63,16 +63,7 @@ func runTrust(c *cli.Context, what string) error {
 }
 
 func runTrustEdit(c *cli.Context, op string) error {
-	// The flag parser stops at the peer ID; `trust add ID --deny` is the
-	// documented order, so a trailing --deny counts too.
-	deny, args := c.Bool("deny"), []string{}
-	for _, a := range c.Args().Slice() {
-		if a == "--deny" || a == "-deny" {
-			deny = true
-			continue
-		}
-		args = append(args, a)
-	}
+	args := c.Args().Slice()
 	if len(args) != 1 {
 		return usageErrorf("trust %s takes one peer ID, got %d arguments", op, len(args))
 	}
@@ -81,7 +72,7 @@ func runTrustEdit(c *cli.Context, op string) error {
 		return usageErrorf("trust %s: %q is not a peer ID (see `zorilla id` on the submitter's machine)", op, args[0])
 	}
 	list := node.ListAllow
-	if deny {
+	if c.Bool("deny") {
 		list = node.ListDeny
 	}
 	cl, err := jobClient(c)

@@ -15,7 +15,11 @@ const libp2pModule = "github.com/libp2p/go-libp2p"
 // buildVersion is what `zorilla version` prints, read from the binary's
 // build information.
 type buildVersion struct {
-	Version string // the module's version, "devel" when built from a work tree
+	// Version is the module's: the tag or pseudo-version (with +dirty
+	// for uncommitted changes) that go build and go install stamp from a
+	// git clone, the version go install MODULE@VERSION fetched, or
+	// "devel" when there is none (go run, -buildvcs=false).
+	Version string
 	Commit  string // VCS revision, "" when the build was not stamped
 	Dirty   bool   // the work tree had uncommitted changes
 	Go      string // the Go toolchain that built the binary
@@ -57,8 +61,10 @@ func versionOf(info *debug.BuildInfo) buildVersion {
 func (v buildVersion) write(w io.Writer) {
 	fmt.Fprintf(w, "zorilla %s\n", v.Version)
 	switch {
+	case v.Commit == "" && v.Version != "devel":
+		fmt.Fprintln(w, "commit  unknown (built from the module's source at this version, not from a git clone)")
 	case v.Commit == "":
-		fmt.Fprintln(w, "commit  unknown (not built from a git work tree with VCS stamping)")
+		fmt.Fprintln(w, "commit  unknown (built without VCS stamping: go run, -buildvcs=false, or outside a git clone)")
 	case v.Dirty:
 		fmt.Fprintf(w, "commit  %s (with uncommitted changes)\n", v.Commit)
 	default:

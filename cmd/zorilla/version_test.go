@@ -16,7 +16,13 @@ func TestVersionOf(t *testing.T) {
 		want string
 	}{
 		{"no build info", nil,
-			"zorilla devel\ncommit  unknown (not built from a git work tree with VCS stamping)\ngo      unknown\nlibp2p  unknown\n"},
+			"zorilla devel\ncommit  unknown (built without VCS stamping: go run, -buildvcs=false, or outside a git clone)\ngo      unknown\nlibp2p  unknown\n"},
+		{"-buildvcs=false", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Deps: []*debug.Module{libp2p}},
+			"zorilla devel\ncommit  unknown (built without VCS stamping: go run, -buildvcs=false, or outside a git clone)\ngo      go1.26.8\nlibp2p  v0.47.0\n"},
+		{"go build in a clone, stamped", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261207134721-6e57297801f4+dirty"},
+			Deps:     []*debug.Module{libp2p},
+			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "6e57297801f4f053a96269ededb8d86b6a6fb74b"}, {Key: "vcs.modified", Value: "true"}}},
+			"zorilla v0.0.0-20261207134721-6e57297801f4+dirty\ncommit  6e57297801f4f053a96269ededb8d86b6a6fb74b (with uncommitted changes)\ngo      go1.26.8\nlibp2p  v0.47.0\n"},
 		{"work tree, clean", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"},
 			Deps:     []*debug.Module{{Path: "github.com/urfave/cli/v2", Version: "v2.27.7"}, libp2p},
 			Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "046e4da"}, {Key: "vcs.modified", Value: "false"}}},
@@ -27,7 +33,7 @@ func TestVersionOf(t *testing.T) {
 			"zorilla devel\ncommit  046e4da (with uncommitted changes)\ngo      go1.26.8\nlibp2p  v0.47.0\n"},
 		{"go install of a tag, libp2p replaced", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.3.1"},
 			Deps: []*debug.Module{{Path: libp2pModule, Version: "v0.47.0", Replace: &debug.Module{Path: "../go-libp2p"}}}},
-			"zorilla v0.3.1\ncommit  unknown (not built from a git work tree with VCS stamping)\ngo      go1.26.0\nlibp2p  v0.47.0 (replaced by ../go-libp2p)\n"},
+			"zorilla v0.3.1\ncommit  unknown (built from the module's source at this version, not from a git clone)\ngo      go1.26.0\nlibp2p  v0.47.0 (replaced by ../go-libp2p)\n"},
 	} {
 		var b bytes.Buffer
 		versionOf(tc.info).write(&b)

@@ -15,7 +15,8 @@ import (
 func webFlag() cli.Flag {
 	return &cli.StringFlag{Name: "web", EnvVars: []string{"ZORILLA_WEB"}, Value: web.DefaultAddr,
 		Usage: "`HOST:PORT` of the read-only web view and /metrics (port 0: any free one), or off; " +
-			"an address other than loopback shows peer IDs and job names to whoever can reach it"}
+			"an address other than loopback shows peer IDs and job names to whoever can reach it; " +
+			"when the default is taken (another agent of this machine), the view takes the next free port"}
 }
 
 // webConfig reads --web into cfg.
@@ -29,6 +30,9 @@ func webConfig(c *cli.Context, cfg *node.Config) error {
 		return usageErrorf("--web: %v", err)
 	}
 	cfg.Web = addr
+	// The default address moves to the next free port when another agent
+	// of this machine has it; one the owner gave is refused when taken.
+	cfg.WebNext = !c.IsSet("web")
 	return nil
 }
 
@@ -38,7 +42,11 @@ func printWeb(out, errw io.Writer, cfg node.Config, n *node.Node) {
 	if n.Web() == "" {
 		return
 	}
-	fmt.Fprintf(out, "web view on %s\n", n.Web())
+	moved := ""
+	if url := n.Web(); url != "http://"+cfg.Web+"/" && cfg.WebNext {
+		moved = fmt.Sprintf(" (%s is taken)", cfg.Web)
+	}
+	fmt.Fprintf(out, "web view on %s%s\n", n.Web(), moved)
 	if w := web.Warning(cfg.Web); w != "" {
 		fmt.Fprintf(errw, "zorilla agent: warning: %s\n", w)
 	}

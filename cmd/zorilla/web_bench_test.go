@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/zorilla-p2p/zorilla/testnet/localnet"
 )
 
 // TestWebBench measures the web view on a local network of agent
@@ -36,19 +38,18 @@ func TestWebBench(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("ZORILLA_WEB_BENCH_AGENTS")); err == nil && v > 1 {
 		count = v
 	}
-	net, err := newDemoNet("webbench", io.Discard)
+	net, err := localnet.New("webbench", io.Discard, zorillaBinary(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	net.exe = zorillaBinary(t)
-	defer net.close(false)
+	defer net.Close(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := net.up(ctx, count, 1); err != nil {
+	if err := net.Up(ctx, count, 1); err != nil {
 		t.Fatal(err)
 	}
-	a0 := net.agents[0]
-	url, pid := a0.id.Web, a0.cmd.Process.Pid
+	a0 := net.Agents()[0]
+	url, pid := a0.ID.Web, a0.Process().Pid
 	var nodes int
 	waitFor(t, 90*time.Second, "agent 0's graph to stop growing", func() bool {
 		var g struct{ Nodes []json.RawMessage }

@@ -32,6 +32,11 @@ const (
 	DeclineMemory      DeclineCode = "memory"      // not enough memory free
 	DeclineDraining    DeclineCode = "draining"    // the agent is stopping
 	DeclineSize        DeclineCode = "size"        // the job is larger than the owner takes (Detail: "n*r<=4096")
+	// DeclineNetwork: this host gives jobs a network with only loopback
+	// (agent --job-network isolated), and the job's MPICH ranks (Need.PMI)
+	// would have to reach ranks on other hosts (Detail:
+	// "job-network=isolated").
+	DeclineNetwork DeclineCode = "network"
 	// DeclineYield is not a refusal of an advert: the worker tells a job
 	// holding an uncommitted lease there that an earlier job waits for
 	// those slots; a job that cannot be placed yet gives them back and
@@ -40,7 +45,8 @@ const (
 )
 
 var declineCodes = map[DeclineCode]bool{DeclinePolicy: true, DeclineBusy: true, DeclineSlots: true,
-	DeclineRequirement: true, DeclineMemory: true, DeclineDraining: true, DeclineSize: true, DeclineYield: true}
+	DeclineRequirement: true, DeclineMemory: true, DeclineDraining: true, DeclineSize: true, DeclineYield: true,
+	DeclineNetwork: true}
 
 // DeclineMsg is a worker's "no" to an advert, with the reason.
 type DeclineMsg struct {

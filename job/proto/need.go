@@ -49,6 +49,14 @@ type Need struct {
 	// offer's lease that long and a margin to commit, within its own
 	// bound; 0 from older submitters: the host's default.
 	Deadline time.Duration `json:"deadline,omitempty"`
+	// PMI says the processes are MPICH ranks (submit --pmi), which open
+	// TCP connections to each other on the hosts' network; Spread that
+	// the job is placed one process per host first (-a spread; sent with
+	// PMI only). A host
+	// whose jobs see only loopback declines such a job unless it could
+	// hold every process itself (DeclineNetwork).
+	PMI    bool `json:"pmi,omitempty"`
+	Spread bool `json:"spread,omitempty"`
 }
 
 // MaxDeadline bounds a job's scheduling deadline.

@@ -111,6 +111,7 @@ func FuzzDecodeNeed(f *testing.F) {
 	f.Add([]byte(`{"job":"j","n":2,"r":1,"req":{},"mem_per_proc":1048576,"priority":5}`))
 	f.Add([]byte(`{"job":"j","n":2,"r":1,"req":{},"priority":-101}`))
 	f.Add([]byte(`{"job":"j","n":2,"r":1,"req":{},"swap_slice":60000000000,"yield_to":"j2","yield_with":["j3","j4"]}`))
+	f.Add([]byte(`{"job":"j","n":4,"r":1,"req":{},"pmi":true,"spread":true}`))
 	f.Add([]byte(`garbage`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n, err := DecodeNeed(b)

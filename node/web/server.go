@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	logging "github.com/ipfs/go-log/v2"
@@ -76,6 +77,11 @@ func Warning(addr string) string {
 	return fmt.Sprintf("the web view on %s is open to every machine that can reach it: it shows peer IDs and job names (read-only)", addr)
 }
 
+// nextPorts is how many ports after a taken one ServeNext tries before it
+// takes any free port: enough for the agents one machine runs, while the
+// view stays on a port near the one the user knows.
+const nextPorts = 100
+
 // Serve listens on addr and serves the view until Close.
 func Serve(addr string, d Deps) (*Server, error) {
 	if _, err := ParseAddr(addr); err != nil {
@@ -85,6 +91,33 @@ func Serve(addr string, d Deps) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: listen on %s: %w (is another agent's view there? pick another --web port, or --web off)", ErrAddr, addr, err)
 	}
+	return serve(ln, d), nil
+}
+
+// ServeNext is Serve, but when addr's port is taken (another agent of this
+// machine serves its view there) it listens on the next free port after
+// it, or on any free port when the next ones are all taken.
+func ServeNext(addr string, d Deps) (*Server, error) {
+	if _, err := ParseAddr(addr); err != nil {
+		return nil, err
+	}
+	host, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	for i := 0; i <= nextPorts && port != 0 && port+i <= 65535; i++ {
+		try := net.JoinHostPort(host, strconv.Itoa(port+i))
+		ln, err := net.Listen(tcpNetwork(try), try)
+		if err == nil {
+			return serve(ln, d), nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("%w: listen on %s: %w", ErrAddr, try, err)
+		}
+	}
+	return Serve(net.JoinHostPort(host, "0"), d)
+}
+
+// serve serves the view on ln until Close.
+func serve(ln net.Listener, d Deps) *Server {
 	s := &Server{
 		srv: &http.Server{
 			Handler:           Handler(d),
@@ -101,7 +134,7 @@ func Serve(addr string, d Deps) (*Server, error) {
 			log.Errorw("web view stopped", "err", err)
 		}
 	}()
-	return s, nil
+	return s
 }
 
 // tcpNetwork keeps an IPv4 address IPv4 (Go would listen on [::] for

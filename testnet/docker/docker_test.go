@@ -14,11 +14,11 @@ import (
 	"github.com/zorilla-p2p/zorilla/job"
 )
 
-// The issue's docker testnet: 12 agent containers on 3 sites, latency
+// The docker testnet: 12 agent containers on 3 sites, latency
 // between the sites, RTTs that rank the sites, a job across them submitted
 // from the host, a container killed mid-flood without stopping the
-// allocation, jobs that lose a host to a kill or a cut while they compute
-// (issue 11), faults and their repair, and nothing left after down.
+// allocation, jobs that lose a host to a kill or a cut while they compute,
+// faults and their repair, and nothing left after down.
 func TestDockerTestnet(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)

@@ -171,7 +171,7 @@ func runHomesJob(t *testing.T, ctx context.Context, dir, bin string) string {
 // dir, one rank per home, while the homes' agents are joined only through
 // a relay: MPICH's ranks open TCP connections to each other's addresses,
 // which a NAT drops, so the placement must be refused before anything is
-// placed or started, naming the other home's agent (issue 20). The
+// placed or started, naming the other home's agent. The
 // program is never run (a Go example: the refusal comes first).
 func refusedHomesPMIJob(t *testing.T, ctx context.Context, dir, bin string, behind peer.ID) string {
 	t.Helper()

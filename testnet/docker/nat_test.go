@@ -53,7 +53,7 @@ func TestDockerNAT(t *testing.T) {
 // (comma-separated: drop, rst, listen; drop when unset) and each
 // transport set of ZORILLA_NAT_TRANSPORTS (tcp+quic, tcp; tcp+quic when
 // unset), and prints, per run, whether the homes' pair ended direct or
-// relayed (BENCHMARKS.md, issue 12).
+// relayed (BENCHMARKS.md, NAT traversal).
 func TestDockerNATRuns(t *testing.T) {
 	runs := envInt(t, "ZORILLA_NAT_RUNS")
 	if runs == 0 {

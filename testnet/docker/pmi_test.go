@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Issue 20 in docker containers: MPICH programs under `zorilla submit
+// MPICH programs under `zorilla submit
 // --pmi` on 4 agent containers on two sites (agents run with
 // --job-network host: MPICH's ranks connect to each other over the
 // containers' networks). The image is FROM scratch, so the test copies the
@@ -40,8 +40,8 @@ import (
 // d6c7cd5b64). It is not the
 // agents': mpiexec.mpich on one machine with UCX_TLS=tcp,self hangs the
 // same way, and no UCX or MPICH setting of these versions avoids it
-// (BENCHMARKS.md, issue 20). Across containers 6 jobs of 24 hung in the
-// last session's runs; the jobs that end pass. After a minute, the hosts
+// (BENCHMARKS.md). Across containers about one job in four hangs so; the
+// jobs that end pass. After a minute, the hosts
 // of the waiting ranks say so in the job's output (pmi.Stalls).
 func TestDockerPMI(t *testing.T) {
 	needDocker(t)

@@ -14,9 +14,9 @@ func TestParseSites(t *testing.T) {
 		in   string
 		want Layout
 	}{
-		{"brief's example", "nancy 6 hosts x 4 cores\nlyon 4 x 2 at 10.5 ms\n",
+		{"two sites", "nancy 6 hosts x 4 cores\nlyon 4 x 2 at 10.5 ms\n",
 			Layout{Sites: []Site{{"nancy", 6, 4, 0}, {"lyon", 4, 2, ms(10.5)}}}},
-		{"issue's one-liner with ';'", "nancy 60 hosts x 4 cores; lyon 50 x 2 at 10.5 ms; rennes 90 x 2 at 11.6 ms",
+		{"a one-liner with ';'", "nancy 60 hosts x 4 cores; lyon 50 x 2 at 10.5 ms; rennes 90 x 2 at 11.6 ms",
 			Layout{Sites: []Site{{"nancy", 60, 4, 0}, {"lyon", 50, 2, ms(10.5)}, {"rennes", 90, 2, ms(11.6)}}}},
 		{"comments, blanks, singular, spaces", "# Grid'5000\n\n  nancy   1 host x 1 core   # alone\nsophia 2x4 at 17.1ms\n",
 			Layout{Sites: []Site{{"nancy", 1, 1, 0}, {"sophia", 2, 4, ms(17.1)}}}},

@@ -87,7 +87,7 @@ func DefaultConfig() Config {
 		Shaper:   ShaperAuto,
 		// TCP only: a request/answer exchange over QUIC fails at the
 		// requester's Close when the answerer closed first (see
-		// BENCHMARKS.md, issue 6: containers); --quic turns it on.
+		// BENCHMARKS.md, containers); --quic turns it on.
 		QUIC: false,
 		Seed: 1,
 		// Two cores: more concurrent docker commands only queue in dockerd.

@@ -118,7 +118,7 @@ func (r *osRunner) setNetwork() {
 			r.iso.Network = "host: " + err.Error()
 			return
 		}
-		r.netns = true
+		r.netns, r.iso.OwnNetwork = true, true
 		r.iso.Network = "own namespace, loopback only"
 	}
 }

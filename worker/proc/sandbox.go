@@ -39,6 +39,9 @@ type Isolation struct {
 	Cgroups string // e.g. "v1 (memory, pids, cpu)" or "none: ..."
 	Freezer string // how Freeze stops a job: "cgroup v2 (...)" or "signals (...)"
 	Network string // e.g. "own namespace, loopback only" or "host: ..."
+	// OwnNetwork is set when each job gets its own network namespace
+	// with only loopback.
+	OwnNetwork bool
 	// Err is set when the sandbox was asked for but cannot work (e.g. the
 	// user ID lock folder is unusable): no process can start.
 	Err error

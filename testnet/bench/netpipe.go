@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -13,11 +13,17 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/testnet/localnet"
 )
 
 // netpipeTimeout bounds one NetPIPE run of one size: they take a second
 // or two (Open MPI's start-up included).
 const netpipeTimeout = 2 * time.Minute
+
+// retryEvery is how often the NPtcp transmitter tries to reach its
+// receiver.
+const retryEvery = 50 * time.Millisecond
 
 // netpipeTarget is NetPIPE measuring one size at a time (-l S -u S -p 0:
 // that size only, no perturbed sizes), its output file read back.
@@ -75,15 +81,15 @@ func parseNetpipe(out []byte, size int) (figure, error) {
 
 // netpipeTargets are NPtcp and NPmpi where installed; the others are series
 // saying why they are missing.
-func netpipeTargets(dir string, lookPath func(string) (string, error)) ([]benchTarget, []*benchSeries) {
-	var targets []benchTarget
-	var missing []*benchSeries
+func netpipeTargets(dir string, lookPath func(string) (string, error)) ([]target, []*series) {
+	var targets []target
+	var missing []*series
 	if bin, err := lookPath("NPtcp"); err == nil {
 		targets = append(targets, &netpipeTarget{label: "NetPIPE TCP", dir: dir, run: func(ctx context.Context, size int, out string) error {
 			return npTCP(ctx, bin, size, out)
 		}})
 	} else {
-		missing = append(missing, &benchSeries{name: "NetPIPE TCP", note: "not installed (NPtcp: apt-get install netpipe-tcp)"})
+		missing = append(missing, &series{name: "NetPIPE TCP", note: "not installed (NPtcp: apt-get install netpipe-tcp)"})
 	}
 	mpirun, err1 := lookPath("mpirun")
 	bin, err2 := lookPath("NPmpi")
@@ -95,7 +101,7 @@ func netpipeTargets(dir string, lookPath func(string) (string, error)) ([]benchT
 			return npMPI(ctx, mpirun, bin, size, out)
 		}})
 	} else {
-		missing = append(missing, &benchSeries{name: "NetPIPE MPI", note: "not installed (mpirun, NPmpi: apt-get install netpipe-openmpi openmpi-bin)"})
+		missing = append(missing, &series{name: "NetPIPE MPI", note: "not installed (mpirun, NPmpi: apt-get install netpipe-openmpi openmpi-bin)"})
 	}
 	return targets, missing
 }
@@ -147,7 +153,7 @@ func npTCP(ctx context.Context, bin string, size int, out string) error {
 	}
 	select {
 	case <-exited:
-	case <-time.After(agentStopGrace):
+	case <-time.After(childStopGrace):
 		_ = recv.Process.Kill()
 		<-exited
 	}
@@ -158,9 +164,9 @@ func npTCP(ctx context.Context, bin string, size int, out string) error {
 }
 
 // npTransmit runs the NPtcp transmitter against the receiver on port until
-// it connects, for at most agentStartWait.
+// it connects, for at most childStartWait.
 func npTransmit(ctx context.Context, bin, port string, size int, out string, recvExited <-chan error) error {
-	deadline := time.Now().Add(agentStartWait)
+	deadline := time.Now().Add(childStartWait)
 	for {
 		cmd := childCommand(ctx, bin, append([]string{"-h", "127.0.0.1", "-P", port}, npArgs(size, out)...)...)
 		cmd.Dir = filepath.Dir(out)
@@ -176,7 +182,7 @@ func npTransmit(ctx context.Context, bin, port string, size int, out string, rec
 			return fmt.Errorf("the NPtcp receiver on port %s exited (%v) before the transmitter connected", port, err)
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(pollEvery):
+		case <-time.After(retryEvery):
 		}
 	}
 }
@@ -196,12 +202,12 @@ func freePort() (int, error) {
 }
 
 // childCommand is a command that ctx ends with SIGTERM (so that mpirun
-// stops its ranks), then SIGKILL after agentStopGrace; in its own process
+// stops its ranks), then SIGKILL after childStopGrace; in its own process
 // group like the agents, so that a Ctrl-C reaches only the bench.
 func childCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = agentStopGrace
-	cmd.SysProcAttr = demoProcAttr()
+	cmd.WaitDelay = childStopGrace
+	cmd.SysProcAttr = localnet.ProcAttr()
 	return cmd
 }

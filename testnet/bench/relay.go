@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"github.com/urfave/cli/v2"
 )
 
 // The relay chain is the floor of any design where ranks talk through their
@@ -34,83 +33,55 @@ const relayBuffer = 512 << 10
 // router.Config.SocketBuffer).
 const unixSocketBuffer = 4 << 20
 
-// benchRelayCommand is one relay of the chain, run by the bench as a child
-// process. The near relay (--unix, --to) listens on a unix socket and
-// relays each connection over a stream to the far relay; the far relay
-// (--to-unix) listens on libp2p and relays each stream to a connection to
-// the echo's unix socket. Each prints a line when ready (the far relay its
-// address, the near relay what its connection negotiated) and ends when its
-// stdin closes.
-func benchRelayCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "relay",
-		Usage:  "a relay of bench pingpong's relay chain (started by the bench)",
-		Hidden: true,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "unix", Usage: "near relay: listen on the unix socket `PATH`"},
-			&cli.StringFlag{Name: "to", Usage: "near relay: relay to the far relay at `MULTIADDR`"},
-			&cli.StringFlag{Name: "to-unix", Usage: "far relay: relay streams to the unix socket `PATH`"},
-		},
-		OnUsageError: subUsageError,
-		Action:       benchRelayAction,
-	}
-}
-
-func benchRelayAction(c *cli.Context) error {
-	ctx, stop := notifyInterrupt(c.Context)
-	defer stop()
-	near, to, far := c.String("unix"), c.String("to"), c.String("to-unix")
-	switch {
-	case near != "" && to != "" && far == "":
-		return nearRelay(ctx, c, near, to)
-	case near == "" && to == "" && far != "":
-		return farRelay(ctx, c, far)
-	}
-	return usageErrorf("bench relay: give --unix and --to (near relay), or --to-unix (far relay)")
-}
-
-// nearRelay relays connections to the unix socket path over streams to the
-// far relay at addr.
-func nearRelay(ctx context.Context, c *cli.Context, path, addr string) error {
-	info, err := peer.AddrInfoFromString(addr)
+// NearRelay is the near relay of the chain, run by the bench as a child
+// process: it relays each connection to the unix socket path over a
+// stream to the far relay at the multiaddr to (with /p2p/). Once ready it
+// prints what its connection to the far relay negotiated on stdout; it
+// returns when stdin closes or ctx ends. Streams it cannot open are said
+// on stderr.
+func NearRelay(ctx context.Context, path, to string, stdin io.Reader, stdout, stderr io.Writer) error {
+	far, err := peer.AddrInfoFromString(to)
 	if err != nil {
-		return usageErrorf("bench relay: --to %q is not a multiaddr with /p2p/: %v", addr, err)
+		return fmt.Errorf("%q is not a multiaddr with /p2p/: %w", to, err)
 	}
 	h, err := benchHost()
 	if err != nil {
-		return cli.Exit("bench relay: "+err.Error(), 1)
+		return err
 	}
 	defer h.Close()
-	dialCtx, cancel := context.WithTimeout(ctx, agentStartWait)
-	err = h.Connect(dialCtx, *info)
+	dialCtx, cancel := context.WithTimeout(ctx, childStartWait)
+	err = h.Connect(dialCtx, *far)
 	cancel()
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("bench relay: connect to %s: %v", addr, err), 1)
+		return fmt.Errorf("connect to %s: %w", to, err)
 	}
 	l, err := listenUnix(path)
 	if err != nil {
-		return cli.Exit("bench relay: "+err.Error(), 1)
+		return err
 	}
 	defer l.Close()
 	go serveUnix(l, func(conn *net.UnixConn) {
-		s, err := h.NewStream(ctx, info.ID, relayProtocol)
+		s, err := h.NewStream(ctx, far.ID, relayProtocol)
 		if err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "bench relay: open a stream to %s: %v\n", addr, err)
+			fmt.Fprintf(stderr, "bench relay: open a stream to %s: %v\n", to, err)
 			return
 		}
 		splice(conn, s)
 	})
-	fmt.Fprintln(c.App.Writer, describeConn(h, info.ID)) // ready
-	untilStdinCloses(ctx, c.App.Reader)
+	fmt.Fprintln(stdout, describeConn(h, far.ID)) // ready
+	untilStdinCloses(ctx, stdin)
 	return nil
 }
 
-// farRelay relays streams to connections to the unix socket path.
-func farRelay(ctx context.Context, c *cli.Context, path string) error {
-	return serveStreams(ctx, c, "bench relay", relayProtocol, func(s network.Stream) {
+// FarRelay is the far relay of the chain, run by the bench as a child
+// process: it listens on libp2p and relays each stream to a connection to
+// the unix socket path. It prints its address on stdout and returns when
+// stdin closes or ctx ends.
+func FarRelay(ctx context.Context, path string, stdin io.Reader, stdout, stderr io.Writer) error {
+	return serveStreams(ctx, stdin, stdout, relayProtocol, func(s network.Stream) {
 		conn, err := dialUnix(path)
 		if err != nil {
-			fmt.Fprintf(c.App.ErrWriter, "bench relay: %v\n", err)
+			fmt.Fprintf(stderr, "bench relay: %v\n", err)
 			_ = s.Reset()
 			return
 		}
@@ -212,9 +183,9 @@ type relayTarget struct {
 
 func (r *relayTarget) name() string { return "relay chain" }
 
-// startRelay starts the echo and the two relays, their logs and sockets in
-// dir.
-func startRelay(dir string) (_ *relayTarget, err error) {
+// startRelay starts the echo and the two relays, children of the zorilla
+// binary exe, their logs and sockets in dir.
+func startRelay(exe, dir string) (_ *relayTarget, err error) {
 	r := &relayTarget{}
 	defer func() {
 		if err != nil {
@@ -222,17 +193,17 @@ func startRelay(dir string) (_ *relayTarget, err error) {
 		}
 	}()
 	echoPath := filepath.Join(dir, "relay-echo.sock")
-	if r.echo, _, err = startChild(filepath.Join(dir, "relay-echo.log"), "relay chain's echo process",
+	if r.echo, _, err = startChild(exe, filepath.Join(dir, "relay-echo.log"), "relay chain's echo process",
 		"bench", "echo", "--unix", echoPath); err != nil {
 		return nil, err
 	}
 	var farAddr string
-	if r.far, farAddr, err = startChild(filepath.Join(dir, "relay-far.log"), "far relay",
+	if r.far, farAddr, err = startChild(exe, filepath.Join(dir, "relay-far.log"), "far relay",
 		"bench", "relay", "--to-unix", echoPath); err != nil {
 		return nil, err
 	}
 	r.path = filepath.Join(dir, "relay-near.sock")
-	if r.near, r.conn, err = startChild(filepath.Join(dir, "relay-near.log"), "near relay",
+	if r.near, r.conn, err = startChild(exe, filepath.Join(dir, "relay-near.log"), "near relay",
 		"bench", "relay", "--unix", r.path, "--to", farAddr); err != nil {
 		return nil, err
 	}

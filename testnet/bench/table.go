@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -14,23 +14,23 @@ type figure struct {
 	mbps      float64 // 10^6 bytes per second
 }
 
-// benchSeries is what one configuration gave, round by round.
-type benchSeries struct {
+// series is what one configuration gave, round by round.
+type series struct {
 	name   string
 	note   string           // why it has no figures (not installed, failed), or ""
-	base   *benchSeries     // whose figures its ratios divide; nil for the first series
+	base   *series          // whose figures its ratios divide; nil for the first series
 	rounds []map[int]figure // by round, then size; nil for a round it did not run
 }
 
-// benchResults are the series of every configuration; the first is
+// Results are the series of every configuration; the first is
 // zorilla's, which the others' ratios divide.
-type benchResults struct {
-	series []*benchSeries
-	rounds int // rounds completed
+type Results struct {
+	series []*series
+	Rounds int // rounds completed
 }
 
 // add records what a configuration measured in round i (from 0).
-func (s *benchSeries) add(i int, figs map[int]figure) {
+func (s *series) add(i int, figs map[int]figure) {
 	for len(s.rounds) <= i {
 		s.rounds = append(s.rounds, nil)
 	}
@@ -45,7 +45,7 @@ type benchRow struct {
 }
 
 // row sums up a series at one size against base (zorilla's).
-func row(s, base *benchSeries, size int) benchRow {
+func row(s, base *series, size int) benchRow {
 	var lat, bw, latR, bwR []float64
 	for i, figs := range s.rounds {
 		f, ok := figs[size]
@@ -86,11 +86,11 @@ func median(xs []float64) float64 {
 	return (v[m-1] + v[m]) / 2
 }
 
-// writeBenchTable prints, per size, each configuration's median one-way
+// WriteTable prints, per size, each configuration's median one-way
 // latency and bandwidth and the median ratios of zorilla to it.
-func writeBenchTable(w io.Writer, res *benchResults, sizes []int) {
-	rounds := fmt.Sprintf("%d rounds", res.rounds)
-	if res.rounds == 1 {
+func WriteTable(w io.Writer, res *Results, sizes []int) {
+	rounds := fmt.Sprintf("%d rounds", res.Rounds)
+	if res.Rounds == 1 {
 		rounds = "1 round"
 	}
 	fmt.Fprintf(w, "ping-pong on loopback: medians of %s; ratios: zorilla / the configuration, per round, median\n", rounds)
@@ -111,7 +111,7 @@ func writeBenchTable(w io.Writer, res *benchResults, sizes []int) {
 				continue
 			}
 			fmt.Fprintf(w, "%8s  %-*s %12.2f %10.2f %10s %10s%s\n", sizeLabel(size), width, s.name, r.latencyUS, r.mbps,
-				ratioText(r.latRatio), ratioText(r.bwRatio), partial(r.n, res.rounds))
+				ratioText(r.latRatio), ratioText(r.bwRatio), partial(r.n, res.Rounds))
 		}
 	}
 }

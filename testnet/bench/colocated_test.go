@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"errors"
@@ -55,15 +55,15 @@ func TestColocatedRuns(t *testing.T) {
 // TestWriteBenchTableColocated: the co-located rows divide the co-located
 // zorilla figures, and the names widen the column.
 func TestWriteBenchTableColocated(t *testing.T) {
-	local := &benchSeries{name: "zorilla colocated", rounds: []map[int]figure{{8: {4, 2}}}}
+	local := &series{name: "zorilla colocated", rounds: []map[int]figure{{8: {4, 2}}}}
 	local.base = local
-	res := &benchResults{rounds: 1, series: []*benchSeries{
+	res := &Results{Rounds: 1, series: []*series{
 		{name: "zorilla", rounds: []map[int]figure{{8: {40, 0.2}}}},
 		local,
 		{name: "NetPIPE vader", base: local, rounds: []map[int]figure{{8: {2, 4}}}},
 	}}
 	var b strings.Builder
-	writeBenchTable(&b, res, []int{8})
+	WriteTable(&b, res, []int{8})
 	want := `ping-pong on loopback: medians of 1 round; ratios: zorilla / the configuration, per round, median
     SIZE  CONFIG              LATENCY_US       MB/S  LAT_RATIO   BW_RATIO
      8 B  zorilla                  40.00       0.20          -          -

@@ -1,9 +1,9 @@
-package main
+package bench
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -46,19 +46,69 @@ func (z *zorillaTarget) measure(ctx context.Context, sizes []int) (map[int]figur
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	id, err := submitJob(ctx, z.cl, d, false)
+	id, err := z.cl.SubmitFiles(ctx, d, false)
 	if err != nil {
 		return nil, err
 	}
-	var out, errs bytes.Buffer // the printer locks its writes; read once it is done
-	rec, err := followJob(ctx, nil, z.cl, id, newPrinter(&out, &errs, id))
+	rec, out, errs, err := follow(ctx, z.cl, id)
 	if err != nil {
 		return nil, err
 	}
 	if err := checkBenchJob(rec, hosts); err != nil {
-		return nil, fmt.Errorf("%w; its output:\n%s%s", err, out.String(), lastLines(errs.String(), 20))
+		return nil, fmt.Errorf("%w; its output:\n%s%s", err, out, lastLines(errs, 20))
 	}
-	return rank0Figures(out.String())
+	return rank0Figures(out)
+}
+
+// cancelWait bounds how long an interrupted bench waits for its job's
+// end: workers kill a job's processes within seconds.
+const cancelWait = 30 * time.Second
+
+// follow watches job id to its end and returns its final record and its
+// output, each line tagged with its rank ("[0] line"). When ctx ends
+// first, the job is cancelled everywhere and followed to its end for at
+// most cancelWait.
+func follow(ctx context.Context, cl *node.Client, id job.ID) (rec job.Record, stdout, stderr string, err error) {
+	watch, endWatch := context.WithCancel(context.Background())
+	defer endWatch()
+	stop := context.AfterFunc(ctx, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), cancelWait)
+		defer cancel()
+		_ = cl.Cancel(cctx, id) // the job may have just ended; the watch tells
+		time.AfterFunc(cancelWait, endWatch)
+	})
+	defer stop()
+	var out, errs strings.Builder
+	var end *job.Record
+	err = cl.Watch(watch, id, func(u job.Update) {
+		switch {
+		case u.Kind == "output" && u.Rank >= 0:
+			w := &out
+			if u.Stream != "stdout" {
+				w = &errs
+			}
+			fmt.Fprintf(w, "[%s] %s\n", tag(u.Rank, u.Replica), u.Line)
+		case u.Kind == "end" && u.Record != nil:
+			r := *u.Record
+			end = &r
+		}
+	})
+	if end == nil {
+		if err == nil {
+			err = errors.New("the agent ended the stream early")
+		}
+		return job.Record{}, out.String(), errs.String(), fmt.Errorf("job %s: lost its updates: %w", id, err)
+	}
+	return *end, out.String(), errs.String(), nil
+}
+
+// tag is how a process is named in tagged output: its rank, and ".k" for
+// copy k > 0 of a replicated rank.
+func tag(rank, replica int) string {
+	if replica == 0 {
+		return strconv.Itoa(rank)
+	}
+	return fmt.Sprintf("%d.%d", rank, replica)
 }
 
 // checkBenchJob makes sure the job ended well with its two ranks on the
@@ -105,4 +155,11 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "")
+}
+
+func withColon(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 // colocatedRuns are the co-located configurations: zorilla first (the
 // others' base), then the NetPIPE ones that are installed; missing are
 // series saying why the others are absent.
-func colocatedRuns(z *zorillaTarget, dir string, lookPath func(string) (string, error)) (runs []*benchRun, missing []*benchSeries) {
+func colocatedRuns(z *zorillaTarget, dir string, lookPath func(string) (string, error)) (runs []*benchRun, missing []*series) {
 	local := *z
 	local.colocated = true
-	base := &benchSeries{name: local.name()}
+	base := &series{name: local.name()}
 	base.base = base // its own base: no ratios
 	runs = append(runs, &benchRun{target: &local, series: base})
 	type mpi struct {
@@ -39,11 +39,11 @@ func colocatedRuns(z *zorillaTarget, dir string, lookPath func(string) (string, 
 			bin, err2 = lookPath(m.alt)
 		}
 		if err1 != nil || err2 != nil {
-			missing = append(missing, &benchSeries{name: m.label, base: base,
+			missing = append(missing, &series{name: m.label, base: base,
 				note: fmt.Sprintf("not installed (%s, %s: %s)", m.mpirun, m.bin, m.install)})
 			continue
 		}
-		runs = append(runs, &benchRun{optional: true, series: &benchSeries{name: m.label, base: base},
+		runs = append(runs, &benchRun{optional: true, series: &series{name: m.label, base: base},
 			target: &netpipeTarget{label: m.label, dir: dir, run: func(ctx context.Context, size int, out string) error {
 				return npLocal(ctx, mpirun, bin, m.args, size, out)
 			}}})

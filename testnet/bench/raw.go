@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
-	"github.com/urfave/cli/v2"
 
 	"github.com/zorilla-p2p/zorilla/internal/pingpong"
 )
@@ -57,56 +56,45 @@ func benchHost(listen ...string) (host.Host, error) {
 	return h, nil
 }
 
-// benchEchoCommand is the far end of the raw stream, run by the bench as a
-// child process: it prints its address, echoes, and ends when its stdin
-// closes. With --unix it echoes on a unix socket instead, at the end of the
-// relay chain.
-func benchEchoCommand() *cli.Command {
-	return &cli.Command{
-		Name:   "echo",
-		Usage:  "the echo end of bench pingpong's raw libp2p stream and relay chain (started by the bench)",
-		Hidden: true,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "unix", Usage: "echo on connections to the unix socket `PATH`, not on libp2p streams"},
-		},
-		OnUsageError: subUsageError,
-		Action:       benchEchoAction,
+// ServeEchoUnix is the echo at the end of the relay chain, run by the
+// bench as a child process: it echoes on connections to the unix socket
+// path, prints path on stdout once it listens, and returns when stdin
+// closes or ctx ends.
+func ServeEchoUnix(ctx context.Context, path string, stdin io.Reader, stdout io.Writer) error {
+	l, err := listenUnix(path)
+	if err != nil {
+		return err
 	}
+	defer l.Close()
+	go serveUnix(l, func(conn *net.UnixConn) { _ = echoLoop(conn) })
+	fmt.Fprintln(stdout, path)
+	untilStdinCloses(ctx, stdin)
+	return nil
 }
 
-func benchEchoAction(c *cli.Context) error {
-	ctx, stop := notifyInterrupt(c.Context)
-	defer stop()
-	if path := c.String("unix"); path != "" {
-		l, err := listenUnix(path)
-		if err != nil {
-			return cli.Exit("bench echo: "+err.Error(), 1)
-		}
-		defer l.Close()
-		go serveUnix(l, func(conn *net.UnixConn) { _ = echoLoop(conn) })
-		fmt.Fprintln(c.App.Writer, path)
-		untilStdinCloses(ctx, c.App.Reader)
-		return nil
-	}
-	return serveStreams(ctx, c, "bench echo", echoProtocol, serveEcho)
+// ServeEcho is the far end of the raw stream, run by the bench as a child
+// process: a host on 127.0.0.1 that echoes; it prints its address on
+// stdout and returns when stdin closes or ctx ends.
+func ServeEcho(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+	return serveStreams(ctx, stdin, stdout, echoProtocol, serveEcho)
 }
 
 // serveStreams is a child's libp2p side: a host on 127.0.0.1 serving
 // protocol with handler; it prints the host's address and serves until its
 // stdin closes.
-func serveStreams(ctx context.Context, c *cli.Context, cmd string, proto protocol.ID, handler network.StreamHandler) error {
+func serveStreams(ctx context.Context, stdin io.Reader, stdout io.Writer, proto protocol.ID, handler network.StreamHandler) error {
 	h, err := benchHost("/ip4/127.0.0.1/tcp/0")
 	if err != nil {
-		return cli.Exit(cmd+": "+err.Error(), 1)
+		return err
 	}
 	defer h.Close()
 	h.SetStreamHandler(proto, handler)
 	addrs, err := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()})
 	if err != nil || len(addrs) == 0 {
-		return cli.Exit(fmt.Sprintf("%s: no address to print (%v)", cmd, err), 1)
+		return fmt.Errorf("no address to print (%v)", err)
 	}
-	fmt.Fprintln(c.App.Writer, addrs[0])
-	untilStdinCloses(ctx, c.App.Reader)
+	fmt.Fprintln(stdout, addrs[0])
+	untilStdinCloses(ctx, stdin)
 	return nil
 }
 
@@ -208,9 +196,10 @@ type rawTarget struct {
 
 func (r *rawTarget) name() string { return "raw libp2p" }
 
-// startRaw starts the echo child (its log in dir) and connects to it.
-func startRaw(ctx context.Context, dir string) (*rawTarget, error) {
-	echo, addr, err := startChild(filepath.Join(dir, "echo.log"), "echo process", "bench", "echo")
+// startRaw starts the echo child of the zorilla binary exe (its log in
+// dir) and connects to it.
+func startRaw(ctx context.Context, exe, dir string) (*rawTarget, error) {
+	echo, addr, err := startChild(exe, filepath.Join(dir, "echo.log"), "echo process", "bench", "echo")
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +220,7 @@ func (r *rawTarget) connect(ctx context.Context, addr string) error {
 	if r.host, err = benchHost(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, agentStartWait)
+	ctx, cancel := context.WithTimeout(ctx, childStartWait)
 	defer cancel()
 	if err := r.host.Connect(ctx, *info); err != nil {
 		return fmt.Errorf("connect to the echo process at %s: %w", addr, err)
