@@ -9,7 +9,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
-// Checkpoints (issue 16), the submitter's side. A job's ranks take
+// Checkpoints, the submitter's side. A job's ranks take
 // coordinated checkpoints through the mpi library (Comm.Checkpoint); each
 // host sends each of its ranks' files back on the report stream, in
 // chunks (RepCheckpoint), with the size and sha256 the rank announced. The

@@ -15,7 +15,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
 
-// Coordinated checkpoints (issue 16). Comm.Checkpoint is a collective the
+// Coordinated checkpoints. Comm.Checkpoint is a collective the
 // program calls at a point of its choosing, typically between iterations,
 // with a function that writes its state. Rank 0 decides whether this call
 // takes a checkpoint (every call, or once --checkpoint-every has passed

@@ -12,7 +12,7 @@ import (
 // ready, to look for work, and that thread takes a core another rank
 // needs. NAS IS on 4 ranks and 2 cores ran 1.29 times NPB's time with one
 // P against 1.48 with two (class A) and 1.15 against 1.21 (class B), the
-// fastest of three runs in interleaved rounds (BENCHMARKS.md, issue 17,
+// fastest of three runs in interleaved rounds (BENCHMARKS.md,
 // "sysmon"). A program that wants its own sets the GOMAXPROCS environment
 // variable, which is left alone.
 

@@ -51,7 +51,7 @@ import (
 // (a 2-core VM) process_vm_readv copied 1 MiB at 4 GB/s against 23 GB/s
 // for a memmove, and the ring's two copies, which sender and receiver make
 // at the same time, beat it at every size from 64 KiB to 8 MiB
-// (BENCHMARKS.md, issue 17, "single-copy"). A receiving process takes
+// (BENCHMARKS.md, "single-copy"). A receiving process takes
 // rendezvous whatever its own setting.
 const EnvCmaMin = "ZORILLA_MPI_CMA_MIN"
 

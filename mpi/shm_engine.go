@@ -20,7 +20,7 @@ import (
 // message over to. On a 2-core machine, 4 ranks each waking four threads
 // (the caller, the writer, a standby reader per peer) spent 11-12 ms in an
 // exchange of 2 MiB blocks after compute where the same rings driven by one
-// thread a process took 4.8 and Open MPI 5.3-6 (BENCHMARKS.md, issue 17). A
+// thread a process took 4.8 and Open MPI 5.3-6 (BENCHMARKS.md). A
 // session that is writing, or a replicated one, takes the usual path
 // instead.
 

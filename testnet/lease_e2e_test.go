@@ -239,7 +239,7 @@ func TestLostCancelIsSentAgain(t *testing.T) {
 			return
 		}
 		reply := proto.LeaseReply{OK: true}
-		if _, err := v.Leases().Release(req.Lease); err != nil {
+		if _, err := v.Leases().End(req.Lease); err != nil {
 			reply = proto.LeaseReply{Error: err.Error()}
 		}
 		_ = wire.WriteJSON(s, reply)

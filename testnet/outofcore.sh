@@ -1,6 +1,6 @@
 #!/bin/sh
-# outofcore.sh HOST_LIMIT TESTBINARY [test flags...]: issue 19's
-# out-of-core figure (TestOutOfCoreFigures). As root: makes a swap file
+# outofcore.sh HOST_LIMIT TESTBINARY [test flags...]: the out-of-core
+# figure (TestOutOfCoreFigures). As root: makes a swap file
 # in /tmp and the cgroups /zorilla-ooc/host0..host3 (memory, cpu, pids;
 # cgroup v1), bounds each host's memory to HOST_LIMIT (bytes, or with a
 # K/M/G suffix), runs the prebuilt test binary OUTSIDE them (the agents

@@ -223,7 +223,7 @@ func (s *Service) sendOffer(ctx context.Context, a flood.Advert, need proto.Need
 
 // endLease gives back a lease; a lease already gone is fine.
 func (s *Service) endLease(key string) {
-	if _, err := s.leases.Release(key); err != nil {
+	if _, err := s.leases.End(key); err != nil {
 		log.Debugw("release", "err", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
 
-// Checkpoints (issue 16), the host's side. Each rank of an r = 1 job gets
+// Checkpoints, the host's side. Each rank of an r = 1 job gets
 // its working folder as checkpoint folder (ZORILLA_CHECKPOINT_DIR), and the
 // file of the checkpoint it restarts from, staged like an input and
 // verified by hash, in ZORILLA_RESTORE. When a rank says it wrote its part

@@ -9,7 +9,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
-// The yield rule (issue 15): when a job is refused here for lack of room
+// The yield rule: when a job is refused here for lack of room
 // (slots, cores, J or memory) while jobs it precedes hold uncommitted
 // leases, it asks them to give the room back (proto.DeclineYield); a job
 // that cannot be placed yet does, and the line offers the room to the

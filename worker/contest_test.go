@@ -8,10 +8,10 @@ import (
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
-// The yield rule, on issue 19's out-of-core example: heat jobs of 4 ranks,
+// The yield rule, on the out-of-core example of time sharing: heat jobs of 4 ranks,
 // one rank per host, each declaring U a rank, on hosts lending 2.5 U (two
 // jobs fit, three do not), J = 3, 3 cores, P = 1; j0, j1, j2 submitted in
-// that order. And issue 15's slots: a host of J = 1.
+// that order. And a host of J = 1.
 func TestContested(t *testing.T) {
 	const U = int64(311) << 20
 	mem := Policy{MaxJobs: 3, MaxProcs: 1, Cores: 3, Memory: 5 * U / 2, OS: "linux", Arch: "amd64", MaxPriority: 10}
@@ -35,7 +35,7 @@ func TestContested(t *testing.T) {
 		c      Contender
 		want   []string
 	}{
-		{"issue 19's split: j0 runs, j2 holds the rest, j1 refused: j2 gives it back",
+		{"the out-of-core split: j0 runs, j2 holds the rest, j1 refused: j2 gives it back",
 			mem, []Lease{lease("j0", 0, U, true), lease("j2", 0, U, false)}, who("j1", 0), []string{"k-j2"}},
 		{"the later job refused asks nothing of the earlier",
 			mem, []Lease{lease("j0", 0, U, true), lease("j1", 0, U, false)}, who("j2", 0), nil},
@@ -59,7 +59,7 @@ func TestContested(t *testing.T) {
 			mem, []Lease{lease("j0", 0, U, true), lease("j2", 5, U, false)}, who("j1", 0), nil},
 		{"the lowest priority gives way first, before a later one",
 			mem, []Lease{lease("j1", 0, U, false), lease("j2", 3, U, false)}, who("j3", 5), []string{"k-j1"}},
-		{"issue 15's slots: J = 1 held by a later job",
+		{"J = 1 held by a later job",
 			one, []Lease{lease("j2", 0, 0, false)}, who("j1", 0), []string{"k-j2"}},
 		{"committed leases (running jobs) are never contested",
 			one, []Lease{lease("j2", 0, 0, true)}, who("j1", 0), nil},

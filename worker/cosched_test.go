@@ -66,7 +66,7 @@ func TestLeasesCoScheduleWithinMemory(t *testing.T) {
 	if d3, _, _ = l.Admit("carol", n("jc"), 0); d3.Accept {
 		t.Fatalf("third admitted on a job's low use: %+v", d3)
 	}
-	if _, err := l.Release(l1.Key); err != nil {
+	if _, err := l.End(l1.Key); err != nil {
 		t.Fatal(err)
 	}
 	if d3, _, _ = l.Admit("carol", n("jc"), 0); !d3.Accept {

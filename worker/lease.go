@@ -292,9 +292,9 @@ func (l *Leases) Shrink(key string, slots, cores int, memory int64) error {
 	return nil
 }
 
-// Release ends a lease (a cancel, a commit elsewhere, or the end of the
+// End ends a lease (a cancel, a commit elsewhere, or the end of the
 // job) and returns what it held.
-func (l *Leases) Release(key string) (Lease, error) {
+func (l *Leases) End(key string) (Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sweep()

@@ -44,7 +44,7 @@ func newTable(t *testing.T, p Policy) (*Leases, *fakeClock) {
 	return l, clk
 }
 
-func TestLeaseReserveRelease(t *testing.T) {
+func TestLeaseReserveEnd(t *testing.T) {
 	l, _ := newTable(t, host())
 	a, err := l.Reserve("ja", "alice", 2, 2, 1<<30, 0)
 	if err != nil {
@@ -60,14 +60,14 @@ func TestLeaseReserveRelease(t *testing.T) {
 	if u := l.Usage(); u != (Usage{Jobs: 2, Cores: 4, Memory: 1 << 30}) {
 		t.Fatalf("usage %+v", u)
 	}
-	got, err := l.Release(a.Key)
+	got, err := l.End(a.Key)
 	if err != nil || got.Job != "ja" {
 		t.Fatalf("Release = %+v, %v", got, err)
 	}
 	if u := l.Usage(); u != (Usage{Jobs: 1, Cores: 2}) {
 		t.Fatalf("usage after release %+v", u)
 	}
-	if _, err := l.Release(a.Key); !errors.Is(err, ErrNoLease) {
+	if _, err := l.End(a.Key); !errors.Is(err, ErrNoLease) {
 		t.Fatalf("second release: %v", err)
 	}
 }
@@ -308,7 +308,7 @@ func randomOp(l *Leases, clk *fakeClock, rng *rand.Rand, g, step int) {
 		}
 	case 3:
 		if ls, ok := l.ByJob(j); ok {
-			_, _ = l.Release(ls.Key)
+			_, _ = l.End(ls.Key)
 		}
 	case 4:
 		clk.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
@@ -376,13 +376,39 @@ func TestLeavingLeaseUnderSwapPolicies(t *testing.T) {
 			t.Errorf("%v: the planner's usage %+v leaves the leaving job out", tt.policy, u)
 		}
 		if tt.admit {
-			if _, err := l.Release(b.Key); err != nil {
+			if _, err := l.End(b.Key); err != nil {
 				t.Fatal(err)
 			}
 		}
 		l.SetLeaving(a.Key, false) // the swap refused: it runs on
 		if d, _, _ := l.Admit("bob", jb, 0); d.Accept {
 			t.Errorf("%v: admitted beside a job whose swap was refused", tt.policy)
+		}
+	}
+}
+
+// TestLeaseLivesAsLongAsTheSearch: an offer's lease lasts the job's
+// scheduling deadline and the commit margin, so that an offer made at the
+// first flood is still good at a commit at the deadline; the table's
+// default without a deadline, and never more than its cap.
+func TestLeaseLivesAsLongAsTheSearch(t *testing.T) {
+	cases := []struct {
+		deadline, want time.Duration
+	}{
+		{0, 2*time.Minute + 30*time.Second},
+		{time.Minute, time.Minute + 30*time.Second},
+		{4 * time.Minute, 4*time.Minute + 30*time.Second},
+		{10 * time.Minute, 10 * time.Minute}, // DefaultLeaseConfig's MaxTTL
+	}
+	for _, c := range cases {
+		l, clk := newTable(t, host())
+		need := proto.Need{Job: "ja", N: 1, R: 1, Deadline: c.deadline}
+		d, ls, err := l.Admit("alice", need, leaseTTL(need))
+		if err != nil || !d.Accept {
+			t.Fatalf("deadline %v: admit: %+v, %v", c.deadline, d, err)
+		}
+		if got := ls.Expires.Sub(clk.Now()); got != c.want {
+			t.Errorf("deadline %v: the lease lives %v, want %v", c.deadline, got, c.want)
 		}
 	}
 }

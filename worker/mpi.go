@@ -60,7 +60,7 @@ func (r *running) mpiSpec() router.JobSpec {
 		OnSaved: r.saved}
 }
 
-// followMPI reports phase two (every local copy in mpi.Init), a local
+// followMPI reports the end of phase one (every local copy in mpi.Init), a local
 // rank's Abort and a host of the job that the router counted lost to the
 // submitter.
 func (r *running) followMPI(k *sink, m MPIJob) {

@@ -50,7 +50,7 @@ func (j pmiJob) Abort(rank, code int, msg string) {
 
 // launchPMI joins the job's fence and starts every local rank with a PMI
 // socket (PMI_FD, PMI_RANK, PMI_SIZE) served by pmi.Serve. The first
-// barrier is phase two: Ready is reported when every local rank is in it,
+// barrier ends phase one: Ready is reported when every local rank is in it,
 // and it ends only after the submitter's release.
 func (r *running) launchPMI(k *sink) ([]proc.Process, error) {
 	s := r.svc
@@ -145,7 +145,8 @@ func (r *running) startPMIRank(k *sink, j pmi.KVS, p proto.Proc, info pmi.Info, 
 	return pr, nil
 }
 
-// followPMI reports phase two: every local rank is in the first barrier.
+// followPMI reports the end of phase one: every local rank is in the
+// first barrier.
 func (r *running) followPMI(k *sink, f *pmi.Fence) {
 	select {
 	case <-f.Ready():

@@ -15,7 +15,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/worker/proc"
 )
 
-// The I/O side of preemption (issue 19): the worker applies
+// The I/O side of preemption: the worker applies
 // PlanPreemption when an advert is refused for lack of room, and asks the
 // submitter of each job to swap out to stop it with a checkpoint
 // (proto.PreemptProtocol). The freed slots go to the waiting line, where a

@@ -213,7 +213,7 @@ func TestWaitLineServedEndsYields(t *testing.T) {
 // that asks (DeclineYield), and the job swapped out, earlier than the one
 // it made room for, would ask for and take back its hosts one by one,
 // undoing the turn and leaving the other job's flood unanswered there
-// (issue 19: TestSwapTurnsWhenMemoryRunsOut failed 6 runs in 40 so).
+// (without it TestSwapTurnsWhenMemoryRunsOut failed).
 func TestYieldLastsUntilTheOtherRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -248,7 +248,7 @@ func TestYieldLastsUntilTheOtherRuns(t *testing.T) {
 					w.served("jb") // idem
 				case "cancelled":
 					w.cancelled("jb", ls.Key) // not a yield it was asked for
-					if _, err := l.Release(ls.Key); err != nil {
+					if _, err := l.End(ls.Key); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -47,7 +47,7 @@ type running struct {
 	sink     *sink      // the report stream, once open
 	why      string
 	released sync.Once
-	running  atomic.Bool    // phase two is done: the ranks were released
+	running  atomic.Bool    // phase two came: the ranks were released
 	procs    []proc.Process // guarded by mu: the copies here, once all started (gangloop.go, memuse.go)
 	pre      preemptState
 	// releasedAt is when the ranks here were released (Unix ns; 0

@@ -11,7 +11,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
-// The waiting line (issue 15). A worker that declines an advert only for
+// The waiting line. A worker that declines an advert only for
 // lack of free slots keeps it here until the advert expires, and the
 // moment slots free offers them to the earliest job still waiting
 // (Precedes): a waiting job is served when the slots free, not when
@@ -28,7 +28,7 @@ type waitEntry struct {
 	prio   Seniority
 	asked  string // the lease this job was asked to yield, if any
 	// honoured is the job's priority as this host honours it: a higher
-	// one is served first, whatever its place in the line (issue 19).
+	// one is served first, whatever its place in the line.
 	honoured int
 }
 
@@ -128,8 +128,7 @@ func (w *waitLine) forget(j proto.JobID, m yieldMark) {
 // its turn, each would wait for the other. An offer is not enough: a job
 // not yet placeable gives its offers back to an earlier job that asks
 // (DeclineYield), and the job swapped out, earlier than the one it made
-// room for, would ask and take its hosts back one by one, undoing the turn
-// (issue 19's failures).
+// room for, would ask and take its hosts back one by one, undoing the turn.
 func (w *waitLine) served(to proto.JobID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -5,7 +5,7 @@
 // do. Every rank checks what it received; rank 0 prints the fastest, the
 // median, the 90th percentile and the slowest of its calls. With more
 // ranks than cores on one agent it is the exchange that IS's 4 ranks on 2
-// cores wait in (BENCHMARKS.md, issue 17):
+// cores wait in (BENCHMARKS.md):
 //
 //	go build -o alltoallv ./examples/alltoallv
 //	zorilla demo --agents 1 --procs 4 -n 4 -a concentrate --program ./alltoallv 524288 100 15ms

@@ -9,7 +9,7 @@ import (
 	"github.com/zorilla-p2p/zorilla/examples/internal/npb"
 )
 
-// Checkpoints between the timed iterations (issue 16). The keys change
+// Checkpoints between the timed iterations. The keys change
 // only where an iteration sets its two keys, so the state saved is the
 // iterations done and the checks passed; a restart generates the keys
 // again and sets what the iterations done had set.

@@ -1,6 +1,6 @@
 // Package linkdelay delays what an agent sends over TCP, by the subnet of
 // the peer it sends to: the latency shaper of testnets whose kernel has no
-// netem qdisc (issue 6). It is enabled only through node.Config's
+// netem qdisc. It is enabled only through node.Config's
 // TestnetDelay (the agent's hidden --testnet-delay flag); an agent without
 // it never goes through this package.
 //

@@ -24,7 +24,7 @@ func TestHopeless(t *testing.T) {
 		{"memory in use may free", true, false, []job.DeclineCount{{Code: proto.DeclineMemory, Agents: 1}}, false},
 		{"no free slot may free", true, false, []job.DeclineCount{{Code: proto.DeclineSlots, Agents: 1}}, false},
 		// An offer given back to an earlier job: the agent keeps the job
-		// in its line and offers again (issue 19's swap turns).
+		// in its line and offers again (the swap turns).
 		{"an offer yielded to an earlier job comes back", true, false, []job.DeclineCount{{Code: proto.DeclineYield, Agents: 2}}, false},
 	} {
 		if got := Hopeless(tt.quiet, tt.feasible, tt.declined); got != tt.want {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// Memory use, for co-scheduling within memory (issue 19): what a job's
+// Memory use, for co-scheduling within memory: what a job's
 // processes use now, read from its cgroup or, without one, from
 // /proc/<pid>/status.
 

@@ -2,7 +2,7 @@ package proto
 
 import "fmt"
 
-// Checkpoints (issue 16). A rank's library runs the coordinated checkpoint
+// Checkpoints. A rank's library runs the coordinated checkpoint
 // itself, in-band: the decision, the Chandy-Lamport markers and the
 // completion round are ordinary messages in a context of their own, so they
 // travel in each (source, destination) channel in order with the program's

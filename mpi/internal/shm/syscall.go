@@ -17,7 +17,7 @@ import (
 // side that polls first sleeps less often, and there the hand-off cost
 // more than it saved: the sleeping thread can no longer take its own P
 // back on waking, and one that takes an idle P instead wakes a sysmon
-// asleep (BENCHMARKS.md, issue 17, "sysmon").
+// asleep (BENCHMARKS.md, "sysmon").
 //
 //go:linkname entersyscallblock runtime.entersyscallblock
 func entersyscallblock()

@@ -17,8 +17,8 @@ import (
 // any of them changes (Sleep), on one thread, as one process of Open MPI
 // progresses all its transfers: no standby reader and no writer goroutine
 // to hand a message over to, which on a machine with more ranks than
-// cores costs a wake-up of another thread each time (BENCHMARKS.md,
-// issue 17). The caller holds the right to read every ring it reads and
+// cores costs a wake-up of another thread each time (BENCHMARKS.md).
+// The caller holds the right to read every ring it reads and
 // is the only writer of every ring it writes.
 
 // TryRead copies into p what the ring holds now, at most the rest of the
