@@ -406,7 +406,7 @@ func (s *story) report(t *testing.T, d *datadriven.TestData, step func(lifecycle
 		Code: num(t, d, "status", num(t, d, "code", 0)), Signal: val(d, "signal", ""), TimedOut: d.HasArg("timed-out"),
 		Reason: val(d, "reason", ""), Lost: val(d, "lost", ""), BadProgram: d.HasArg("bad-program"),
 		Peer: peer.ID(val(d, "peer", "")), Stream: val(d, "stream", "stdout"), Data: []byte(val(d, "line", "")),
-		Name: val(d, "name", ""), EOF: d.HasArg("eof")}
+		Name: val(d, "name", ""), EOF: d.HasArg("eof"), Frozen: dur(t, d, "frozen", 0)}
 	if r.Kind == proto.RepCheckpoint {
 		r.Ckpt = &proto.CheckpointPart{Num: uint64(num(t, d, "num", 1)), Size: 4, Sum: "sum"}
 	}
@@ -506,6 +506,9 @@ func (s *story) state() string {
 	}
 	if c, ok := r.LastComplete(); ok {
 		fmt.Fprintf(&b, "checkpoint: %d complete\n", c.Num)
+	}
+	if r.State == job.Running {
+		fmt.Fprintf(&b, "running: %s, sliced %v\n", r.Phase(), r.Time.Sliced)
 	}
 	if at, ok := s.m.Deadline(); ok {
 		fmt.Fprintf(&b, "next timer: +%v\n", at.Sub(s.now))

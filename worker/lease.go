@@ -75,10 +75,12 @@ func DefaultLeaseConfig() LeaseConfig {
 		// older submitter's) outlives the search of a job left at the
 		// default. Adverts that say theirs get leaseTTL's.
 		DefaultTTL: 2*time.Minute + commitMargin,
-		// 10 minutes: a job may search for hosts for minutes (its
-		// scheduling deadline) while holding early offers; longer than
-		// that, an idle promise only blocks others.
-		MaxTTL: 10 * time.Minute,
+		// 30 minutes: a job may search for hosts for minutes (its
+		// scheduling deadline, often 10) while holding early offers, and
+		// a lease must outlive that search by the commit margin; longer
+		// than half an hour, an idle promise only blocks others (an
+		// earlier job can still ask for it back: the yield rule).
+		MaxTTL: 30 * time.Minute,
 	}
 }
 

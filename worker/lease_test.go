@@ -398,7 +398,8 @@ func TestLeaseLivesAsLongAsTheSearch(t *testing.T) {
 		{0, 2*time.Minute + 30*time.Second},
 		{time.Minute, time.Minute + 30*time.Second},
 		{4 * time.Minute, 4*time.Minute + 30*time.Second},
-		{10 * time.Minute, 10 * time.Minute}, // DefaultLeaseConfig's MaxTTL
+		{10 * time.Minute, 10*time.Minute + 30*time.Second},
+		{time.Hour, 30 * time.Minute}, // DefaultLeaseConfig's MaxTTL
 	}
 	for _, c := range cases {
 		l, clk := newTable(t, host())
