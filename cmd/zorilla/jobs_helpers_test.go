@@ -86,12 +86,19 @@ func fastAgent(dir string, procs int) node.Config {
 // waitFor polls cond every 20 ms until it holds, or fails the test.
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitForSaying(t, limit, what, cond, func() string { return "" })
+}
+
+// waitForSaying is waitFor that, on a timeout, also prints what detail
+// says of the state it waited in.
+func waitForSaying(t *testing.T, limit time.Duration, what string, cond func() bool, detail func() string) {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", limit, what)
+			t.Fatalf("timed out after %v waiting until %s\n%s", limit, what, detail())
 		}
 		<-tick.C
 	}

@@ -270,7 +270,7 @@ func TestSubmitterCrashReattach(t *testing.T) {
 		_ = again.Wait()
 	}()
 	var end job.Record
-	waitFor(t, 2*time.Minute, "the re-attached job's end", func() bool {
+	ended := func() bool {
 		cl, err := node.Dial(dir)
 		if err != nil {
 			return false
@@ -279,6 +279,10 @@ func TestSubmitterCrashReattach(t *testing.T) {
 		rec, err := cl.Job(ctx, id)
 		end = rec
 		return err == nil && rec.State.Terminal()
+	}
+	waitForSaying(t, 2*time.Minute, "the re-attached job's end", ended, func() string {
+		return fmt.Sprintf("the job is %s (%s), history %+v\nits agent's log:\n%s",
+			end.State, end.Reason, end.History, localnet.LogTail(logf.Name()))
 	})
 	out, err := os.ReadFile(filepath.Join(dir, "jobs", string(id), "stdout"))
 	if err != nil {
