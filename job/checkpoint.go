@@ -29,6 +29,9 @@ type CheckpointFile struct {
 	// Copies are the agents known to hold the file: its host (while the
 	// run lasts) and the submitting agent.
 	Copies []peer.ID `json:"copies"`
+	// Quiet says the rank's channels were empty at the cut: it holds no
+	// message sent and not yet received.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // Checkpoint is one checkpoint in a job's manifest.
@@ -39,6 +42,22 @@ type Checkpoint struct {
 	Files    []CheckpointFile `json:"files"`
 	Complete bool             `json:"complete,omitempty"` // every rank's file is in
 	Done     time.Time        `json:"done,omitzero"`      // when the last file came in
+	Size     int              `json:"size,omitempty"`     // the ranks of the run that took it
+}
+
+// Quiet reports whether the checkpoint is complete and no message was in
+// flight at its cut: only then can a job restart from it at another size,
+// each new rank reading the old ranks' state it needs.
+func (c Checkpoint) Quiet() bool {
+	if !c.Complete {
+		return false
+	}
+	for _, f := range c.Files {
+		if !f.Quiet {
+			return false
+		}
+	}
+	return true
 }
 
 // Bytes is the size of the checkpoint's files.
@@ -66,13 +85,28 @@ func Restores(c Checkpoint, procs []proto.Proc, submitter peer.ID) []proto.Resto
 	for _, p := range procs {
 		for _, f := range c.Files {
 			if f.Rank == p.Rank {
-				out = append(out, proto.Restore{Rank: p.Rank, Num: c.Num,
-					File:   proto.FileRef{Name: proto.RestoreName(c.Num, p.Rank), Hash: f.Hash, Size: f.Size},
-					Copies: slices.DeleteFunc(slices.Clone(f.Copies), func(q peer.ID) bool { return q == submitter })})
+				out = append(out, restoreOf(c, f, submitter))
 			}
 		}
 	}
 	return out
+}
+
+// RestoresAll lists every rank's file of checkpoint c: a run restarting
+// from it at another size, where any new rank may read any old rank's
+// state.
+func RestoresAll(c Checkpoint, submitter peer.ID) []proto.Restore {
+	out := make([]proto.Restore, 0, len(c.Files))
+	for _, f := range c.Files {
+		out = append(out, restoreOf(c, f, submitter))
+	}
+	return out
+}
+
+func restoreOf(c Checkpoint, f CheckpointFile, submitter peer.ID) proto.Restore {
+	return proto.Restore{Rank: f.Rank, Num: c.Num,
+		File:   proto.FileRef{Name: proto.RestoreName(c.Num, f.Rank), Hash: f.Hash, Size: f.Size},
+		Copies: slices.DeleteFunc(slices.Clone(f.Copies), func(q peer.ID) bool { return q == submitter })}
 }
 
 // AddCheckpointFile adds a rank's file, whose first bytes came at taken, to
@@ -89,6 +123,7 @@ func AddCheckpointFile(cps []Checkpoint, num uint64, attempt, size int, f Checkp
 	if c.Attempt != attempt { // a number the run that ended had used: its files are of another cut
 		*c = Checkpoint{Num: num, Taken: taken, Attempt: attempt}
 	}
+	c.Size = size
 	c.Files = slices.DeleteFunc(c.Files, func(g CheckpointFile) bool { return g.Rank == f.Rank })
 	c.Files = append(c.Files, f)
 	if taken.Before(c.Taken) {

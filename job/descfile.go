@@ -26,7 +26,7 @@ const MaxDescriptionSize = 1 << 20
 type descFile struct {
 	Executable string            `json:"executable" yaml:"executable"`
 	Args       []string          `json:"args,omitempty" yaml:"args,omitempty"`
-	Nodes      int               `json:"nodes" yaml:"nodes"`
+	Nodes      fileProcs         `json:"nodes" yaml:"nodes"`
 	Replicas   int               `json:"replicas,omitempty" yaml:"replicas,omitempty"`
 	PMI        bool              `json:"pmi,omitempty" yaml:"pmi,omitempty"`
 	Strategy   Strategy          `json:"strategy,omitempty" yaml:"strategy,omitempty"`
@@ -45,6 +45,7 @@ type descFile struct {
 	MemPerProc      fileSize      `json:"mem_per_proc,omitzero" yaml:"mem_per_proc,omitempty"`
 	Priority        int           `json:"priority,omitempty" yaml:"priority,omitempty"`
 	SwapSlice       *fileDuration `json:"swap_slice,omitempty" yaml:"swap_slice,omitempty"` // absent: DefaultSwapSlice
+	ResizeEvery     fileDuration  `json:"resize_every,omitzero" yaml:"resize_every,omitempty"`
 }
 
 type fileRequire struct {
@@ -57,10 +58,10 @@ type fileRequire struct {
 
 func (d Description) toFile() descFile {
 	return descFile{
-		Executable: d.Executable, Args: d.Args, Nodes: d.Nodes, Replicas: d.Replicas, PMI: d.PMI,
+		Executable: d.Executable, Args: d.Args, Nodes: fileProcs{d.MinNodes, d.Nodes}, Replicas: d.Replicas, PMI: d.PMI,
 		Strategy: d.Strategy, Prefer: d.Prefer, Inputs: d.Inputs, Outputs: d.Outputs, Env: d.Env,
 		Stdout: d.Stdout, Stderr: d.Stderr, Timeout: fileDuration(d.Timeout), Deadline: fileDuration(d.Deadline),
-		Retries: &d.Retries, CheckpointEvery: fileDuration(d.CheckpointEvery),
+		ResizeEvery: fileDuration(d.ResizeEvery), Retries: &d.Retries, CheckpointEvery: fileDuration(d.CheckpointEvery),
 		MemPerProc: fileSize(d.MemPerProc), Priority: d.Priority, SwapSlice: (*fileDuration)(&d.SwapSlice),
 		Require: fileRequire{OS: d.Require.OS, Arch: d.Require.Arch, Cores: d.Require.MinCores,
 			Memory: fileSize(d.Require.MinMemory), Labels: d.Require.Labels},
@@ -78,7 +79,8 @@ func (f descFile) description() Description {
 	}
 	return Description{Retries: retries, CheckpointEvery: time.Duration(f.CheckpointEvery),
 		MemPerProc: int64(f.MemPerProc), Priority: f.Priority, SwapSlice: swap,
-		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes, Replicas: f.Replicas, PMI: f.PMI,
+		Executable: f.Executable, Args: f.Args, Nodes: f.Nodes.hi, MinNodes: f.Nodes.lo, ResizeEvery: time.Duration(f.ResizeEvery),
+		Replicas: f.Replicas, PMI: f.PMI,
 		Strategy: f.Strategy, Prefer: f.Prefer, Inputs: f.Inputs, Outputs: f.Outputs, Env: f.Env,
 		Stdout: f.Stdout, Stderr: f.Stderr, Timeout: time.Duration(f.Timeout), Deadline: time.Duration(f.Deadline),
 		Require: proto.Requirements{OS: f.Require.OS, Arch: f.Require.Arch, MinCores: f.Require.Cores,
@@ -209,6 +211,44 @@ func (s *fileSize) UnmarshalYAML(n *yaml.Node) error {
 	if err != nil {
 		return &valueError{n.Line, n.Value, err}
 	}
+	return nil
+}
+
+// fileProcs is a job's size: a number (a rigid job) or "MIN:MAX" (a
+// malleable one, ParseProcs).
+type fileProcs struct{ lo, hi int }
+
+func (p fileProcs) MarshalJSON() ([]byte, error) {
+	if p.lo > 0 {
+		return json.Marshal(fmt.Sprintf("%d:%d", p.lo, p.hi))
+	}
+	return json.Marshal(p.hi)
+}
+
+func (p *fileProcs) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err == nil {
+		*p = fileProcs{hi: n}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil || !strings.Contains(s, ":") {
+		return fmt.Errorf("want a whole number or MIN:MAX such as \"2:8\", got %s", b)
+	}
+	lo, hi, err := ParseProcs(s)
+	*p = fileProcs{lo, hi}
+	return err
+}
+
+func (p *fileProcs) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" && !strings.Contains(n.Value, ":") {
+		return &valueError{n.Line, n.Value, fmt.Errorf("want a whole number or MIN:MAX such as 2:8, got %q", n.Value)}
+	}
+	lo, hi, err := ParseProcs(n.Value)
+	if err != nil {
+		return &valueError{n.Line, n.Value, err}
+	}
+	*p = fileProcs{lo, hi}
 	return nil
 }
 

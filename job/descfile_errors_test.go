@@ -15,7 +15,7 @@ func TestJobFileErrors(t *testing.T) {
 		name, file, want string
 	}{
 		{"yaml: text for a number", "executable: ./a\nnodes: four\n",
-			`job file: line 2: nodes: want a whole number, got "four"`},
+			`job file: line 2: nodes: want a whole number or MIN:MAX such as 2:8, got "four"`},
 		{"yaml: unknown field", "executable: ./a\nnodez: 4\n",
 			`job file: line 2: unknown field "nodez"`},
 		{"yaml: unknown field in require", "executable: ./a\nnodes: 4\nrequire:\n  os: linux\n  gpu: 1\n",
@@ -49,7 +49,7 @@ func TestJobFileErrors(t *testing.T) {
 		{"yaml: bad memory", "executable: ./a\nnodes: 4\nrequire:\n  memory: 99999T\n",
 			`job file: line 4: require.memory: size "99999T": more than the limit of 1125899906842624 bytes`},
 		{"json: text for a number", `{"executable": "./a", "nodes": "four"}`,
-			`job file: line 1: nodes: want a whole number, got "four"`},
+			`job file: line 1: nodes: want a whole number or MIN:MAX such as 2:8, got "four"`},
 		{"json: unknown field", "{\"executable\": \"./a\",\n \"nodez\": 4}",
 			`job file: line 2: unknown field "nodez"`},
 		{"json: bad size", "{\"executable\": \"./a\",\n \"nodes\": 4,\n \"require\": {\"memory\": \"lots\"}}",
@@ -88,7 +88,7 @@ func TestLoadDescriptionErrorNamesFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := LoadDescription(path)
-	if want := path + `: job file: line 2: nodes: want a whole number, got "four"`; err == nil || err.Error() != want {
+	if want := path + `: job file: line 2: nodes: want a whole number or MIN:MAX such as 2:8, got "four"`; err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 }

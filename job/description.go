@@ -15,20 +15,25 @@ import (
 // or from a JSON or YAML job file (LoadDescription), and is checked by
 // Validate before anything is flooded.
 type Description struct {
-	Executable string             // program to run, a file on the submitter's machine
-	Args       []string           // arguments given to every rank
-	Nodes      int                // n: MPI processes (ranks)
-	Replicas   int                // r: copies of each rank, on distinct hosts
-	Strategy   Strategy           // spread or concentrate
-	Require    proto.Requirements // what every host must have
-	Prefer     Preference         // rank preference: which offers are used first
-	Inputs     []string           // files staged into each process's job folder, by base name
-	Outputs    []string           // files, folders or globs, in each rank's working folder, brought back when the job ends (as NAME.<rank>)
-	Env        map[string]string  // extra environment of every process
-	Stdout     string             // file in the submitter's job folder holding the tagged stdout of all ranks
-	Stderr     string             // same for stderr
-	Timeout    time.Duration      // wall-clock limit of the run, from start to end
-	Deadline   time.Duration      // scheduling deadline: how long to look for enough hosts
+	Executable string   // program to run, a file on the submitter's machine
+	Args       []string // arguments given to every rank
+	Nodes      int      // n: MPI processes (ranks); a malleable job's largest size
+	// MinNodes is a malleable job's least size (-n MIN:MAX, malleable.go);
+	// 0 for a rigid job of Nodes ranks. ResizeEvery is the least time
+	// between two of its resizes (DefaultResizeEvery when malleable).
+	MinNodes    int
+	ResizeEvery time.Duration
+	Replicas    int                // r: copies of each rank, on distinct hosts
+	Strategy    Strategy           // spread or concentrate
+	Require     proto.Requirements // what every host must have
+	Prefer      Preference         // rank preference: which offers are used first
+	Inputs      []string           // files staged into each process's job folder, by base name
+	Outputs     []string           // files, folders or globs, in each rank's working folder, brought back when the job ends (as NAME.<rank>)
+	Env         map[string]string  // extra environment of every process
+	Stdout      string             // file in the submitter's job folder holding the tagged stdout of all ranks
+	Stderr      string             // same for stderr
+	Timeout     time.Duration      // wall-clock limit of the run, from start to end
+	Deadline    time.Duration      // scheduling deadline: how long to look for enough hosts
 	// Retries is how many times a job that lost a host while it ran (and
 	// with it the last copy of some rank) is started again elsewhere. Job
 	// files and NewDescription default it to DefaultRetries; zero means
@@ -128,13 +133,20 @@ func (d *Description) SetDefaults() {
 	if d.Deadline == 0 {
 		d.Deadline = DefaultDeadline
 	}
+	if d.Malleable() && d.ResizeEvery == 0 {
+		d.ResizeEvery = DefaultResizeEvery
+	}
 }
 
 // Need is what the job's adverts ask for. The placement is told only for
 // an MPICH job, whose hosts' network settings decide whether they can run
 // it.
 func (d Description) Need(id ID) proto.Need {
-	return proto.Need{Job: id, N: d.Nodes, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority,
+	lo, _ := d.SizeRange()
+	if !d.Malleable() {
+		lo = 0
+	}
+	return proto.Need{Job: id, N: d.Nodes, Min: lo, R: d.Replicas, Req: d.Require, MemPerProc: d.MemPerProc, Priority: d.Priority,
 		SwapSlice: d.SwapSlice, PMI: d.PMI, Spread: d.PMI && d.Strategy == Spread}
 }
 
@@ -142,7 +154,7 @@ func (d Description) Need(id ID) proto.Need {
 // "nodes: must be >= 1, got 0".
 func (d Description) Validate() error {
 	checks := []func() error{d.checkProgram, d.checkCounts, d.checkChoices, d.Require.Validate,
-		d.checkFiles, d.checkEnv, d.checkStreams, d.checkTimes, d.checkPMI}
+		d.checkFiles, d.checkEnv, d.checkStreams, d.checkTimes, d.checkPMI, d.checkMalleable}
 	for _, c := range checks {
 		if err := c(); err != nil {
 			return err

@@ -125,6 +125,11 @@ type Record struct {
 	// Runs are the start attempts, each with its hosts and how it ended
 	// (at most MaxRuns: the first and the latest).
 	Runs []Run `json:"runs,omitempty"`
+	// Size is the number of ranks of the current (or last) start; 0 until
+	// a malleable job first starts (WorldSize). Resizes is its size
+	// history (at most MaxResizes, the newest).
+	Size    int      `json:"size,omitempty"`
+	Resizes []Resize `json:"resizes,omitempty"`
 	// Checkpoints is the manifest of the job's checkpoints (checkpoint.go):
 	// the newest complete one and any newer one still arriving.
 	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`

@@ -61,6 +61,9 @@ type checkpoints struct {
 	restored    *io.SectionReader // the program's state restored, or nil
 	restoredNum uint64
 	restoreFile *os.File
+
+	resized      *resized   // restarted at another size: where the old ranks' files are
+	resizedFiles []*os.File // the old ranks' files RestoredRank opened
 }
 
 func newCheckpoints(opt Options) *checkpoints {
@@ -122,6 +125,7 @@ func (c *Comm) Checkpoint(ctx context.Context, save func(w io.Writer) error) (bo
 	if err := c.complete(ctx, num, werr); err != nil {
 		return false, err
 	}
+	sv.Quiet = len(msgs) == 0
 	s.postFrame(sv.Encode())
 	ck.next = num + 1
 	ck.last = time.Now()
@@ -364,6 +368,9 @@ var errNoCheckpoint = errors.New("not a zorilla checkpoint file")
 func (o *Options) checkpointEnv() error {
 	o.CheckpointDir = os.Getenv(EnvCheckpointDir)
 	o.Restore = os.Getenv(EnvRestore)
+	if err := o.resizedEnv(); err != nil {
+		return err
+	}
 	if v := os.Getenv(EnvCheckpointEvery); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {

@@ -36,6 +36,12 @@ type Options struct {
 	CheckpointDir   string
 	CheckpointEvery time.Duration
 	Restore         string
+	// A malleable job restarted at another size: the folder of every old
+	// rank's file, the checkpoint's number, and the old run's size
+	// (RestoredRank). Restore is then empty.
+	RestoreDir  string
+	RestoreNum  uint64
+	RestoreSize int
 }
 
 // OptionsFromEnv reads Options from the ZORILLA_* environment variables.
@@ -73,6 +79,8 @@ func (o Options) validate() error {
 		return argErr("size %d", o.Size)
 	case o.Rank < 0 || o.Rank >= o.Size:
 		return argErr("rank %d of %d", o.Rank, o.Size)
+	case o.Restore != "" && o.RestoreDir != "":
+		return argErr("both a checkpoint file and a folder to restore from")
 	case o.Replica < 0 || o.Replica > 1<<16:
 		return argErr("replica %d", o.Replica)
 	}

@@ -127,10 +127,13 @@ func handshake(conn *net.UnixConn, opt Options) (*Session, error) {
 	for i, site := range w.SiteOf {
 		s.siteOf[i] = int(site)
 	}
-	if opt.Restore != "" {
+	switch {
+	case opt.Restore != "":
 		if err := s.restore(opt.Restore); err != nil {
 			return nil, err
 		}
+	case opt.RestoreDir != "":
+		s.restoreResized(opt)
 	}
 	go s.readLoop(br)
 	return s, nil

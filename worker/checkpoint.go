@@ -128,7 +128,7 @@ func (r *running) sendCheckpoint(k *sink, sv router.Saved, path string, sent map
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != sv.Size {
 		return errors.New("the file is not the one the rank announced")
 	}
-	part := &proto.CheckpointPart{Num: sv.Num, Size: sv.Size, Sum: hex.EncodeToString(sv.Sum[:])}
+	part := &proto.CheckpointPart{Num: sv.Num, Size: sv.Size, Sum: hex.EncodeToString(sv.Sum[:]), Quiet: sv.Quiet}
 	if holder := r.copyHolder(); holder != "" {
 		if err := r.putCopyOn(holder, path, sv); err != nil {
 			log.Infow("checkpoint file not copied to another agent", "job", r.id, "rank", sv.Rank, "num", sv.Num, "holder", holder, "err", err)
@@ -167,6 +167,12 @@ func (r *running) checkpointEnv(p proto.Proc) []string {
 	if r.c.CheckpointEvery > 0 {
 		env = append(env, mpi.EnvCheckpointEvery+"="+r.c.CheckpointEvery.String())
 	}
+	if r.c.RestoreSize > 0 && len(r.c.Restore) > 0 {
+		// Restarted at another size: every old rank's file is in the job
+		// folder, for any rank here to read.
+		return append(env, mpi.EnvRestoreDir+"="+r.dir, fmt.Sprintf("%s=%d", mpi.EnvRestoreNum, r.c.Restore[0].Num),
+			fmt.Sprintf("%s=%d", mpi.EnvRestoreSize, r.c.RestoreSize))
+	}
 	for _, rs := range r.c.Restore {
 		if rs.Rank == p.Rank {
 			env = append(env, mpi.EnvRestore+"="+filepath.Join(r.dir, rs.File.Name))
@@ -176,15 +182,22 @@ func (r *running) checkpointEnv(p proto.Proc) []string {
 }
 
 // checkRestore refuses restore files that are not one per rank of the
-// commit's processes, each of a plain name.
+// commit's processes (or, for a restart at another size, one per rank of
+// the old run, all of one checkpoint), each of a plain name.
 func checkRestore(c proto.Commit) error {
 	if len(c.Restore) > 0 && c.R != 1 {
 		return errors.New("checkpoint files for a replicated job")
 	}
+	if c.RestoreSize < 0 || c.RestoreSize > proto.MaxProcs || c.RestoreSize > 0 && len(c.Restore) != c.RestoreSize {
+		return fmt.Errorf("%d checkpoint files for a restart from a run of %d ranks", len(c.Restore), c.RestoreSize)
+	}
 	seen := map[int]bool{}
 	for _, rs := range c.Restore {
-		runs := slices.ContainsFunc(c.Procs, func(p proto.Proc) bool { return p.Rank == rs.Rank })
-		if rs.Num == 0 || !runs || seen[rs.Rank] {
+		ours := slices.ContainsFunc(c.Procs, func(p proto.Proc) bool { return p.Rank == rs.Rank })
+		if c.RestoreSize > 0 {
+			ours = rs.Rank >= 0 && rs.Rank < c.RestoreSize && rs.Num == c.Restore[0].Num
+		}
+		if rs.Num == 0 || !ours || seen[rs.Rank] {
 			return fmt.Errorf("checkpoint file of rank %d (checkpoint %d) is not one of this host's", rs.Rank, rs.Num)
 		}
 		seen[rs.Rank] = true

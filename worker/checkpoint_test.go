@@ -107,8 +107,18 @@ func TestCopyStore(t *testing.T) {
 	refused("unknown operation", proto.CopyRequest{Op: "steal", Job: "j1", Key: "k1"}, nil, "unknown operation")
 }
 
+// old lists checkpoint num's files of ranks 0..n-1.
+func old(n int, num uint64) []proto.Restore {
+	var out []proto.Restore
+	for r := range n {
+		out = append(out, proto.Restore{Rank: r, Num: num, File: proto.FileRef{Name: proto.RestoreName(num, r)}})
+	}
+	return out
+}
+
 // TestCheckRestore: checkpoint files come one per rank, of plain names,
-// for an unreplicated job.
+// for an unreplicated job; a restart at another size brings every old
+// rank's file of one checkpoint.
 func TestCheckRestore(t *testing.T) {
 	ok := proto.Restore{Rank: 1, Num: 3, File: proto.FileRef{Name: "ckpt-3.rank-1"}}
 	mine := []proto.Proc{{Rank: 1}}
@@ -125,6 +135,11 @@ func TestCheckRestore(t *testing.T) {
 		{"number 0", proto.Commit{N: 2, R: 1, Procs: mine, Restore: []proto.Restore{{Rank: 1, File: ok.File}}}, false},
 		{"path", proto.Commit{N: 2, R: 1, Procs: mine, Restore: []proto.Restore{{Rank: 1, Num: 3, File: proto.FileRef{Name: "../x"}}}}, false},
 		{"negative interval", proto.Commit{N: 2, R: 1, CheckpointEvery: -1}, false},
+		{"resized: every old rank", proto.Commit{N: 2, R: 1, Procs: mine, RestoreSize: 3, Restore: old(3, 3)}, true},
+		{"resized: one missing", proto.Commit{N: 2, R: 1, Procs: mine, RestoreSize: 3, Restore: old(3, 3)[:2]}, false},
+		{"resized: a rank past the old size", proto.Commit{N: 2, R: 1, Procs: mine, RestoreSize: 2, Restore: old(3, 3)[1:]}, false},
+		{"resized: two checkpoints", proto.Commit{N: 2, R: 1, Procs: mine, RestoreSize: 2, Restore: append(old(1, 3), old(2, 4)[1])}, false},
+		{"resized: negative size", proto.Commit{N: 2, R: 1, Procs: mine, RestoreSize: -1}, false},
 	} {
 		if err := checkRestore(tc.c); (err == nil) != tc.good {
 			t.Errorf("%s: %v", tc.name, err)

@@ -88,6 +88,10 @@ type Commit struct {
 	// of this host's ranks when the run restarts from one.
 	CheckpointEvery time.Duration `json:"checkpoint_every,omitempty"`
 	Restore         []Restore     `json:"restore,omitempty"`
+	// RestoreSize, on a malleable job restarting at another size, is the
+	// number of ranks of the run that took the checkpoint: Restore then
+	// lists every old rank's file, for any rank here to read.
+	RestoreSize int `json:"restore_size,omitempty"`
 	// PMI: the ranks are MPICH processes served PMI-1 by their agents.
 	PMI bool `json:"pmi,omitempty"`
 	// GangColumn is the job's column of the time-slice rotation, free on

@@ -19,8 +19,13 @@ type Requirements struct {
 
 // Need is what a job advert asks for. It travels as the advert's body.
 type Need struct {
-	Job JobID        `json:"job"`
-	N   int          `json:"n"` // processes
+	Job JobID `json:"job"`
+	N   int   `json:"n"` // processes
+	// Min is a malleable job's least size (it runs with any number of
+	// processes from Min to N, resized at its checkpoints); 0 for a rigid
+	// job. A host whose slots such a job holds may ask it to give way to
+	// a job that waits for them.
+	Min int          `json:"min,omitempty"`
 	R   int          `json:"r"` // replicas of each process, on distinct hosts
 	Req Requirements `json:"req"`
 	// MemPerProc is the memory one process declares it uses (submit
@@ -130,6 +135,9 @@ func (n Need) Validate() error {
 	if n.N < 1 || n.R < 1 || n.N > MaxProcs || n.R > MaxReplicas || n.N*n.R > MaxProcs {
 		return fmt.Errorf("out of range: job %q n=%d r=%d (1 <= r <= %d, n*r <= %d)",
 			n.Job, n.N, n.R, MaxReplicas, MaxProcs)
+	}
+	if n.Min < 0 || n.Min > n.N || n.Min > 0 && n.R != 1 {
+		return fmt.Errorf("out of range: job %q min=%d n=%d r=%d (a malleable job has 1 <= min <= n and r = 1)", n.Job, n.Min, n.N, n.R)
 	}
 	if err := CheckMemPerProc(n.MemPerProc); err != nil {
 		return err

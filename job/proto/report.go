@@ -110,6 +110,8 @@ type CheckpointPart struct {
 	// Copies are the agents other than the host and the submitter that
 	// hold the file, on the last chunk.
 	Copies []peer.ID `json:"copies,omitempty"`
+	// Quiet: the rank's channels were empty at the cut (mpi's Saved).
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // Same reports whether p and q name the same file.

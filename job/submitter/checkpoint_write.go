@@ -203,7 +203,7 @@ func (w *ckptWriter) append(key string, c *ckptChunk) error {
 		return err
 	}
 	w.put(lifecycle.KeptFile{Num: p.Num, At: in.at,
-		File: job.CheckpointFile{Rank: c.rank, Size: in.n, Hash: h, Copies: copiesOf(in, w.self)}})
+		File: job.CheckpointFile{Rank: c.rank, Size: in.n, Hash: h, Copies: copiesOf(in, w.self), Quiet: p.Quiet}})
 	return nil
 }
 

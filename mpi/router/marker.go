@@ -14,12 +14,13 @@ import (
 // it hands to the agent (JobSpec.OnSaved) to hash-check, copy and record.
 
 // Saved reports that a local rank wrote its file of checkpoint Num: Size
-// bytes with sha256 Sum.
+// bytes with sha256 Sum; Quiet when its channels were empty at the cut.
 type Saved struct {
 	Rank, Replica int
 	Num           uint64
 	Size          int64
 	Sum           [32]byte
+	Quiet         bool
 }
 
 // saved handles a Saved frame of a local copy. A replicated copy never
@@ -37,7 +38,7 @@ func (j *Job) saved(pr *proc, body []byte) error {
 		return fmt.Errorf("rank %d: checkpoint %d of %d bytes", pr.Rank, m.Num, m.Size)
 	}
 	if j.spec.OnSaved != nil {
-		j.spec.OnSaved(Saved{Rank: pr.Rank, Replica: pr.Replica, Num: m.Num, Size: int64(m.Size), Sum: m.Sum})
+		j.spec.OnSaved(Saved{Rank: pr.Rank, Replica: pr.Replica, Num: m.Num, Size: int64(m.Size), Sum: m.Sum, Quiet: m.Quiet})
 	}
 	return nil
 }

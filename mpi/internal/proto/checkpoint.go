@@ -21,14 +21,22 @@ const TypeSaved byte = 21
 
 // Saved says that a rank wrote its part of checkpoint Num: Size bytes whose
 // sha256 is Sum, in the file the agent named (see mpi.EnvCheckpointDir).
+// Quiet says the rank's channels were empty at the cut (no message to it
+// was in flight): a job may restart from a checkpoint whose every rank was
+// quiet at another size. The flags byte that carries it is optional: a
+// frame without it is not quiet.
 type Saved struct {
-	Num  uint64
-	Size uint64
-	Sum  [32]byte
+	Num   uint64
+	Size  uint64
+	Sum   [32]byte
+	Quiet bool
 }
 
-// savedLen is the encoded size of a Saved body.
+// savedLen is the encoded size of a Saved body without its flags byte.
 const savedLen = 8 + 8 + 32
+
+// savedQuiet is the flags bit of Saved.Quiet.
+const savedQuiet = 1
 
 // Encode returns the Saved frame.
 func (m Saved) Encode() Frame {
@@ -36,19 +44,31 @@ func (m Saved) Encode() Frame {
 	w.u64(m.Num)
 	w.u64(m.Size)
 	w.b = append(w.b, m.Sum[:]...)
+	var flags byte
+	if m.Quiet {
+		flags |= savedQuiet
+	}
+	w.b = append(w.b, flags)
 	return MakeFrame(TypeSaved, w.b)
 }
 
 // DecodeSaved decodes a Saved body.
 func DecodeSaved(b []byte) (Saved, error) {
+	var flags byte
+	if len(b) == savedLen+1 {
+		flags, b = b[savedLen], b[:savedLen]
+	}
 	r := reader{b: b}
-	m := Saved{Num: r.u64(), Size: r.u64()}
+	m := Saved{Num: r.u64(), Size: r.u64(), Quiet: flags&savedQuiet != 0}
 	copy(m.Sum[:], r.take(32))
 	if err := r.done(); err != nil {
 		return Saved{}, fmt.Errorf("saved: %w", err)
 	}
 	if m.Num == 0 {
 		return Saved{}, fmt.Errorf("saved: %w: checkpoint number 0", ErrMalformed)
+	}
+	if flags&^savedQuiet != 0 {
+		return Saved{}, fmt.Errorf("saved: %w: unknown flags %#x", ErrMalformed, flags)
 	}
 	return m, nil
 }
