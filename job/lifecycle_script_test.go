@@ -126,6 +126,11 @@ func (s *story) script(t *testing.T, d *datadriven.TestData) string {
 		s.stop(t, d, step)
 	case "shutdown":
 		step(lifecycle.Shutdown{})
+	case "giveway":
+		h := host(d)
+		s.next++
+		step(lifecycle.GiveWay{Token: s.next, Host: h, Lease: val(d, "lease", s.leaseOf(h)), For: job.ID(val(d, "for", "job9")),
+			N: num(t, d, "n", 1), Min: num(t, d, "min", 0)})
 	case "state":
 		return s.state()
 	default:
@@ -272,7 +277,14 @@ func (s *story) setKnown(d *datadriven.TestData) {
 }
 
 func (s *story) newRecord(t *testing.T, d *datadriven.TestData) job.Record {
-	desc := job.NewDescription("prog", nil, num(t, d, "n", 1))
+	lo, hi, err := job.ParseProcs(val(d, "n", "1"))
+	if err != nil {
+		d.Fatalf(t, "%v", err)
+	}
+	desc := job.NewDescription("prog", nil, hi)
+	desc.MinNodes = lo
+	desc.ResizeEvery = dur(t, d, "resize-every", 0)
+	desc.SetDefaults()
 	desc.Replicas = num(t, d, "r", 1)
 	desc.Retries = num(t, d, "retries", desc.Retries)
 	desc.Deadline = dur(t, d, "deadline", desc.Deadline)
@@ -408,7 +420,7 @@ func (s *story) report(t *testing.T, d *datadriven.TestData, step func(lifecycle
 		Peer: peer.ID(val(d, "peer", "")), Stream: val(d, "stream", "stdout"), Data: []byte(val(d, "line", "")),
 		Name: val(d, "name", ""), EOF: d.HasArg("eof"), Frozen: dur(t, d, "frozen", 0)}
 	if r.Kind == proto.RepCheckpoint {
-		r.Ckpt = &proto.CheckpointPart{Num: uint64(num(t, d, "num", 1)), Size: 4, Sum: "sum"}
+		r.Ckpt = &proto.CheckpointPart{Num: uint64(num(t, d, "num", 1)), Size: 4, Sum: "sum", Quiet: d.HasArg("quiet")}
 	}
 	s.seq[l]++
 	r.Seq = s.seq[l]
@@ -417,7 +429,7 @@ func (s *story) report(t *testing.T, d *datadriven.TestData, step func(lifecycle
 	if r.Kind == proto.RepCheckpoint && r.EOF {
 		// The writer finishes the file at once.
 		f := job.CheckpointFile{Rank: r.Rank, Size: 4, Hash: fmt.Sprintf("%064d", r.Ckpt.Num*100+uint64(r.Rank)),
-			Copies: []peer.ID{h, "submitter"}}
+			Copies: []peer.ID{h, "submitter"}, Quiet: r.Ckpt.Quiet}
 		step(lifecycle.CheckpointFiles{Files: []lifecycle.KeptFile{{Num: r.Ckpt.Num, File: f, At: s.now}}})
 	}
 }
@@ -510,6 +522,13 @@ func (s *story) state() string {
 	if r.State == job.Running {
 		fmt.Fprintf(&b, "running: %s, sliced %v\n", r.Phase(), r.Time.Sliced)
 	}
+	if r.Desc.Malleable() {
+		var rs []string
+		for _, z := range r.Resizes {
+			rs = append(rs, fmt.Sprintf("%d->%d (%s)", z.From, z.To, z.Why))
+		}
+		fmt.Fprintf(&b, "size %d of %s; resizes: %s\n", r.WorldSize(), r.Desc.FormatProcs(), strings.Join(rs, ", "))
+	}
 	if at, ok := s.m.Deadline(); ok {
 		fmt.Fprintf(&b, "next timer: +%v\n", at.Sub(s.now))
 	}
@@ -545,6 +564,11 @@ func (s *story) describe(eff lifecycle.Effect) string {
 			if need.YieldTo != "" {
 				line += " yield-to=" + string(need.YieldTo)
 			}
+			if need.Grow {
+				line += fmt.Sprintf(" grow=%d", need.N)
+			} else if need.Min > 0 {
+				line += fmt.Sprintf(" n=%d:%d", need.Min, need.N)
+			}
 		}
 		return line
 	case lifecycle.Direct:
@@ -565,6 +589,11 @@ func (s *story) describe(eff lifecycle.Effect) string {
 			return "stop answered: stopped"
 		}
 		return "stop answered: " + e.Err.Error()
+	case lifecycle.AnswerGiveWay:
+		if e.Err == nil {
+			return "give way: yes"
+		}
+		return "give way: no: " + e.Err.Error()
 	case lifecycle.Notify:
 		return describeUpdate(e.Update)
 	case lifecycle.Take:
@@ -601,6 +630,9 @@ func (s *story) describeLease(e lifecycle.Lease) string {
 		line += " procs=" + strings.Join(procs, ",")
 		if len(c.Restore) > 0 {
 			line += fmt.Sprintf(" restore=%d", c.Restore[0].Num)
+		}
+		if c.RestoreSize > 0 {
+			line += fmt.Sprintf(" from-size=%d", c.RestoreSize)
 		}
 	}
 	if e.Req.Reason != "" {

@@ -3,9 +3,13 @@ package job
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
@@ -121,11 +125,116 @@ func AppendResize(rs []Resize, r Resize) []Resize {
 	return rs
 }
 
-// WorldSize is the number of ranks of the job's current (or last) run: the
-// size it was placed at, which for a rigid job is always n.
+// WorldSize is the number of ranks of the job's current (or last) start:
+// the size it was placed at, which for a rigid job is always n.
 func (r Record) WorldSize() int {
-	if r.Size > 0 {
-		return r.Size
+	if r.Plan != nil && r.Plan.N > 0 {
+		return r.Plan.N
 	}
 	return r.Desc.Nodes
+}
+
+// PlaceRange places a job of r = 1 at the largest size from lo to hi that
+// the offers of rlist can hold (Place at that size); with lo = hi it is
+// Place. An infeasible range gives Place's error at lo.
+func PlaceRange(s Strategy, rlist []Offer, lo, hi int) (Plan, error) {
+	capacity := 0
+	for _, o := range rlist {
+		capacity += Capacity(o, hi)
+	}
+	for n := min(hi, capacity); n > lo; n-- {
+		if p, err := Place(s, rlist, n, 1); err == nil {
+			return p, nil
+		}
+	}
+	return Place(s, rlist, lo, 1)
+}
+
+// RestartRange is the sizes the job's next start may take: its range,
+// except that a start from a checkpoint with messages in flight at its
+// cut (not Quiet) must have that checkpoint's size.
+func (r Record) RestartRange() (lo, hi int) {
+	lo, hi = r.Desc.SizeRange()
+	if c, ok := r.LastComplete(); ok && r.Desc.Replicas == 1 && c.Size > 0 && !c.Quiet() {
+		return c.Size, c.Size
+	}
+	return lo, hi
+}
+
+// shrinkPlan is the plan of a malleable job that lost hosts while it ran
+// on the hosts left, at the largest size they hold within its range; false
+// when they hold too little (or the job is not malleable).
+func shrinkPlan(r Record, lost map[peer.ID]bool) (Plan, bool) {
+	if !r.Desc.Malleable() || r.Plan == nil || r.Plan.R != 1 {
+		return Plan{}, false
+	}
+	var left []Offer
+	for _, o := range r.Plan.Offers() {
+		if !lost[o.Peer] {
+			left = append(left, o)
+		}
+	}
+	lo, hi := r.RestartRange()
+	p, err := PlaceRange(r.Desc.Strategy, left, lo, hi)
+	return p, err == nil
+}
+
+// Waiter is a job that waits for slots a malleable job holds, as a host
+// that asks it to give way describes it: its size (N), and for a
+// malleable one its least size (Min, 0 for a rigid job).
+type Waiter struct {
+	Job ID
+	N   int
+	Min int
+}
+
+// GiveWayTarget is the size a malleable job of size now and least size lo
+// shrinks to so that the jobs waiting for its slots can start: the jobs
+// share what it holds in equal parts. Each waiting job is let in with
+// the least it can start with that fits in an equal part (a rigid one
+// with its n, a malleable one with its equal part within its range); a
+// waiting job that does not fit in an equal part is not let in (it waits
+// as before), and the job never goes below lo. The result is now when
+// nothing is to be given. Pure.
+func GiveWayTarget(now, lo int, waiting []Waiter) int {
+	if now <= lo || len(waiting) == 0 {
+		return now
+	}
+	share := now / (len(waiting) + 1)
+	give := 0
+	for _, w := range waiting {
+		least := w.N
+		if w.Min > 0 {
+			least = w.Min
+		}
+		if least > share {
+			continue
+		}
+		give += min(w.N, max(least, share))
+	}
+	return max(lo, now-give)
+}
+
+// HostsToGive lists the hosts of plan (r = 1) a job gives back to shrink
+// to target processes: those that asked first (a job waits there), then
+// the farthest, each only while the job keeps at least target processes.
+// Pure.
+func HostsToGive(p Plan, askers []peer.ID, target int) []peer.ID {
+	hosts := slices.Clone(p.Hosts)
+	sort.SliceStable(hosts, func(i, j int) bool {
+		ai, aj := slices.Contains(askers, hosts[i].Offer.Peer), slices.Contains(askers, hosts[j].Offer.Peer)
+		if ai != aj {
+			return ai
+		}
+		return hosts[i].Offer.RTT > hosts[j].Offer.RTT
+	})
+	left := p.N
+	var out []peer.ID
+	for _, h := range hosts {
+		if left-len(h.Procs) >= target {
+			out = append(out, h.Offer.Peer)
+			left -= len(h.Procs)
+		}
+	}
+	return out
 }

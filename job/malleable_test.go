@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 )
 
 func TestParseProcs(t *testing.T) {
@@ -110,5 +112,93 @@ func TestAppendResizeKeepsTheNewest(t *testing.T) {
 	}
 	if len(rs) != MaxResizes || rs[0].From != 5 || len(rs[0].Why) != MaxReasonLen {
 		t.Fatalf("%d resizes, first from %d", len(rs), rs[0].From)
+	}
+}
+
+func TestPlaceRange(t *testing.T) {
+	cases := []struct {
+		name   string
+		offers []Offer
+		lo, hi int
+		s      Strategy
+		want   string
+		err    bool
+	}{
+		{"all it can hold", hosts("A:1", "B:1", "C:1"), 2, 8, Spread, "A:0.0 B:1.0 C:2.0", false},
+		{"no more than hi", hosts("A:4", "B:4"), 2, 6, Concentrate, "A:0.0,1.0,2.0,3.0 B:4.0,5.0", false},
+		{"at lo", hosts("A:1", "B:1"), 2, 8, Spread, "A:0.0 B:1.0", false},
+		{"below lo", hosts("A:1"), 2, 8, Spread, "", true},
+		{"rigid", hosts("A:2", "B:2"), 3, 3, Concentrate, "A:0.0,1.0 B:2.0", false},
+	}
+	for _, c := range cases {
+		p, err := PlaceRange(c.s, c.offers, c.lo, c.hi)
+		if c.err {
+			if err == nil {
+				t.Errorf("%s: placed %v", c.name, p)
+			}
+			continue
+		}
+		if got, _ := layout(p); err != nil || got != c.want || p.N != strings.Count(c.want, ".") {
+			t.Errorf("%s: %s (n=%d) %v, want %s", c.name, got, p.N, err, c.want)
+		}
+	}
+}
+
+// TestGiveWayTarget: the jobs waiting for a malleable job's slots share
+// them in equal parts, none below its least size, none above its largest.
+func TestGiveWayTarget(t *testing.T) {
+	cases := []struct {
+		name    string
+		now, lo int
+		waiting []Waiter
+		want    int
+	}{
+		{"a rigid job of 2 on 4 slots", 4, 2, []Waiter{{N: 2}}, 2},
+		{"a rigid job of 2 on 8 slots: it needs only 2", 8, 2, []Waiter{{N: 2}}, 6},
+		{"a malleable 2:8 on 8 slots: equal parts", 8, 2, []Waiter{{N: 8, Min: 2}}, 4},
+		{"a malleable 1:2 on 8 slots: its largest", 8, 1, []Waiter{{N: 2, Min: 1}}, 6},
+		{"a rigid job larger than an equal part waits", 8, 2, []Waiter{{N: 6}}, 8},
+		{"never below lo", 4, 3, []Waiter{{N: 2}}, 3},
+		{"at lo already", 2, 2, []Waiter{{N: 2}}, 2},
+		{"two waiting: thirds", 9, 1, []Waiter{{N: 9, Min: 1}, {N: 3}}, 3},
+		{"nobody", 8, 2, nil, 8},
+	}
+	for _, c := range cases {
+		if got := GiveWayTarget(c.now, c.lo, c.waiting); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// TestShrinkOnLoss: a malleable job that lost a host restarts at once on
+// the hosts left when they hold its least size, from a quiet checkpoint
+// at any size, from a loud one only at that checkpoint's size; a rigid
+// job restarts elsewhere.
+func TestShrinkOnLoss(t *testing.T) {
+	plan, err := PlaceRange(Spread, hosts("A:1", "B:1", "C:1", "D:1"), 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	malleable := func(lo int, quiet bool) Record {
+		r := recordAt(t, plan, Reserving, Starting, Running)
+		r.Desc.MinNodes, r.Desc.ResizeEvery = lo, DefaultResizeEvery
+		r.Checkpoints = []Checkpoint{{Num: 3, Complete: true, Size: 4, Files: []CheckpointFile{{Rank: 0, Quiet: quiet}}}}
+		return r
+	}
+	rp := DefaultRetryPolicy()
+	lost := Failure{Kind: HostLost, Hosts: []peer.ID{"B"}}
+	rec := Recover(malleable(2, true), lost, rp)
+	if got, _ := layout(rec.Plan); rec.Action != Shrink || rec.State != Starting || got != "A:0.0 C:1.0 D:2.0" {
+		t.Fatalf("quiet: %+v, plan %s", rec, got)
+	}
+	if rec := Recover(malleable(2, false), lost, rp); rec.Action != Rematch || !rec.Restart {
+		t.Fatalf("loud checkpoint: %+v", rec)
+	}
+	if rec := Recover(malleable(4, true), lost, rp); rec.Action != Rematch {
+		t.Fatalf("below its least size: %+v", rec)
+	}
+	rigid := recordAt(t, plan, Reserving, Starting, Running)
+	if rec := Recover(rigid, lost, rp); rec.Action != Rematch {
+		t.Fatalf("rigid: %+v", rec)
 	}
 }

@@ -60,6 +60,10 @@ const (
 	// keeping the failed hosts out for a while (CrossGrid: mark them
 	// unavailable, repeat the matchmaking).
 	Rematch Action = "rematch"
+	// Shrink: a malleable job that lost hosts starts again at once on the
+	// hosts left (which keep their slots) at the size they hold, from its
+	// last checkpoint, with Recovery.Plan.
+	Shrink Action = "shrink"
 	// Continue: the surviving copies carry on (r >= 2); nothing stops and
 	// the record keeps its state.
 	Continue Action = "continue"
@@ -157,6 +161,10 @@ func recoverLost(r Record, failed []peer.ID, rp RetryPolicy) Recovery {
 	why := fmt.Sprintf("lost %d hosts while running", len(failed))
 	if r.Plan != nil && r.Plan.R >= 2 && everyRankSurvives(*r.Plan, peerSet(failed)) {
 		return Recovery{Action: Continue, State: r.State, Reason: why + ": replicas continue", Unavailable: failed}
+	}
+	if p, ok := shrinkPlan(r, peerSet(failed)); ok {
+		return Recovery{Action: Shrink, State: Starting, Unavailable: failed, Plan: p,
+			Reason: fmt.Sprintf("%s: restarting at once on the %d hosts left, at %d ranks", why, len(p.Hosts), p.N)}
 	}
 	if r.Restarts < r.Desc.Retries {
 		n := r.Restarts + 1

@@ -125,10 +125,12 @@ type Record struct {
 	// Runs are the start attempts, each with its hosts and how it ended
 	// (at most MaxRuns: the first and the latest).
 	Runs []Run `json:"runs,omitempty"`
-	// Size is the number of ranks of the current (or last) start; 0 until
-	// a malleable job first starts (WorldSize). Resizes is its size
-	// history (at most MaxResizes, the newest).
-	Size    int      `json:"size,omitempty"`
+	// Adverts is the highest advert number the job flooded under
+	// (proto.FloodKey): every match and every search of a malleable job
+	// for more hosts floods under a key of its own.
+	Adverts int `json:"adverts,omitempty"`
+	// Resizes is a malleable job's size history (at most MaxResizes, the
+	// newest); its size now is WorldSize.
 	Resizes []Resize `json:"resizes,omitempty"`
 	// Checkpoints is the manifest of the job's checkpoints (checkpoint.go):
 	// the newest complete one and any newer one still arriving.

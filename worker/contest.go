@@ -47,7 +47,10 @@ func Contested(p Policy, u Usage, leases []Lease, c Contender, prio func(proto.J
 			continue
 		}
 		hp, ok := prio(l.Job)
-		if l.Priority == c.Honoured && (!ok || !Precedes(c.Since, hp)) {
+		// A job that only grows gives its offers back to any job of its
+		// priority waiting to start, whatever their places in the line.
+		grows := l.Need.Grow && !c.Need.Grow
+		if l.Priority == c.Honoured && !grows && (!ok || !Precedes(c.Since, hp)) {
 			continue
 		}
 		cands, place[l.Key] = append(cands, l), hp

@@ -63,6 +63,11 @@ func TestContested(t *testing.T) {
 			one, []Lease{lease("j2", 0, 0, false)}, who("j1", 0), []string{"k-j2"}},
 		{"committed leases (running jobs) are never contested",
 			one, []Lease{lease("j2", 0, 0, true)}, who("j1", 0), nil},
+		{"an earlier job's offers to grow go to a later job waiting to start",
+			one, []Lease{func() Lease { l := lease("j0", 0, 0, false); l.Need.Grow = true; return l }()}, who("j1", 0), []string{"k-j0"}},
+		{"but not to a later job that grows too",
+			one, []Lease{func() Lease { l := lease("j0", 0, 0, false); l.Need.Grow = true; return l }()},
+			func() Contender { c := who("j1", 0); c.Need.Grow = true; return c }(), nil},
 		{"as many as give it all the processes it could have: both cores",
 			wide, []Lease{lease("j1", 0, 0, false), lease("j2", 0, 0, false)}, who("j0", 0), []string{"k-j2", "k-j1"}},
 	}

@@ -40,6 +40,9 @@ type Holder struct {
 	// here since it last started or resumed (from its release from Init).
 	SwapSlice time.Duration
 	Ran       time.Duration
+	// Malleable says the job can shrink (proto.Need.Min > 0): it is asked
+	// to give way rather than swapped out (giveway.go).
+	Malleable bool
 }
 
 // turnOver says whether h may give way to a job of its own priority that

@@ -61,6 +61,21 @@ func (s *Service) preemptForWaiting() {
 		return
 	}
 	p := s.leases.Policy()
+	for _, ask := range PlanGiveWay(p, s.leases.Usage(), holders, line) {
+		r := byID[ask.Job]
+		if r == nil || !r.pre.preempted.CompareAndSwap(false, true) {
+			continue
+		}
+		// Its room counts as coming back: the turn below swaps nothing
+		// else out for the job it lets in.
+		i := slices.IndexFunc(holders, func(h Holder) bool { return h.Job == ask.Job })
+		holders[i].Preempted, holders[i].Leaving = true, true
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.askGiveWay(r, ask.For)
+		}()
+	}
 	turn := PlanTurn(p, s.leases.Usage(), holders, line)
 	for _, pr := range turn.Plan {
 		r := byID[pr.Job]
@@ -213,7 +228,7 @@ func holderOf(p Policy, v heldJob, now time.Time) (Holder, bool) {
 		since = Seniority{Job: v.id}
 	}
 	h := Holder{Job: v.id, Priority: v.lease.Priority, Since: since, Cores: v.lease.Cores, Memory: v.mem,
-		Checkpoint: v.canSwap, SwapSlice: p.SwapSlice(v.lease.Need.SwapSlice),
+		Checkpoint: v.canSwap, SwapSlice: p.SwapSlice(v.lease.Need.SwapSlice), Malleable: v.lease.Need.Min > 0,
 		// A job whose processes have not all started is left alone,
 		// and so is one restarted from a checkpoint until its ranks
 		// are released from Init: preempted then, it would be frozen

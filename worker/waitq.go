@@ -298,12 +298,23 @@ func (w *waitLine) ordered(now time.Time) []waitEntry {
 		if a.honoured != b.honoured {
 			return b.honoured - a.honoured // higher priority first
 		}
+		if a.need.Grow != b.need.Grow {
+			return boolOrder(a.need.Grow) // a job waiting to start before one that grows
+		}
 		if Precedes(a.prio, b.prio) {
 			return -1
 		}
 		return 1
 	})
 	return out
+}
+
+// boolOrder sorts false before true.
+func boolOrder(grow bool) int {
+	if grow {
+		return 1
+	}
+	return -1
 }
 
 // nextExpiry is when the first listed advert expires.

@@ -182,3 +182,24 @@ func TestWaitLineServesHigherPriorityFirst(t *testing.T) {
 		t.Fatalf("a job holding a lease still counts as waiting: top %d", top)
 	}
 }
+
+// TestWaitLineStartersBeforeGrowers: at one priority, a job waiting to
+// start is served before an earlier one that runs already and grows.
+func TestWaitLineStartersBeforeGrowers(t *testing.T) {
+	w := newWaitLine(DefaultWaitConfig())
+	a, n := advertOf("early", t0)
+	n.Grow = true
+	w.note(a, n, 0, t0)
+	a, n = advertOf("late", t0.Add(time.Minute))
+	w.note(a, n, 0, t0.Add(time.Minute))
+	a, n = advertOf("urgent", t0.Add(2*time.Minute))
+	n.Grow = true
+	w.note(a, n, 5, t0.Add(2*time.Minute))
+	var got []proto.JobID
+	for _, e := range w.ordered(t0.Add(2 * time.Minute)) {
+		got = append(got, e.need.Job)
+	}
+	if want := []proto.JobID{"urgent", "late", "early"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v (priority first, then starters before growers)", got, want)
+	}
+}

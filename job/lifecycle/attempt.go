@@ -34,6 +34,9 @@ type attempt struct {
 	lost     []peer.ID // hosts lost while running
 	quiet    *silences
 	stop     *stopping // a stop with a checkpoint under way
+	grow     *growSearch
+	resize   *resizing // a resize of a malleable job under way
+	fallback *fallback // a start at a new size, until it is released
 
 	// Timers; the zero time is unarmed.
 	startBy time.Time // when every host must have started its processes
@@ -110,6 +113,7 @@ const (
 	outCancelled
 	outStopped
 	outDetached
+	outResized // a malleable job's run stopped at a quiet checkpoint for a resize
 )
 
 func done() outcome                { return outcome{kind: outDone} }

@@ -47,8 +47,8 @@ func (m *Machine) checkChunk(from peer.ID, e proto.Report) error {
 	switch {
 	case p == nil || p.Num == 0:
 		return errors.New("no checkpoint number")
-	case e.Rank < 0 || e.Rank >= d.Nodes:
-		return fmt.Errorf("rank %d of a job of %d", e.Rank, d.Nodes)
+	case e.Rank < 0 || e.Rank >= m.plan.N:
+		return fmt.Errorf("rank %d of a job of %d", e.Rank, m.plan.N)
 	case d.Replicas > 1:
 		return errors.New("a replicated job takes no checkpoints")
 	case !m.runsRank(from, e.Rank):
@@ -91,7 +91,7 @@ func (m *Machine) takeKept(files []KeptFile) {
 			m.notKept(f.File.Rank, f.Err)
 			continue
 		}
-		m.rec.Checkpoints = job.AddCheckpointFile(m.rec.Checkpoints, f.Num, m.rec.Attempts, m.rec.Desc.Nodes, f.File, f.At, m.now)
+		m.rec.Checkpoints = job.AddCheckpointFile(m.rec.Checkpoints, f.Num, m.rec.Attempts, m.plan.N, f.File, f.At, m.now)
 		if c, ok := m.rec.LastComplete(); ok && c.Num == f.Num {
 			m.prune()
 			log.Infow("checkpoint complete", "job", m.rec.ID, "num", c.Num, "bytes", c.Bytes())
@@ -206,13 +206,18 @@ func (m *Machine) resumeFrom() uint64 {
 	return 0
 }
 
-// restoreFor are the checkpoint files of procs for the next run.
-func (m *Machine) restoreFor(procs []proto.Proc) []proto.Restore {
+// restoreFor are the checkpoint files of procs for a run of plan, and
+// for a run at another size than the checkpoint's, that size (every old
+// rank's file is then staged on every host).
+func (m *Machine) restoreFor(plan job.Plan, procs []proto.Proc) ([]proto.Restore, int) {
 	c, ok := m.rec.LastComplete()
 	if !ok || m.rec.Desc.Replicas != 1 {
-		return nil
+		return nil, 0
 	}
-	return job.Restores(c, procs, m.env.Self)
+	if c.Size > 0 && c.Size != plan.N {
+		return job.RestoresAll(c, m.env.Self), c.Size
+	}
+	return job.Restores(c, procs, m.env.Self), 0
 }
 
 // restartWords says where the next run starts from.

@@ -72,6 +72,23 @@ type Config struct {
 	// again for the job. 5 minutes: long enough for a flood or two to
 	// find others.
 	Unavailable time.Duration
+	// GrowEvery is how long a malleable job below its largest size waits,
+	// after a search for more hosts ended, before the next; the wait
+	// doubles after each search that found nothing, up to GrowEveryMax.
+	// 10 s and 5 minutes: a job finds hosts freed soon after its start
+	// quickly, and a long job on a full network floods a few times an
+	// hour (hosts that free slots also offer them from their waiting
+	// line, without a flood).
+	GrowEvery    time.Duration
+	GrowEveryMax time.Duration
+	// GrowLife is how long a host keeps an offer made to a growing job
+	// (its advert's deadline). 2 minutes: a resize waits for the
+	// program's next quiet checkpoint, which may take a while.
+	GrowLife time.Duration
+	// ResizeTimeout bounds the wait for a quiet checkpoint (no message in
+	// flight at its cut) once a resize is asked; the job then runs on at
+	// its size. 2 minutes, as a preemption's stop.
+	ResizeTimeout time.Duration
 }
 
 // DefaultConfig returns the settings of a real agent.
@@ -91,6 +108,11 @@ func DefaultConfig() Config {
 		LostAfter:    10 * time.Second,
 		Retry:        job.DefaultRetryPolicy(),
 		Unavailable:  5 * time.Minute,
+
+		GrowEvery:     10 * time.Second,
+		GrowEveryMax:  5 * time.Minute,
+		GrowLife:      2 * time.Minute,
+		ResizeTimeout: 2 * time.Minute,
 	}
 }
 
@@ -101,7 +123,8 @@ func (c Config) Validate() error {
 		v    time.Duration
 	}{{"OfferGrace", c.OfferGrace}, {"AnswerGap", c.AnswerGap}, {"QuietAfter", c.QuietAfter},
 		{"QuietUnheard", c.QuietUnheard}, {"Deadline", c.Deadline}, {"StartTimeout", c.StartTimeout},
-		{"InitTimeout", c.InitTimeout}, {"LostAfter", c.LostAfter}} {
+		{"InitTimeout", c.InitTimeout}, {"LostAfter", c.LostAfter}, {"GrowEvery", c.GrowEvery},
+		{"GrowEveryMax", c.GrowEveryMax}, {"GrowLife", c.GrowLife}, {"ResizeTimeout", c.ResizeTimeout}} {
 		if d.v <= 0 {
 			return fmt.Errorf("lifecycle: %s must be positive, got %v", d.name, d.v)
 		}

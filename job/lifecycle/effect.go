@@ -56,6 +56,13 @@ type AnswerStop struct {
 	Err   error
 }
 
+// AnswerGiveWay answers the GiveWay input with the same token: nil when
+// the job will give slots back at its next quiet checkpoint, or why not.
+type AnswerGiveWay struct {
+	Token uint64
+	Err   error
+}
+
 // Notify tells the job's watchers something: a state change, a line, the
 // reservation's progress, or the end.
 type Notify struct{ Update job.Update }
@@ -157,6 +164,7 @@ func (Direct) effect()              {}
 func (Lease) effect()               {}
 func (AnswerOffer) effect()         {}
 func (AnswerStop) effect()          {}
+func (AnswerGiveWay) effect()       {}
 func (Notify) effect()              {}
 func (Save) effect()                {}
 func (Take) effect()                {}

@@ -19,6 +19,9 @@ func (m *Machine) runEnded(out outcome) {
 		m.finish(out)
 		return
 	}
+	if out.kind != outResized {
+		m.stopGrowing()
+	}
 	m.ending = &ending{out: out}
 	m.phase = settling
 	m.emit(SettleCheckpoints{})
@@ -28,7 +31,12 @@ func (m *Machine) runEnded(out outcome) {
 func (m *Machine) settled() {
 	out := m.ending.out
 	m.endStop(out)
-	if out.kind == outFailed && m.startFailed(out.fail) {
+	if out.kind == outResized {
+		m.ending = nil
+		m.stopForResize(out)
+		return
+	}
+	if out.kind == outFailed && (m.startFailed(out.fail) || m.shrinksOnLoss(out.fail)) {
 		m.ending = nil
 		m.stopStart(out.fail)
 		return
@@ -97,6 +105,9 @@ func (m *Machine) killed() {
 // for a job that ran), or the end.
 func (m *Machine) recoverFrom(f job.Failure) {
 	m.dropExpiredSpares()
+	if m.cancel == "" && m.run != nil && m.fallBack(f) {
+		return
+	}
 	rec := job.Recover(m.rec, f, m.cfg.Retry)
 	m.avoidHosts(rec.Unavailable)
 	if m.cancel != "" {
@@ -108,6 +119,12 @@ func (m *Machine) recoverFrom(f job.Failure) {
 	case job.RetryStart:
 		log.Infow("start failed, retrying on the spares", "job", m.rec.ID, "why", f.Why)
 		m.cancelLeases(failedOffers(m.plan, f.Hosts))
+		m.note = rec.Reason
+		m.start(m.withKept(rec.Plan))
+	case job.Shrink:
+		log.Infow("hosts lost: restarting on the hosts left", "job", m.rec.ID, "why", f.Why)
+		m.cancelLeases(failedOffers(m.plan, f.Hosts))
+		m.resized(m.plan.N, rec.Plan.N, "host lost")
 		m.note = rec.Reason
 		m.start(m.withKept(rec.Plan))
 	case job.Rematch:
@@ -222,14 +239,18 @@ func (m *Machine) afterEnd(e Event) {
 		m.emit(AnswerOffer{Token: e.Token, Reply: proto.OfferReply{Reason: "job ended"}})
 	case Stop:
 		m.emit(AnswerStop{Token: e.Token, Err: fmt.Errorf("%w: job %s ended meanwhile", job.ErrNotStoppable, m.rec.ID)})
+	case GiveWay:
+		m.emit(AnswerGiveWay{Token: e.Token, Err: fmt.Errorf("job %s ended meanwhile", m.rec.ID)})
 	}
 }
 
 // onLeaseReply takes a lease request's reply where a phase waits for it.
 func (m *Machine) onLeaseReply(r LeaseReply) {
 	switch {
-	case r.Op == proto.OpCheckpoint:
+	case r.Op == proto.OpCheckpoint && m.phase == watching && m.run.stop != nil:
 		m.onCheckpointAsked(r)
+	case r.Op == proto.OpCheckpoint && m.phase == watching && m.run.resize != nil:
+		m.onResizeAsked(r)
 	case m.phase == committing && r.Op == proto.OpCommit:
 		m.onCommitted(r)
 	case m.phase == stoppingStart && r.Op == proto.OpRetry:
@@ -292,4 +313,11 @@ func (m *Machine) onShutdown() {
 	default:
 		m.onCancel(why)
 	}
+}
+
+// shrinksOnLoss reports whether a host lost makes a malleable job start
+// again at once on the hosts left (job.Shrink): they then keep their
+// slots, as after a failed start.
+func (m *Machine) shrinksOnLoss(f job.Failure) bool {
+	return f.Kind == job.HostLost && job.Recover(m.rec, f, m.cfg.Retry).Action == job.Shrink
 }

@@ -160,3 +160,4 @@ func (CheckpointFiles) event() {}
 func (Cancel) event()          {}
 func (Stop) event()            {}
 func (Shutdown) event()        {}
+func (GiveWay) event()         {}

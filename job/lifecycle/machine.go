@@ -100,6 +100,8 @@ type Machine struct {
 	run      *attempt
 	ending   *ending
 	pauseTo  time.Time
+
+	lastResize time.Time // when the job last changed size
 }
 
 // New returns the machine of one job; Step(Begin) starts it.
@@ -122,6 +124,12 @@ func (m *Machine) Ended() bool { return m.phase == over }
 // Reserving reports whether the machine takes offers (its inputs should
 // then carry the agent's overlay view).
 func (m *Machine) Reserving() bool { return m.phase == reserving }
+
+// TakesOffers reports whether an offer would be considered now: while
+// the machine reserves, or while a malleable job looks for more hosts.
+func (m *Machine) TakesOffers() bool {
+	return m.phase == reserving || m.phase == watching && m.run.grow != nil
+}
 
 // Watching reports whether the machine watches a run (its Ticks should
 // then carry when each host was last heard from).
@@ -148,6 +156,8 @@ func (m *Machine) Step(in Input) []Effect {
 		m.onShutdown()
 	case Stop:
 		m.onStop(e)
+	case GiveWay:
+		m.onGiveWay(e)
 	case Offer:
 		m.onOffer(e)
 	case Arrived, OfferDropped, Decline, Flooded, DirectFailed:
@@ -180,7 +190,7 @@ func (m *Machine) Deadline() (time.Time, bool) {
 	case reserving:
 		ts = append(m.res.timers(), m.nextExpiry())
 	case watching:
-		ts = m.run.timers()
+		ts = append(m.run.timers(), m.growTimers()...)
 	case pausing:
 		if len(m.returning) == 0 {
 			ts = []time.Time{m.pauseTo}

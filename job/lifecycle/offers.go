@@ -21,6 +21,10 @@ const maxOfferAddrs = 8
 // worker offers its slots to the next job in its line at once.
 func (m *Machine) onOffer(o Offer) {
 	delete(m.arriving, o.Token)
+	if m.phase == watching && m.run.grow != nil {
+		m.emit(AnswerOffer{Token: o.Token, Reply: m.takeGrowOffer(o)})
+		return
+	}
 	if m.phase != reserving {
 		m.emit(AnswerOffer{Token: o.Token, Reply: proto.OfferReply{Reason: m.notTakingOffers()}})
 		return
@@ -33,7 +37,7 @@ func (m *Machine) onOffer(o Offer) {
 		m.steer(true)
 	}
 	d := m.rec.Desc
-	if !rs.enough && job.Enough(d.Strategy, m.rlist, d.Nodes, d.Replicas) {
+	if _, hi := m.rec.RestartRange(); !rs.enough && job.Enough(d.Strategy, m.rlist, hi, d.Replicas) {
 		// The schedule floods nothing more; the extra radius, if worth
 		// it, is flooded once this one is answered.
 		rs.enough, rs.ended = true, true
@@ -69,12 +73,7 @@ func (m *Machine) takeOffer(o Offer) proto.OfferReply {
 		// another lease's life by a job that could not use them in this one.
 		return proto.OfferReply{Reason: "this host's offer to the job expired; the job takes no other from it in this match"}
 	}
-	// Its addresses go in the record: a restarted agent that re-attaches
-	// to the job must reach its hosts before they reach it.
-	addrs := o.Addrs[:min(len(o.Addrs), maxOfferAddrs)]
-	offer := job.Offer{Peer: o.From, Lease: o.Msg.Lease, Slots: o.Msg.Slots, Cores: o.Msg.Cores, Memory: o.Msg.Memory,
-		RTT: o.RTT, Addrs: slices.Clone(addrs), Site: proto.SiteName(o.Msg.Site), Relayed: o.Relayed,
-		GangFree: o.Msg.GangFree, Expires: o.Msg.Expires}
+	offer := m.offerOf(o)
 	m.rlist = append(m.rlist, offer)
 	m.usable[offer.Lease] = m.usableUntil(offer.Expires)
 	m.declined.offered(o.From)
@@ -83,7 +82,8 @@ func (m *Machine) takeOffer(o Offer) proto.OfferReply {
 	if d.PMI {
 		job.PreferDirect(m.rlist)
 	}
-	if held := MaxHeld(d.Nodes, d.Replicas, m.cfg.Spares); len(m.rlist) > held {
+	if _, hi := m.rec.RestartRange(); len(m.rlist) > MaxHeld(hi, d.Replicas, m.cfg.Spares) {
+		held := MaxHeld(hi, d.Replicas, m.cfg.Spares)
 		// Overbooking is bounded: the farthest offer goes back, and it
 		// may be this one.
 		worst := m.rlist[len(m.rlist)-1]
@@ -94,6 +94,16 @@ func (m *Machine) takeOffer(o Offer) proto.OfferReply {
 		m.cancelLeases([]job.Offer{worst})
 	}
 	return proto.OfferReply{Keep: true}
+}
+
+// offerOf is the offer an Offer input makes. Its addresses go in the
+// record: a restarted agent that re-attaches to the job must reach its
+// hosts before they reach it.
+func (m *Machine) offerOf(o Offer) job.Offer {
+	addrs := o.Addrs[:min(len(o.Addrs), maxOfferAddrs)]
+	return job.Offer{Peer: o.From, Lease: o.Msg.Lease, Slots: o.Msg.Slots, Cores: o.Msg.Cores, Memory: o.Msg.Memory,
+		RTT: o.RTT, Addrs: slices.Clone(addrs), Site: proto.SiteName(o.Msg.Site), Relayed: o.Relayed,
+		GangFree: o.Msg.GangFree, Expires: o.Msg.Expires}
 }
 
 // usableUntil is when an offer that came now, and whose lease expires at
@@ -115,9 +125,12 @@ func (m *Machine) expiring(o job.Offer) bool {
 }
 
 // nextExpiry is when the first offer held stops counting.
-func (m *Machine) nextExpiry() time.Time {
+func (m *Machine) nextExpiry() time.Time { return m.nextExpiryOf(m.rlist) }
+
+// nextExpiryOf is when the first of offers stops counting.
+func (m *Machine) nextExpiryOf(offers []job.Offer) time.Time {
 	var first time.Time
-	for _, o := range m.rlist {
+	for _, o := range offers {
 		if t := m.usable[o.Lease]; !t.IsZero() && (first.IsZero() || t.Before(first)) {
 			first = t
 		}
@@ -147,7 +160,8 @@ func (m *Machine) dropExpired() {
 	m.sample(rs.radius)
 	feasible := m.feasible()
 	m.steer(feasible)
-	rs.enough = rs.enough && job.Enough(d.Strategy, m.rlist, d.Nodes, d.Replicas)
+	_, hi := m.rec.RestartRange()
+	rs.enough = rs.enough && job.Enough(d.Strategy, m.rlist, hi, d.Replicas)
 	if !feasible {
 		rs.graceAt = time.Time{}
 	}
@@ -176,15 +190,17 @@ func (m *Machine) yield(from peer.ID) {
 // feasible reports whether the offers so far can hold the job.
 func (m *Machine) feasible() bool {
 	d := m.rec.Desc
-	slist, _ := job.SelectHosts(m.rlist, d.Nodes, d.Replicas)
-	return job.Feasible(slist, d.Nodes, d.Replicas) == nil
+	lo, _ := m.rec.RestartRange()
+	slist, _ := job.SelectHosts(m.rlist, lo, d.Replicas)
+	return job.Feasible(slist, lo, d.Replicas) == nil
 }
 
 // slots counts the process slots offered so far (c_i summed).
 func (m *Machine) slots() int {
+	_, hi := m.rec.RestartRange()
 	total := 0
 	for _, o := range m.rlist {
-		total += job.Capacity(o, m.rec.Desc.Nodes)
+		total += job.Capacity(o, hi)
 	}
 	return total
 }
@@ -193,7 +209,6 @@ func (m *Machine) slots() int {
 // not use (keeping a few spares reserved for a failing commit), and starts
 // the job; a dry run lists its plan and gives every offer back.
 func (m *Machine) place() {
-	d := m.rec.Desc
 	m.dropExpired() // never commit an offer whose lease expires first
 	if m.phase != reserving {
 		return
@@ -204,15 +219,7 @@ func (m *Machine) place() {
 		}
 		return // the flood goes on for offers that replace them
 	}
-	var (
-		plan job.Plan
-		err  error
-	)
-	if d.PMI {
-		plan, err = job.PlacePMI(d.Strategy, m.rlist, d.Nodes)
-	} else {
-		plan, err = job.Place(d.Strategy, m.rlist, d.Nodes, d.Replicas)
-	}
+	plan, err := m.placeOn(m.rlist)
 	m.res = nil
 	if err != nil {
 		m.cancelLeases(m.rlist)
@@ -232,4 +239,19 @@ func (m *Machine) place() {
 	m.cancelLeases(plan.Spares[spares:])
 	plan.Spares = plan.Spares[:spares:spares] // still reserved: Replan's spares
 	m.start(plan)
+}
+
+// placeOn places the job on offers: an MPICH job by its own rule, a
+// malleable one at the largest size they hold within its range, any other
+// at its n.
+func (m *Machine) placeOn(offers []job.Offer) (job.Plan, error) {
+	d := m.rec.Desc
+	lo, hi := m.rec.RestartRange()
+	switch {
+	case d.PMI:
+		return job.PlacePMI(d.Strategy, offers, d.Nodes)
+	case lo < hi:
+		return job.PlaceRange(d.Strategy, offers, lo, hi)
+	}
+	return job.Place(d.Strategy, offers, hi, d.Replicas)
 }

@@ -22,7 +22,8 @@ import (
 // hold: no lease is committed twice, none once it expired or was given
 // back; every offer and every stop is answered once; a job ends exactly
 // once, and after its end only answers go out; every lease the job kept
-// is in the end committed, given back, or left to expire.
+// is in the end committed, given back, or left to expire; a tick leaves
+// no timer due.
 func TestLifecycleInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		w := newWorld(rt)
@@ -30,6 +31,13 @@ func TestLifecycleInvariants(t *testing.T) {
 			w.act(rt)
 		}
 		w.finish(rt)
+		if c := os.Getenv("WORLD_COVER"); c != "" { // shows that random worlds reach a path
+			for _, z := range w.m.Record().Resizes {
+				if strings.Contains(z.Why, c) {
+					rt.Fatalf("reached %q: %+v", c, w.m.Record().Resizes)
+				}
+			}
+		}
 	})
 }
 
@@ -55,11 +63,20 @@ type world struct {
 	silent    map[peer.ID]bool
 	heard     map[string]time.Time
 	ends      int
+
+	lo, hi  int                  // the job's sizes (equal for a rigid job)
+	written []lifecycle.KeptFile // checkpoint files the writer finished, not yet told
+	live    map[string]int       // leases whose processes may run, by attempt
+	ways    map[uint64]bool      // give-way asks not answered yet
 }
 
 func newWorld(rt *rapid.T) *world {
 	d := job.NewDescription("prog", nil, rapid.IntRange(1, 4).Draw(rt, "n"))
 	d.Replicas = rapid.IntRange(1, 2).Draw(rt, "r")
+	if d.Replicas == 1 && d.Nodes > 1 && rapid.Bool().Draw(rt, "malleable") {
+		d.MinNodes = rapid.IntRange(1, d.Nodes-1).Draw(rt, "min")
+		d.ResizeEvery = time.Duration(rapid.IntRange(1, 40).Draw(rt, "resize-every")) * time.Second
+	}
 	d.Strategy = rapid.SampledFrom([]job.Strategy{job.Spread, job.Concentrate}).Draw(rt, "strategy")
 	d.Retries = rapid.IntRange(0, 2).Draw(rt, "retries")
 	d.Deadline = time.Duration(rapid.IntRange(5, 120).Draw(rt, "deadline")) * time.Second
@@ -72,14 +89,16 @@ func newWorld(rt *rapid.T) *world {
 	env := lifecycle.Env{Self: "submitter", FloodLimit: 4, KnowsPeers: rapid.Bool().Draw(rt, "knows"), DirectLimit: 4}
 	w := &world{m: lifecycle.New(cfg, env, lifecycle.Start{Record: rec}), now: t0, offers: map[uint64]bool{}, stops: map[uint64]bool{},
 		kept: map[string]time.Time{}, made: map[uint64]proto.OfferMsg{}, closed: map[string]bool{}, commits: map[string]bool{}, cancelled: map[string]bool{}, plan: map[peer.ID]string{},
-		seq: map[string]uint64{}, stage: map[string]int{}, ckpt: map[string]uint64{}, silent: map[peer.ID]bool{}, heard: map[string]time.Time{}}
+		seq: map[string]uint64{}, stage: map[string]int{}, ckpt: map[string]uint64{}, silent: map[peer.ID]bool{}, heard: map[string]time.Time{},
+		live: map[string]int{}, ways: map[uint64]bool{}}
+	w.lo, w.hi = d.SizeRange()
 	w.step(rt, lifecycle.Begin{})
 	return w
 }
 
 // act does one random thing to the machine.
 func (w *world) act(rt *rapid.T) {
-	switch rapid.IntRange(0, 9).Draw(rt, "action") {
+	switch rapid.IntRange(0, 11).Draw(rt, "action") {
 	case 0, 1:
 		w.offer(rt)
 	case 2:
@@ -102,7 +121,27 @@ func (w *world) act(rt *rapid.T) {
 	case 9:
 		h := rapid.SampledFrom(hosts).Draw(rt, "silent")
 		w.silent[h] = !w.silent[h]
+	case 10:
+		if len(w.written) > 0 {
+			w.step(rt, lifecycle.CheckpointFiles{Files: w.written})
+			w.written = nil
+		}
+	case 11:
+		w.giveWay(rt)
 	}
+}
+
+// giveWay has a host of the run ask the job to give way to another.
+func (w *world) giveWay(rt *rapid.T) {
+	h := rapid.SampledFrom(hosts).Draw(rt, "asker")
+	l, ok := w.plan[h]
+	if !ok {
+		return
+	}
+	w.next++
+	w.ways[w.next] = true
+	n := rapid.IntRange(1, 3).Draw(rt, "waiting-n")
+	w.step(rt, lifecycle.GiveWay{Token: w.next, Host: h, Lease: l, For: "job9", N: n, Min: rapid.IntRange(0, n).Draw(rt, "waiting-min")})
 }
 
 func (w *world) offer(rt *rapid.T) {
@@ -190,12 +229,31 @@ func (w *world) report(rt *rapid.T) {
 	} else {
 		w.stage[l]++
 	}
-	r := proto.Report{Kind: kind, Data: []byte("x"), Stream: "stdout", EOF: true}
 	if kind == proto.RepCheckpoint {
-		r.Ckpt = &proto.CheckpointPart{Num: w.ckpt[l] + 1, Size: 1, Sum: "s"}
-		w.ckpt[l]++
+		w.checkpoint(rt, h, l)
+		return
 	}
-	w.send(rt, h, l, r)
+	if kind == proto.RepDone {
+		delete(w.live, l)
+	}
+	w.send(rt, h, l, proto.Report{Kind: kind, Data: []byte("x"), Stream: "stdout", EOF: true})
+}
+
+// checkpoint has host h send its ranks' files of its next checkpoint,
+// quiet or not; the writer finishes them (w.written) for a later step.
+func (w *world) checkpoint(rt *rapid.T, h peer.ID, l string) {
+	plan := w.m.Record().Plan
+	if plan == nil {
+		return
+	}
+	w.ckpt[l]++
+	quiet := rapid.Bool().Draw(rt, "quiet")
+	for _, pr := range plan.Procs(h) {
+		part := &proto.CheckpointPart{Num: w.ckpt[l], Size: 1, Sum: "s", Quiet: quiet}
+		w.send(rt, h, l, proto.Report{Kind: proto.RepCheckpoint, Rank: pr.Rank, Ckpt: part, Data: []byte("x"), EOF: true})
+		w.written = append(w.written, lifecycle.KeptFile{Num: part.Num, At: w.now,
+			File: job.CheckpointFile{Rank: pr.Rank, Size: 1, Hash: fmt.Sprintf("%064d", part.Num*100+uint64(pr.Rank)), Quiet: quiet}})
+	}
 }
 
 func (w *world) send(rt *rapid.T, h peer.ID, l string, r proto.Report) {
@@ -252,6 +310,13 @@ func (w *world) step(rt *rapid.T, e lifecycle.Event) {
 		}
 		w.check(rt, eff)
 	}
+	if _, tick := e.(lifecycle.Tick); tick {
+		// A tick acts on every timer due: one left due would have its
+		// executor tick again and again at the same instant.
+		if at, ok := w.m.Deadline(); ok && !at.After(w.now) {
+			rt.Fatalf("a timer still due at %v after a tick (phase %s)", at, w.m.Phase())
+		}
+	}
 }
 
 func (w *world) check(rt *rapid.T, eff lifecycle.Effect) {
@@ -269,6 +334,13 @@ func (w *world) check(rt *rapid.T, eff lifecycle.Effect) {
 			rt.Fatalf("stop %d answered twice, or never asked", e.Token)
 		}
 		delete(w.stops, e.Token)
+	case lifecycle.AnswerGiveWay:
+		if !w.ways[e.Token] {
+			rt.Fatalf("give-way %d answered twice, or never asked", e.Token)
+		}
+		delete(w.ways, e.Token)
+	case lifecycle.Refuse:
+		delete(w.live, e.Lease) // counted lost: its worker ends the processes
 	case lifecycle.Lease:
 		w.lease(rt, e)
 		w.pending = append(w.pending, eff)
@@ -297,6 +369,16 @@ func (w *world) lease(rt *rapid.T, e lifecycle.Lease) {
 		if w.cancelled[l] {
 			rt.Fatalf("lease %s committed after it was given back", l)
 		}
+		c := e.Req.Commit
+		if c.N < w.lo || c.N > w.hi {
+			rt.Fatalf("committed at %d processes, outside %d..%d", c.N, w.lo, w.hi)
+		}
+		for old, attempt := range w.live {
+			if attempt < c.Attempt {
+				rt.Fatalf("attempt %d committed while lease %s of attempt %d may still run", c.Attempt, old, attempt)
+			}
+		}
+		w.live[l] = c.Attempt
 		w.commits[l] = true
 		w.plan[e.Host] = l
 		w.closed[l] = true
@@ -305,6 +387,7 @@ func (w *world) lease(rt *rapid.T, e lifecycle.Lease) {
 		w.closed[l] = true
 	case proto.OpKill, proto.OpRetry:
 		w.closed[l] = true
+		delete(w.live, l)
 	}
 }
 
@@ -318,6 +401,10 @@ func (w *world) afterEnd(rt *rapid.T, eff lifecycle.Effect) {
 	case lifecycle.AnswerStop:
 		if e.Err == nil {
 			rt.Fatalf("a stop granted after the end")
+		}
+	case lifecycle.AnswerGiveWay:
+		if e.Err == nil {
+			rt.Fatalf("a give-way granted after the end")
 		}
 	default:
 		rt.Fatalf("effect %T after the end", eff)
@@ -360,7 +447,7 @@ func (w *world) finish(rt *rapid.T) {
 			rt.Fatalf("lease %s kept, and neither committed, given back nor expiring", l)
 		}
 	}
-	if len(w.offers) > 0 || len(w.stops) > 0 {
-		rt.Fatalf("%d offers and %d stops never answered", len(w.offers), len(w.stops))
+	if len(w.offers) > 0 || len(w.stops) > 0 || len(w.ways) > 0 {
+		rt.Fatalf("%d offers, %d stops and %d give-way asks never answered", len(w.offers), len(w.stops), len(w.ways))
 	}
 }

@@ -27,12 +27,15 @@ func (m *Machine) reserve() {
 	}
 	need := m.rec.Desc.Need(m.rec.ID)
 	need.Deadline = m.deadline() // the hosts keep their offers as long as the job may look
+	if lo, hi := m.rec.RestartRange(); lo == hi {
+		need.N, need.Min = hi, 0 // a checkpoint with messages in flight fixes the size
+	}
 	body, err := encodeYielding(need, m.yieldTo)
 	if err != nil {
 		m.finish(fatal(err.Error()))
 		return
 	}
-	rs := &reservation{key: proto.FloodKey(m.rec.ID, m.rec.Matches), body: body,
+	rs := &reservation{key: m.nextAdvertKey(), body: body,
 		growth: flood.NewGrowth(m.cfg.Schedule, m.env.FloodLimit), heard: map[peer.ID]bool{}, sent: map[peer.ID]bool{}, lapsed: map[peer.ID]bool{},
 		gap: m.cfg.AnswerGap, grace: m.cfg.OfferGrace, extra: m.cfg.Schedule.Extra, floodedAt: m.now, last: m.now,
 		deadlineAt: m.now.Add(m.deadline()), checkAt: m.now.Add(m.cfg.OfferGrace)}
@@ -87,6 +90,8 @@ func (m *Machine) reservationEvent(e Event) {
 	case Decline:
 		if m.phase == reserving {
 			m.onDecline(e)
+		} else if m.phase == watching && e.Msg.Code == proto.DeclineYield {
+			m.growYield(e.From)
 		}
 	case Flooded:
 		if m.phase == reserving {
@@ -379,7 +384,7 @@ func (m *Machine) answeredStep(measuring bool) step {
 	var far time.Duration
 	heard := func(p peer.ID) bool { return rs.heard[p] }
 	if a.enough {
-		plan, err := job.Place(d.Strategy, m.rlist, d.Nodes, d.Replicas)
+		plan, err := m.placeOn(m.rlist)
 		far = plan.Farthest()
 		a.worth = err == nil && ExtraWorthFor(d.Prefer, far, rs.known, heard)
 	}
@@ -401,7 +406,8 @@ func (m *Machine) notEnough(why string) {
 	m.rec.Offers = slices.Clone(m.rlist)
 	m.rec.Declines = m.declined.counts()
 	m.cancelLeases(m.rlist)
-	msg := fmt.Sprintf("not enough resources (got %d of %d process slots)", m.slots(), d.Nodes*d.Replicas)
+	lo, _ := m.rec.RestartRange()
+	msg := fmt.Sprintf("not enough resources (got %d of %d process slots)", m.slots(), lo*d.Replicas)
 	if why != "" {
 		msg += ": " + why
 	}
@@ -416,8 +422,9 @@ func (m *Machine) notEnough(why string) {
 // watchers: radius is the one flooded last.
 func (m *Machine) sample(radius int) {
 	d := m.rec.Desc
+	_, hi := m.rec.RestartRange()
 	s := job.FloodSample{At: m.now, Match: m.rec.Matches, Radius: max(radius, 1), // radius 1 goes out at once
-		Offers: len(m.rlist), Slots: m.slots(), Need: d.Nodes * d.Replicas}
+		Offers: len(m.rlist), Slots: m.slots(), Need: hi * d.Replicas}
 	m.rec.Flood = job.AppendSample(m.rec.Flood, s)
 	m.emit(Notify{job.Update{Kind: "progress", Flood: &s}})
 }

@@ -128,6 +128,10 @@ func (m *Machine) startStopped() {
 	if len(m.run.awaiting) > 0 {
 		return
 	}
+	if out := m.ending.out; out.kind == outResized {
+		m.finishResize(out)
+		return
+	}
 	f := m.ending.out.fail
 	bad := peerSet(f.Hosts)
 	for _, p := range m.run.order {
@@ -211,10 +215,11 @@ func (m *Machine) commits(plan job.Plan) []Lease {
 	}
 	out := make([]Lease, 0, len(plan.Hosts))
 	for _, hp := range plan.Hosts {
-		c := &proto.Commit{Key: string(m.rec.Key), N: d.Nodes, R: d.Replicas, Program: *m.rec.Program, Args: d.Args,
+		restore, from := m.restoreFor(plan, hp.Procs)
+		c := &proto.Commit{Key: string(m.rec.Key), N: plan.N, R: d.Replicas, Program: *m.rec.Program, Args: d.Args,
 			Env: envList(d.Env), Inputs: m.rec.Inputs, Outputs: d.Outputs, Timeout: timeout,
 			Procs: hp.Procs, RankTable: table, Attempt: m.rec.Attempts, PMI: d.PMI,
-			CheckpointEvery: d.CheckpointEvery, Restore: m.restoreFor(hp.Procs), GangColumn: col}
+			CheckpointEvery: d.CheckpointEvery, Restore: restore, RestoreSize: from, GangColumn: col}
 		out = append(out, Lease{Host: hp.Offer.Peer, Req: proto.LeaseRequest{Op: proto.OpCommit, Job: m.rec.ID,
 			Lease: hp.Offer.Lease, Commit: c}})
 	}

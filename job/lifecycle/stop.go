@@ -57,6 +57,8 @@ func (m *Machine) stoppable(r Stop) error {
 	switch {
 	case m.run.stop != nil:
 		return fmt.Errorf("%w: job %s: a stop is already under way", job.ErrNotStoppable, m.rec.ID)
+	case m.run.resize != nil:
+		return fmt.Errorf("%w: job %s is changing size; try again once it runs at its new size", job.ErrNotStoppable, m.rec.ID)
 	case r.By != nil && !m.runsUnder(r.By.Host, r.By.Lease):
 		return fmt.Errorf("%w: host %s does not run job %s under that lease", job.ErrNotPreemptible, job.ShortPeer(r.By.Host), m.rec.ID)
 	case d.Replicas > 1 || d.PMI:

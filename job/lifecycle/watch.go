@@ -63,6 +63,9 @@ func (m *Machine) watchTick() {
 	if run.stop != nil && due(m.now, run.stop.by) {
 		m.stopTimedOut()
 	}
+	m.resizeTick()
+	m.growTick()
+	m.growIfDue()
 	if due(m.now, run.beatAt) {
 		run.beatAt = m.now.Add(m.cfg.LostAfter / 4)
 		m.checkSilent()
@@ -79,6 +82,9 @@ func (m *Machine) afterWatchEvent(out *outcome) {
 	}
 	if out == nil {
 		out = m.stopIfCheckpointed()
+	}
+	if out == nil {
+		out = m.resizeIfCheckpointed()
 	}
 	switch {
 	case out != nil:
@@ -215,7 +221,7 @@ func (m *Machine) releaseIfReady() {
 	if run.released || !run.all(func(h *hostRun) bool { return h.ready || h.done }) {
 		return
 	}
-	run.released, run.initBy = true, time.Time{}
+	run.released, run.initBy, run.fallback = true, time.Time{}, nil
 	at := m.now.UnixNano() // one instant for every host
 	for _, p := range run.order {
 		if h := run.hosts[p]; !h.done {
@@ -223,6 +229,7 @@ func (m *Machine) releaseIfReady() {
 				ReleasedAt: at}, GiveBack: true})
 		}
 	}
+	m.startGrowing()
 }
 
 // checkSilent counts the hosts lost that are silent for too long, as
@@ -417,8 +424,8 @@ func (m *Machine) outputFile(from peer.ID, e proto.Report) (string, error) {
 	if err := job.PlainFileName(e.Name); err != nil {
 		return "", err
 	}
-	if e.Rank < 0 || e.Rank >= m.rec.Desc.Nodes {
-		return "", fmt.Errorf("from rank %d of a job of %d", e.Rank, m.rec.Desc.Nodes)
+	if e.Rank < 0 || e.Rank >= m.plan.N {
+		return "", fmt.Errorf("from rank %d of a job of %d", e.Rank, m.plan.N)
 	}
 	name := job.OutputName(e.Name, e.Rank)
 	copyID := fmt.Sprintf("%s/%d", from, e.Replica)

@@ -25,9 +25,14 @@ type Need struct {
 	// processes from Min to N, resized at its checkpoints); 0 for a rigid
 	// job. A host whose slots such a job holds may ask it to give way to
 	// a job that waits for them.
-	Min int          `json:"min,omitempty"`
-	R   int          `json:"r"` // replicas of each process, on distinct hosts
-	Req Requirements `json:"req"`
+	Min int `json:"min,omitempty"`
+	// Grow marks the advert of a malleable job that runs already and
+	// looks for N more processes: a host serves every job waiting to
+	// start before it, and such a job's offers are given back to any of
+	// them that asks.
+	Grow bool         `json:"grow,omitempty"`
+	R    int          `json:"r"` // replicas of each process, on distinct hosts
+	Req  Requirements `json:"req"`
 	// MemPerProc is the memory one process declares it uses (submit
 	// --mem-per-proc): a host offering c processes holds
 	// max(Req.MinMemory, c×MemPerProc). 0: nothing declared.
@@ -136,7 +141,7 @@ func (n Need) Validate() error {
 		return fmt.Errorf("out of range: job %q n=%d r=%d (1 <= r <= %d, n*r <= %d)",
 			n.Job, n.N, n.R, MaxReplicas, MaxProcs)
 	}
-	if n.Min < 0 || n.Min > n.N || n.Min > 0 && n.R != 1 {
+	if n.Min < 0 || n.Min > n.N || (n.Min > 0 || n.Grow) && n.R != 1 {
 		return fmt.Errorf("out of range: job %q min=%d n=%d r=%d (a malleable job has 1 <= min <= n and r = 1)", n.Job, n.Min, n.N, n.R)
 	}
 	if err := CheckMemPerProc(n.MemPerProc); err != nil {

@@ -12,7 +12,10 @@ import (
 // PreemptProtocol: worker -> submitter, one PreemptMsg answered by a
 // PreemptReply once the job is stopped (or why not). A host that gives
 // itself to a job of higher priority asks the submitter of each job it
-// swaps out to stop that job with a checkpoint.
+// swaps out to stop that job with a checkpoint. A host where a job waits
+// for slots a malleable job holds asks it instead to give way
+// (PreemptMsg.GiveWay): to shrink at its next quiet checkpoint, giving
+// back this host; the answer comes at once.
 const PreemptProtocol protocol.ID = "/zorilla/preempt/1.0.0"
 
 // MaxPreemptSize bounds a PreemptMsg and a PreemptReply.
@@ -36,12 +39,19 @@ type PreemptMsg struct {
 	// at that turn, then the jobs that waited with it): the resumed
 	// job's adverts name them all (Need.YieldWith).
 	With []JobID `json:"with,omitempty"`
+	// GiveWay asks a malleable job to shrink rather than stop, for job
+	// For of N processes (Min, its least size, when it is malleable).
+	GiveWay bool `json:"give_way,omitempty"`
+	N       int  `json:"n,omitempty"`
+	Min     int  `json:"min,omitempty"`
 }
 
-// PreemptReply says whether the job was stopped with a checkpoint.
+// PreemptReply says whether the job was stopped with a checkpoint, or,
+// asked to give way, whether it will.
 type PreemptReply struct {
-	Stopped bool   `json:"stopped"`
-	Reason  string `json:"reason,omitempty"`
+	Stopped   bool   `json:"stopped"`
+	GivingWay bool   `json:"giving_way,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // Validate checks a PreemptMsg from a peer.
@@ -57,6 +67,9 @@ func (m PreemptMsg) Validate() error {
 	}
 	if err := checkYieldSet("preempt: with", true, m.With); err != nil {
 		return err
+	}
+	if m.GiveWay && (m.N < 1 || m.N > MaxProcs || m.Min < 0 || m.Min > m.N) {
+		return fmt.Errorf("preempt: give way for a job of n=%d min=%d", m.N, m.Min)
 	}
 	return CheckPriority(m.Priority)
 }

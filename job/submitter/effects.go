@@ -37,6 +37,8 @@ func (ss *session) do(e lifecycle.Effect) {
 		answer(&ss.mu, ss.offers, e.Token, e.Reply)
 	case lifecycle.AnswerStop:
 		answer(&ss.mu, ss.stops, e.Token, e.Err)
+	case lifecycle.AnswerGiveWay:
+		answer(&ss.mu, ss.stops, e.Token, e.Err)
 	case lifecycle.Notify:
 		ss.feed.append(e.Update)
 	case lifecycle.Save:

@@ -35,8 +35,8 @@ func (s *Submitter) handleOffer(ctx context.Context, from peer.ID, st rpc.Stream
 		return
 	}
 	reply := proto.OfferReply{Reason: "no such job is reserving here"}
-	if ss := s.session(msg.Job); ss != nil && !ss.reserving.Load() {
-		reply.Reason = "job no longer reserving"
+	if ss := s.session(msg.Job); ss != nil && !ss.takingOffers.Load() {
+		reply.Reason = "job takes no offers now"
 	} else if ss != nil && msg.Slots > 0 && msg.Lease != "" {
 		reply = ss.offer(s.measure(ctx, ss, from, msg))
 	}

@@ -45,7 +45,7 @@ func (s *Submitter) handlePreempt(ctx context.Context, from peer.ID, st rpc.Stre
 		return
 	}
 	_ = st.SetDeadline(time.Now().Add(proto.PreemptStopTimeout + 30*time.Second))
-	reply := proto.PreemptReply{Stopped: true}
+	reply := proto.PreemptReply{Stopped: !msg.GiveWay, GivingWay: msg.GiveWay}
 	if err := s.Preempt(ctx, from, msg); err != nil {
 		reply = proto.PreemptReply{Reason: err.Error()}
 	}
@@ -59,11 +59,15 @@ func (s *Submitter) handlePreempt(ctx context.Context, from peer.ID, st rpc.Stre
 // Preempt swaps job msg.Job out for msg.For at the request of host from:
 // it stops the job with a checkpoint, then resumes it from there, to wait
 // for hosts. It returns once the job is stopped, or why it was not (the
-// job then runs on).
+// job then runs on). Asked to give way, a malleable job says at once
+// whether it will shrink at its next quiet checkpoint.
 func (s *Submitter) Preempt(ctx context.Context, from peer.ID, msg proto.PreemptMsg) error {
 	ss := s.session(msg.Job)
 	if ss == nil {
 		return fmt.Errorf("%w: job %s is not running here", job.ErrNotPreemptible, msg.Job)
+	}
+	if msg.GiveWay {
+		return ss.giveWay(ctx, lifecycle.GiveWay{Host: from, Lease: msg.Lease, For: msg.For, N: msg.N, Min: msg.Min})
 	}
 	why := preemptWhy(ss.m.Record().Desc, from, msg)
 	if err := ss.stopAt(ctx, proto.PreemptStopTimeout, &lifecycle.PreemptBy{Host: from, Lease: msg.Lease, Why: why}); err != nil {

@@ -44,10 +44,10 @@ type session struct {
 	stop   context.CancelFunc
 	ended  chan struct{} // closed when run returns
 
-	// reserving mirrors m.Reserving() after each step: an offer that comes
-	// at another time is refused before its sender is measured.
-	reserving atomic.Bool
-	tokens    atomic.Uint64
+	// takingOffers mirrors m.TakesOffers() after each step: an offer that
+	// comes at another time is refused before its sender is measured.
+	takingOffers atomic.Bool
+	tokens       atomic.Uint64
 
 	mu      sync.Mutex // guards offers and stops
 	offers  map[uint64]chan proto.OfferReply
@@ -146,7 +146,7 @@ func (ss *session) step(in item) {
 	effects := ss.m.Step(input)
 	// Before the effects: the flood they may send out must find the job
 	// taking offers.
-	ss.reserving.Store(ss.m.Reserving())
+	ss.takingOffers.Store(ss.m.TakesOffers())
 	for _, e := range effects {
 		ss.do(e)
 	}
@@ -191,13 +191,30 @@ func (ss *session) offer(o lifecycle.Offer) proto.OfferReply {
 // stopAt asks the machine for a stop at the next checkpoint and waits for
 // its answer, or ctx.
 func (ss *session) stopAt(ctx context.Context, timeout time.Duration, by *lifecycle.PreemptBy) error {
+	return ss.ask(ctx, func(token uint64) lifecycle.Event {
+		return lifecycle.Stop{Token: token, Timeout: timeout, By: by}
+	})
+}
+
+// giveWay asks the machine whether the job gives way as w asks; it says
+// at once.
+func (ss *session) giveWay(ctx context.Context, w lifecycle.GiveWay) error {
+	return ss.ask(ctx, func(token uint64) lifecycle.Event {
+		w.Token = token
+		return w
+	})
+}
+
+// ask feeds the event ev makes of a fresh token, and waits for the
+// machine's answer under that token (AnswerStop, AnswerGiveWay).
+func (ss *session) ask(ctx context.Context, ev func(token uint64) lifecycle.Event) error {
 	token := ss.tokens.Add(1)
 	reply := make(chan error, 1)
 	ss.mu.Lock()
 	ss.stops[token] = reply
 	ss.mu.Unlock()
 	select {
-	case ss.inputs <- item{ev: lifecycle.Stop{Token: token, Timeout: timeout, By: by}}:
+	case ss.inputs <- item{ev: ev(token)}:
 	case <-ss.ended:
 		return fmt.Errorf("%w: job %s ended meanwhile", job.ErrNotStoppable, ss.id)
 	case <-ctx.Done():
