@@ -238,3 +238,17 @@ func HostsToGive(p Plan, askers []peer.ID, target int) []peer.ID {
 	}
 	return out
 }
+
+// PlaceOn places the job d describes on offers: an MPICH job by its own
+// rule, a malleable one at the largest size they hold within its range,
+// any other at its n (what a dry run shows).
+func (d Description) PlaceOn(offers []Offer) (Plan, error) {
+	lo, hi := d.SizeRange()
+	switch {
+	case d.PMI:
+		return PlacePMI(d.Strategy, offers, d.Nodes)
+	case lo < hi:
+		return PlaceRange(d.Strategy, offers, lo, hi)
+	}
+	return Place(d.Strategy, offers, hi, d.Replicas)
+}

@@ -220,16 +220,16 @@ func withColon(s string) string {
 // not end well).
 func writeDryRun(w io.Writer, rec job.Record) error {
 	d := rec.Desc
-	plan, perr := job.Place(d.Strategy, rec.Offers, d.Nodes, d.Replicas)
+	plan, perr := d.PlaceOn(rec.Offers)
 	writeOffers(w, rec.Offers, plan)
 	if seen := job.SeenSummary(rec.Offers, rec.Declines); seen != "" {
 		fmt.Fprintln(w, seen)
 	}
 	if perr != nil {
-		fmt.Fprintf(w, "not feasible: n=%d r=%d: %v\n", d.Nodes, d.Replicas, perr)
+		fmt.Fprintf(w, "not feasible: n=%s r=%d: %v\n", d.FormatProcs(), d.Replicas, perr)
 		return cli.Exit(fmt.Sprintf("job %s: dry run: not feasible", rec.ID), 1)
 	}
-	fmt.Fprintf(w, "feasible: n=%d r=%d %s on %d of %d hosts\n", d.Nodes, d.Replicas, d.Strategy, len(plan.Hosts), len(rec.Offers))
+	fmt.Fprintf(w, "feasible: n=%d r=%d %s on %d of %d hosts\n", plan.N, d.Replicas, d.Strategy, len(plan.Hosts), len(rec.Offers))
 	if rec.State != job.Done {
 		return jobExit(rec)
 	}

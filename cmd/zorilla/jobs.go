@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,7 +77,11 @@ func writeJobs(w io.Writer, recs []job.Record) {
 		if r.DryRun {
 			state += " (dry run)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d x %d\t%s\t%s\t%s\n", r.ID, state, r.Desc.Nodes, r.Desc.Replicas,
+		n := strconv.Itoa(r.Desc.Nodes)
+		if r.Desc.Malleable() {
+			n = fmt.Sprintf("%d of %s", r.WorldSize(), r.Desc.FormatProcs())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s x %d\t%s\t%s\t%s\n", r.ID, state, n, r.Desc.Replicas,
 			r.Created.Local().Format(time.DateTime), exit, programName(r.Desc))
 	}
 	tw.Flush()

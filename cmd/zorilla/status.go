@@ -58,7 +58,11 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 	d := r.Desc
 	fmt.Fprintf(tw, "job\t%s\n", r.ID)
 	fmt.Fprintf(tw, "program\t%s\n", strings.Join(append([]string{d.Executable}, d.Args...), " "))
-	fmt.Fprintf(tw, "size\tn=%d r=%d %s\n", d.Nodes, d.Replicas, d.Strategy)
+	if d.Malleable() {
+		fmt.Fprintf(tw, "size\tn=%d of %s r=%d %s, resized at most every %v\n", r.WorldSize(), d.FormatProcs(), d.Replicas, d.Strategy, d.ResizeEvery)
+	} else {
+		fmt.Fprintf(tw, "size\tn=%d r=%d %s\n", d.Nodes, d.Replicas, d.Strategy)
+	}
 	state := fmt.Sprintf("%s since %s", r.State, r.Since().Local().Format(timeLayout))
 	if !r.State.Terminal() {
 		state += fmt.Sprintf(" (%v)", now.Sub(r.Since()).Round(time.Millisecond))
@@ -86,11 +90,12 @@ func writeStatus(w io.Writer, r job.Record, now time.Time) {
 		writePlan(w, *r.Plan)
 	}
 	writeLost(w, r.Lost)
+	writeResizes(w, r.Resizes)
 	writeRuns(w, r.Runs)
 	writeCheckpoints(w, r)
 	writeSwitches(w, r.Switches)
 	if r.DryRun {
-		plan, _ := job.Place(d.Strategy, r.Offers, d.Nodes, d.Replicas)
+		plan, _ := d.PlaceOn(r.Offers)
 		writeOffers(w, r.Offers, plan)
 	}
 }
@@ -177,4 +182,17 @@ func procTag(rank, replica int) string {
 		return fmt.Sprint(rank)
 	}
 	return fmt.Sprintf("%d.%d", rank, replica)
+}
+
+// writeResizes lists a malleable job's changes of size.
+func writeResizes(w io.Writer, rs []job.Resize) {
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "resizes:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, z := range rs {
+		fmt.Fprintf(tw, "  %s\t%d -> %d\t%s\n", z.At.Local().Format(timeLayout), z.From, z.To, z.Why)
+	}
+	tw.Flush()
 }

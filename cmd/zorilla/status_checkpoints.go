@@ -21,7 +21,11 @@ func writeCheckpoints(w io.Writer, r job.Record) {
 	for _, c := range r.Checkpoints {
 		state := "complete"
 		if !c.Complete {
-			state = fmt.Sprintf("%d of %d ranks", len(c.Files), r.Desc.Nodes)
+			size := c.Size
+			if size == 0 {
+				size = r.WorldSize()
+			}
+			state = fmt.Sprintf("%d of %d ranks", len(c.Files), size)
 		}
 		fmt.Fprintf(tw, "  %d\t%s\tattempt %d\t%s\t%s\n", c.Num, c.Taken.Local().Format(timeLayout), c.Attempt, proto.FormatSize(c.Bytes()), state)
 	}

@@ -46,7 +46,7 @@ func submitCommand() *cli.Command {
 
 func submitFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "n", Usage: "number of processes (MPI ranks)", Value: 1},
+		&cli.StringFlag{Name: "n", Usage: "number of processes (MPI ranks), or `MIN:MAX` for a malleable job that starts with MIN and changes size at its checkpoints", Value: "1"},
 		&cli.IntFlag{Name: "r", Usage: "copies of each rank, on distinct hosts", Value: 1},
 		&cli.StringFlag{Name: "a", Aliases: []string{"strategy"}, Usage: "placement: spread (one per host first) or concentrate (fill the closest hosts)", Value: string(job.DefaultStrategy)},
 		&cli.GenericFlag{Name: "input", Usage: "`FILE` staged beside the program on every host (repeatable)", Value: &listFlag{}},
@@ -55,6 +55,7 @@ func submitFlags() []cli.Flag {
 		&cli.GenericFlag{Name: "env", Usage: "`K=V` added to every process's environment (repeatable)", Value: &listFlag{}},
 		&cli.DurationFlag{Name: "timeout", Usage: "wall-clock limit of the run", Value: job.DefaultTimeout},
 		&cli.DurationFlag{Name: "deadline", Usage: "give up looking for hosts after this long", Value: job.DefaultDeadline},
+		&cli.DurationFlag{Name: "resize-every", Usage: "a malleable job (-n MIN:MAX) grows at most once per `D`", Value: job.DefaultResizeEvery},
 		&cli.DurationFlag{Name: "checkpoint-every", Usage: "take a checkpoint (where the program calls Comm.Checkpoint) only when `D` has passed since the last one; by default at every call"},
 		&cli.IntFlag{Name: "retries", Usage: "start the job again on other hosts at most `N` times when it loses a host while running (a rank's last copy)", Value: job.DefaultRetries},
 		&cli.StringFlag{Name: "mem-per-proc", Usage: "`SIZE` of memory each process uses, e.g. 512M: hosts hold it for every process they take and co-schedule jobs only while it fits"},
@@ -179,7 +180,7 @@ func descriptionFrom(c *cli.Context) (job.Description, error) {
 		if c.NArg() == 0 {
 			return d, errors.New("PROGRAM is required (or --file JOB.yaml)")
 		}
-		d = job.NewDescription(c.Args().First(), c.Args().Tail(), c.Int("n"))
+		d = job.NewDescription(c.Args().First(), c.Args().Tail(), 1)
 	}
 	if err := applyFlags(c, &d); err != nil {
 		return d, err
@@ -192,8 +193,15 @@ func descriptionFrom(c *cli.Context) (job.Description, error) {
 
 // applyFlags sets the fields whose flags were given on the command line.
 func applyFlags(c *cli.Context, d *job.Description) error {
-	if c.IsSet("n") {
-		d.Nodes = c.Int("n")
+	if c.IsSet("n") || c.String("file") == "" {
+		lo, hi, err := job.ParseProcs(c.String("n"))
+		if err != nil {
+			return fmt.Errorf("-n: %w", err)
+		}
+		d.MinNodes, d.Nodes = lo, hi
+	}
+	if c.IsSet("resize-every") || d.Malleable() && d.ResizeEvery == 0 {
+		d.ResizeEvery = c.Duration("resize-every")
 	}
 	if c.IsSet("r") {
 		d.Replicas = c.Int("r")

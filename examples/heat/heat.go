@@ -68,6 +68,65 @@ func (s *state) load(r io.Reader, cells int) error {
 	return nil
 }
 
+// restore loads the state of a restarted run into s, whose cells start at
+// lo: its own saved cells when the job restarted at the same size, or,
+// when a malleable job restarted at another size, the cells of every old
+// rank's block that overlaps its own (they must all have saved the same
+// step and trace).
+func restore(c *mpi.Comm, s *state, cells, lo int, out io.Writer) error {
+	ss := c.Session()
+	old := ss.RestoredSize()
+	if r, ok := ss.Restored(); ok {
+		if err := s.load(r, cells); err != nil {
+			return err
+		}
+	} else if old > 0 {
+		if err := s.gather(ss.RestoredRank, cells, lo, old); err != nil {
+			return err
+		}
+	} else {
+		return nil
+	}
+	if c.Rank() == 0 {
+		fmt.Fprintf(out, "heat: restarted at step %d from checkpoint %d", s.step, ss.RestoredFrom())
+		if old != c.Size() {
+			fmt.Fprintf(out, " of %d ranks, now %d", old, c.Size())
+		}
+		fmt.Fprintln(out)
+	}
+	return nil
+}
+
+// gather fills s's cells [lo, lo+len(s.u)) from the blocks of the old
+// ranks of a run of old ranks, each read with read.
+func (s *state) gather(read func(rank int) (io.Reader, error), cells, lo, old int) error {
+	hi := lo + len(s.u)
+	first := true
+	for r := range old {
+		a, b := block(cells, r, old)
+		if b <= lo || a >= hi {
+			continue
+		}
+		in, err := read(r)
+		if err != nil {
+			return err
+		}
+		part := &state{u: make([]float64, b-a)}
+		if err := part.load(in, cells); err != nil {
+			return fmt.Errorf("old rank %d: %w", r, err)
+		}
+		if !first && (part.step != s.step || part.trace != s.trace) {
+			return fmt.Errorf("old rank %d saved step %d, another step %d", r, part.step, s.step)
+		}
+		first, s.step, s.trace = false, part.step, part.trace
+		copy(s.u[max(a, lo)-lo:min(b, hi)-lo], part.u[max(a, lo)-a:min(b, hi)-a])
+	}
+	if first {
+		return fmt.Errorf("no old rank held cells %d to %d", lo, hi)
+	}
+	return nil
+}
+
 // fold adds a step's largest temperature to the trace.
 func fold(trace uint64, max float64) uint64 {
 	return trace*1099511628211 ^ math.Float64bits(max)
@@ -106,13 +165,8 @@ func run(ctx context.Context, c *mpi.Comm, p params, out io.Writer) error {
 	for i := range s.u {
 		s.u[i] = initial(lo + i)
 	}
-	if r, ok := c.Session().Restored(); ok {
-		if err := s.load(r, p.cells); err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		if me == 0 {
-			fmt.Fprintf(out, "heat: restarted at step %d from checkpoint %d\n", s.step, c.Session().RestoredFrom())
-		}
+	if err := restore(c, s, p.cells, lo, out); err != nil {
+		return fmt.Errorf("restore: %w", err)
 	}
 	v := make([]float64, len(s.u))
 	for ; s.step < uint64(p.steps); s.step++ {

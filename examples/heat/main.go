@@ -13,7 +13,11 @@
 //
 //	go build -o heat ./examples/heat
 //	zorilla submit -n 4 --checkpoint-every 2s ./heat 2000 5
+//	zorilla submit -n 2:8 --checkpoint-every 2s ./heat 2000 5   # malleable
 //
+// Malleable, the job may restart at another size from a checkpoint: each
+// new rank reads the old ranks' blocks that overlap its own
+// (mpi.Session.RestoredRank), and the result is the same bit for bit.
 // Usage: heat STEPS [MS_PER_STEP [CELLS]]: MS_PER_STEP pauses every step
 // (so tests can kill it mid-run; default 0), CELLS is the line's length
 // (default 4096). It exits 2 on a usage error, 1 when the job fails or the

@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,4 +162,42 @@ func wholeSum(p params) uint64 {
 	}
 	_ = binary.Write(h, binary.LittleEndian, trace)
 	return h.Sum64()
+}
+
+// TestGatherAtAnotherSize: after a resize, each new rank's cells are
+// exactly those the old ranks saved, whatever the old and new sizes; old
+// ranks that saved different steps are refused.
+func TestGatherAtAnotherSize(t *testing.T) {
+	const cells = 37
+	field := make([]float64, cells)
+	for i := range field {
+		field[i] = float64(i) * 1.5
+	}
+	saved := func(old int, step func(r int) uint64) func(int) (io.Reader, error) {
+		return func(r int) (io.Reader, error) {
+			a, b := block(cells, r, old)
+			var buf bytes.Buffer
+			st := &state{step: step(r), trace: 42, u: field[a:b]}
+			return &buf, st.save(&buf)
+		}
+	}
+	same := func(int) uint64 { return 9 }
+	for _, old := range []int{1, 3, 4, 8} {
+		for _, n := range []int{1, 2, 5, 8} {
+			for r := range n {
+				lo, hi := block(cells, r, n)
+				s := &state{u: make([]float64, hi-lo)}
+				if err := s.gather(saved(old, same), cells, lo, old); err != nil {
+					t.Fatalf("%d -> %d, rank %d: %v", old, n, r, err)
+				}
+				if s.step != 9 || s.trace != 42 || !slices.Equal(s.u, field[lo:hi]) {
+					t.Fatalf("%d -> %d, rank %d: step %d trace %d cells %v", old, n, r, s.step, s.trace, s.u)
+				}
+			}
+		}
+	}
+	s := &state{u: make([]float64, cells)}
+	if err := s.gather(saved(4, func(r int) uint64 { return uint64(r) }), cells, 0, 4); err == nil {
+		t.Fatal("old ranks of different steps gathered")
+	}
 }

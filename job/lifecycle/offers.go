@@ -241,17 +241,13 @@ func (m *Machine) place() {
 	m.start(plan)
 }
 
-// placeOn places the job on offers: an MPICH job by its own rule, a
-// malleable one at the largest size they hold within its range, any other
-// at its n.
+// placeOn places the job on offers (job.Description.PlaceOn), at the
+// size of the checkpoint it restarts from when it cannot change size
+// there (job.Record.RestartRange).
 func (m *Machine) placeOn(offers []job.Offer) (job.Plan, error) {
 	d := m.rec.Desc
-	lo, hi := m.rec.RestartRange()
-	switch {
-	case d.PMI:
-		return job.PlacePMI(d.Strategy, offers, d.Nodes)
-	case lo < hi:
-		return job.PlaceRange(d.Strategy, offers, lo, hi)
+	if lo, hi := m.rec.RestartRange(); lo == hi && d.Malleable() {
+		d.MinNodes, d.Nodes = 0, hi
 	}
-	return job.Place(d.Strategy, offers, hi, d.Replicas)
+	return d.PlaceOn(offers)
 }

@@ -178,11 +178,15 @@ func (m *Machine) finishResize(out outcome) {
 	}
 	offers := append(keptOffers(m.withKept(old), kept), pool...)
 	job.OrderRList(offers, m.rec.Desc.Prefer)
-	lo, _ := m.rec.Desc.SizeRange()
-	plan, err := job.PlaceRange(m.rec.Desc.Strategy, offers, min(lo, rz.target), rz.target)
+	lo, hi := m.rec.Desc.SizeRange()
+	target := rz.target
+	if !rz.giving() { // offers that came since the ask count too
+		target = min(hi, old.N+poolSlots(pool, hi))
+	}
+	plan, err := job.PlaceRange(m.rec.Desc.Strategy, offers, min(lo, target), target)
 	if err != nil {
 		m.cancelLeases(offers)
-		m.finish(fatal(fmt.Sprintf("resize to %d: %v", rz.target, err)))
+		m.finish(fatal(fmt.Sprintf("resize to %d: %v", target, err)))
 		return
 	}
 	m.cancelLeases(plan.Spares)
