@@ -11,9 +11,8 @@ import (
 // blob is removed from the store when the last job using it ends: the
 // store is bounded (blob.Config.MaxTotal), and a worker that kept every
 // program it ever ran would refuse every job once full. Blobs the local
-// user uploaded are never removed here. (A blob fetched for a job and
-// uploaded again by the local user while that job runs is removed with
-// the job; the user's next submit says it is not uploaded.)
+// user uploaded are never removed here, nor those the agent's own
+// submitter pinned for the jobs it runs (blob.Store.Pin).
 type stagedBlobs struct {
 	mu      sync.Mutex
 	refs    map[blob.Hash]int

@@ -66,8 +66,12 @@ type Store struct {
 	maxSize  int64
 	maxTotal int64
 
-	mu   sync.Mutex // guards used and orders check-then-rename of new blobs
+	mu   sync.Mutex // guards used and pins, and orders check-then-rename of new blobs
 	used int64      // bytes of the blobs in dir
+	// pins counts, per blob, the users that need it kept (Pin): the
+	// submitter for the files of the jobs it runs, while the worker of
+	// the same agent removes what it fetched once its jobs end.
+	pins map[Hash]int
 }
 
 // New opens (creating it if needed) the Store in cfg.Dir. It removes
@@ -79,7 +83,7 @@ func New(cfg Config) (*Store, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("blob: create %s: %w", cfg.Dir, err)
 	}
-	s := &Store{dir: cfg.Dir, maxSize: cfg.MaxSize, maxTotal: cfg.MaxTotal}
+	s := &Store{dir: cfg.Dir, maxSize: cfg.MaxSize, maxTotal: cfg.MaxTotal, pins: map[Hash]int{}}
 	used, err := s.scan()
 	if err != nil {
 		return nil, err
@@ -251,11 +255,14 @@ func (s *Store) commit(tmp string, h Hash, n int64) error {
 	return nil
 }
 
-// Remove deletes blob h. Removing a blob the Store does not hold is not an
-// error.
+// Remove deletes blob h, unless it is pinned. Removing a blob the Store
+// does not hold (or a pinned one) is not an error.
 func (s *Store) Remove(h Hash) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.pins[h] > 0 {
+		return nil // someone still needs it; the last Unpin does not remove it either
+	}
 	size, ok := s.size(h)
 	if !ok {
 		return nil
@@ -265,4 +272,23 @@ func (s *Store) Remove(h Hash) error {
 	}
 	s.used -= size
 	return nil
+}
+
+// Pin keeps blob h (present or to come) in the store until as many Unpin
+// calls: Remove leaves a pinned blob where it is.
+func (s *Store) Pin(h Hash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pins[h]++
+}
+
+// Unpin ends one Pin of h.
+func (s *Store) Unpin(h Hash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pins[h] <= 1 {
+		delete(s.pins, h)
+		return
+	}
+	s.pins[h]--
 }

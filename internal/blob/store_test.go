@@ -342,3 +342,29 @@ func BenchmarkPut20MB(b *testing.B) {
 		_ = s.Remove(h)
 	}
 }
+
+// TestPinnedBlobsStay: a pinned blob survives Remove until its last pin
+// ends (the submitter's waiting job keeps its program while the worker of
+// the same agent removes what it fetched for a job that ended).
+func TestPinnedBlobsStay(t *testing.T) {
+	s := newStore(t, nil)
+	h, _, err := s.Put(strings.NewReader("program"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Pin(h)
+	s.Pin(h)
+	for i := range 2 {
+		if err := s.Remove(h); err != nil || !s.Has(h) {
+			t.Fatalf("pinned %d times: removed (%v)", 2-i, err)
+		}
+		s.Unpin(h)
+	}
+	if err := s.Remove(h); err != nil || s.Has(h) {
+		t.Fatalf("unpinned: still there (%v)", err)
+	}
+	s.Unpin(h) // more unpins than pins change nothing
+	if h2, _, _ := s.Put(strings.NewReader("program"), 0); s.Remove(h2) != nil || s.Has(h2) {
+		t.Fatal("a blob put again after too many unpins is pinned")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/lifecycle"
 	"github.com/zorilla-p2p/zorilla/job/proto"
@@ -88,6 +89,7 @@ func (s *Submitter) newSession(st lifecycle.Start) (*session, error) {
 func (ss *session) run(first lifecycle.Event) {
 	defer close(ss.ended)
 	defer ss.stop()
+	defer ss.pinFiles()()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	shutdown := ss.s.ctx.Done()
@@ -275,4 +277,30 @@ func (g *grants) has(h string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.h[h]
+}
+
+// pinFiles keeps the job's program and inputs in the agent's blob store
+// while the session runs, and returns what ends that: the agent's worker,
+// which removes the files it fetched for its own jobs, shares the store.
+func (ss *session) pinFiles() (unpin func()) {
+	rec := ss.m.Record()
+	var hs []blob.Hash
+	for _, f := range rec.Inputs {
+		if h, err := blob.ParseHash(f.Hash); err == nil {
+			hs = append(hs, h)
+		}
+	}
+	if rec.Program != nil {
+		if h, err := blob.ParseHash(rec.Program.Hash); err == nil {
+			hs = append(hs, h)
+		}
+	}
+	for _, h := range hs {
+		ss.s.blobs.Pin(h)
+	}
+	return func() {
+		for _, h := range hs {
+			ss.s.blobs.Unpin(h)
+		}
+	}
 }
