@@ -27,9 +27,10 @@ const (
 
 func benchCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "bench",
-		Usage:       "measure Zorilla against its baselines on this machine",
-		Subcommands: []*cli.Command{benchPingpongCommand(), benchEchoCommand(), benchRelayCommand(), benchContentionCommand()},
+		Name:  "bench",
+		Usage: "measure Zorilla against its baselines on this machine",
+		Subcommands: []*cli.Command{benchPingpongCommand(), benchEchoCommand(), benchRelayCommand(), benchContentionCommand(),
+			benchMalleableCommand(), benchResizeCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErrorf("bench: unknown command %q (see zorilla bench --help)", c.Args().First())

@@ -181,8 +181,8 @@ func run(ctx context.Context, c *mpi.Comm, p params, out io.Writer) error {
 			return fmt.Errorf("step %d: %w", s.step, err)
 		}
 		s.trace = fold(s.trace, m[0])
-		if p.pause > 0 {
-			time.Sleep(time.Duration(p.pause) * time.Millisecond) // the work a real step would do
+		if work := time.Duration(p.pause)*time.Millisecond + time.Duration(p.work*len(s.u))*time.Microsecond; work > 0 {
+			time.Sleep(work) // the work a real step would do
 		}
 		s.step++ // the state saved is "this many steps done"
 		_, err = c.Checkpoint(ctx, s.save)

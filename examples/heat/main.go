@@ -18,9 +18,11 @@
 // Malleable, the job may restart at another size from a checkpoint: each
 // new rank reads the old ranks' blocks that overlap its own
 // (mpi.Session.RestoredRank), and the result is the same bit for bit.
-// Usage: heat STEPS [MS_PER_STEP [CELLS]]: MS_PER_STEP pauses every step
-// (so tests can kill it mid-run; default 0), CELLS is the line's length
-// (default 4096). It exits 2 on a usage error, 1 when the job fails or the
+// Usage: heat STEPS [MS_PER_STEP [CELLS [US_PER_CELL]]]: MS_PER_STEP
+// pauses every step (so tests can kill it mid-run; default 0), CELLS is
+// the line's length (default 4096), and US_PER_CELL stands for a costlier
+// physics: each rank sleeps that many microseconds per cell it holds at
+// every step, so a step takes less time on more ranks (default 0). It exits 2 on a usage error, 1 when the job fails or the
 // check does.
 package main
 
@@ -43,7 +45,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	p, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprintln(stderr, "heat:", err)
-		fmt.Fprintln(stderr, "usage: heat STEPS [MS_PER_STEP [CELLS]]")
+		fmt.Fprintln(stderr, "usage: heat STEPS [MS_PER_STEP [CELLS [US_PER_CELL]]]")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -70,15 +72,16 @@ type params struct {
 	steps int
 	pause int // milliseconds per step
 	cells int
+	work  int // microseconds of work per cell held, per step (spent sleeping)
 }
 
 func parseArgs(args []string) (params, error) {
 	p := params{pause: 0, cells: 4096}
-	if len(args) < 1 || len(args) > 3 {
-		return p, fmt.Errorf("one to three arguments, got %d", len(args))
+	if len(args) < 1 || len(args) > 4 {
+		return p, fmt.Errorf("one to four arguments, got %d", len(args))
 	}
-	dst := []*int{&p.steps, &p.pause, &p.cells}
-	lows := []int{1, 0, 1}
+	dst := []*int{&p.steps, &p.pause, &p.cells, &p.work}
+	lows := []int{1, 0, 1, 0}
 	for i, a := range args {
 		n, err := strconv.Atoi(a)
 		if err != nil || n < lows[i] || n > 1<<30 {

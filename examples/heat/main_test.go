@@ -32,7 +32,8 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"10", "-1"}, params{}, false},
 		{[]string{"10", "1", "0"}, params{}, false},
 		{[]string{"x"}, params{}, false},
-		{[]string{"1", "2", "3", "4"}, params{}, false},
+		{[]string{"1", "2", "3", "4"}, params{steps: 1, pause: 2, cells: 3, work: 4}, true},
+		{[]string{"1", "2", "3", "4", "5"}, params{}, false},
 	} {
 		got, err := parseArgs(tc.args)
 		if (err == nil) != tc.ok || tc.ok && got != tc.want {
