@@ -12,6 +12,9 @@ import (
 // TestCheckpointWritesReuseTheirBuffer: a program may take a checkpoint
 // every iteration; each one must not cost a fresh megabyte of buffer.
 func TestCheckpointWritesReuseTheirBuffer(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's sync.Pool drops a share of what is put back, on purpose: no allocation count holds")
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // a collection would empty the pool
 	dir := t.TempDir()
 	write := func(i int) {

@@ -27,9 +27,16 @@ func (c *Comm) ShmFrames() (polled, standby int64) {
 func (c *Comm) EngineRuns() int64 { return c.s.shm.engineRuns.Load() }
 
 // ScribbleShm writes raw bytes into this rank's ring towards dst, as a
-// misbehaving rank would.
+// misbehaving rank would. It holds the rings as a send does (shmWrite):
+// the session's end unmaps them.
 func (c *Comm) ScribbleShm(dst int, junk []byte) error {
-	return c.s.shm.out[dst].Write(junk, c.s.alive)
+	s := c.s
+	s.shm.mu.RLock()
+	defer s.shm.mu.RUnlock()
+	if s.shm.closed {
+		return s.alive()
+	}
+	return s.shm.out[dst].Write(junk, s.alive)
 }
 
 // Flat returns c with host-aware collectives turned off, so that tests
@@ -59,8 +66,17 @@ func (c *Comm) CmaIn() int64 { return c.s.shm.cmaIn.Load() }
 func (c *Comm) CmaOff(dst int) bool { return c.s.shm.cmaOff[dst].Load() }
 
 // CmaIdent returns the address of the identity word of this rank's ring
-// towards dst, for a test that writes rendezvous by hand.
-func (c *Comm) CmaIdent(dst int) uint64 { return c.s.shm.out[dst].Ident() }
+// towards dst, for a test that writes rendezvous by hand; 0 once the
+// session's end unmapped the rings.
+func (c *Comm) CmaIdent(dst int) uint64 {
+	s := c.s
+	s.shm.mu.RLock()
+	defer s.shm.mu.RUnlock()
+	if s.shm.closed {
+		return 0
+	}
+	return s.shm.out[dst].Ident()
+}
 
 // RefuseCma makes every ring reader of this process refuse rendezvous
 // until the returned function is called, as a kernel that forbids

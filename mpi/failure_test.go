@@ -119,6 +119,45 @@ func TestAbort(t *testing.T) {
 	}
 }
 
+// TestAbortReachesBlockedRanks: a rank aborts as soon as Init returns,
+// while the others block in a receive from any source, on its agent and
+// the others. Its agent is released last, so every other rank was released
+// before the abort: each gets through Init, and its receive returns a
+// JobError naming the aborting rank and its code, never another cause and
+// never a bare lost connection.
+func TestAbortReachesBlockedRanks(t *testing.T) {
+	const size, aborter, code = 6, 2, 9
+	j, err := cluster.AddJob(size, mpitest.RoundRobin(len(cluster.Hosts)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Host[aborter] != len(cluster.Hosts)-1 {
+		t.Fatalf("rank %d runs on agent %d: it must run on the agent released last", aborter, j.Host[aborter])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	blocked := make([]bool, size)
+	recvErr := make([]error, size)
+	errs := j.Run(ctx, func(c *mpi.Comm) error {
+		if c.Rank() == aborter {
+			return c.Session().Abort(code)
+		}
+		blocked[c.Rank()] = true
+		_, recvErr[c.Rank()] = mpi.Recv(c, make([]byte, 1), mpi.AnySource, mpi.AnyTag)
+		return nil
+	})
+	for r := range size {
+		var je *mpi.JobError
+		switch {
+		case r == aborter:
+		case !blocked[r]:
+			t.Errorf("rank %d: Init returned %v, though it was released before rank %d aborted", r, errs[r], aborter)
+		case !errors.As(recvErr[r], &je) || je.Cause != "aborted" || je.Rank != aborter || je.Code != code:
+			t.Errorf("rank %d: the blocked receive returned %v, want rank %d's abort with code %d", r, recvErr[r], aborter, code)
+		}
+	}
+}
+
 // lost2 checks TestKilledRank's failure.
 func lost2(je *mpi.JobError) error {
 	if je.Cause != "rank lost" || je.Rank != 2 {

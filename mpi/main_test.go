@@ -56,6 +56,17 @@ func runErrs(t *testing.T, size int, place func(int) int, fn func(c *mpi.Comm) e
 	return j.Run(ctx, fn)
 }
 
+// jobSizes are the job sizes a sweep over layouts runs: 1 to 9 ranks, or
+// under -short (CI's run with the race detector, where the whole sweep
+// costs minutes) one rank, a power of two, and an even and an odd size
+// that leave a host part full.
+func jobSizes() []int {
+	if testing.Short() {
+		return []int{1, 2, 4, 7}
+	}
+	return []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
+}
+
 // placements are the layouts every behaviour is checked on: all ranks on
 // one agent, spread over three, and in blocks of two.
 var placements = map[string]func(int) int{

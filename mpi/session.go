@@ -51,7 +51,10 @@ type Session struct {
 // InitWith connects to the agent named in opt, introduces this rank, and
 // waits until the agent releases every rank of the job (the second phase of
 // the two-phase start). It returns when the job may communicate, or with an
-// error when ctx ends, the agent refuses, or the job fails first.
+// error when ctx ends, the agent refuses, or the job fails before the agent
+// released this rank: a job that fails after the release makes the
+// session's calls fail instead. Init's outcome follows the order in which
+// the agent released the rank and ended the job.
 func InitWith(ctx context.Context, opt Options) (*Session, error) {
 	if err := opt.validate(); err != nil {
 		return nil, err
@@ -69,13 +72,29 @@ func InitWith(ctx context.Context, opt Options) (*Session, error) {
 		_ = conn.Close()
 		return nil, ctxErr(ctx, err)
 	}
+	if err := s.awaitRelease(ctx); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// awaitRelease waits for the agent's Start, or for the session to end
+// before it. The reader handles frames in order, so a session that ended
+// with started closed was released first: that is a success, however the
+// two closes were seen here (a select over both picks at random once both
+// are closed, and a rank released before another's Abort then failed in
+// Init instead of in its first call).
+func (s *Session) awaitRelease(ctx context.Context) error {
 	select {
 	case <-s.started:
-		return s, nil
+		return nil
 	case <-s.dead:
-		_ = conn.Close()
-		return nil, ctxErr(ctx, fmt.Errorf("mpi: init: %w", s.deadErr()))
 	}
+	if isClosed(s.started) && ctx.Err() == nil {
+		return nil
+	}
+	return ctxErr(ctx, fmt.Errorf("mpi: init: %w", s.deadErr()))
 }
 
 // ctxErr prefers the context's error when the context ended: the broken

@@ -267,8 +267,9 @@ func (ir *inRing) stamp(h *proto.MsgHeader) error {
 }
 
 // shmDrain reads whole frames from the ring while it has data, until stop
-// (if not nil) has completed. mu is held. An error ends the job (the peer
-// broke the rules, or the session ended) and marks the ring bad.
+// (if not nil) has completed, counting them in count. mu is held. An error
+// ends the job (the peer broke the rules, or the session ended) and marks
+// the ring bad.
 func (s *Session) shmDrain(ir *inRing, stop *Request, count *atomic.Int64) error {
 	if ir.bad {
 		return ErrProtocol
@@ -277,10 +278,9 @@ func (s *Session) shmDrain(ir *inRing, stop *Request, count *atomic.Int64) error
 		if stop != nil && stop.completed() {
 			return nil
 		}
-		if err := s.shmReadMsg(ir); err != nil {
+		if err := s.shmReadMsg(ir, count); err != nil {
 			return s.ringFailed(ir, err)
 		}
-		count.Add(1)
 	}
 	return nil
 }
@@ -300,15 +300,18 @@ func (s *Session) ringFailed(ir *inRing, err error) error {
 }
 
 // shmReadMsg reads one MSG frame from the ring, checked like one from the
-// agent's socket and stamped as the agent would (stamp). It reads the ring
-// directly, not through an io.Reader, so a small message costs no
-// allocation here. mu is held.
-func (s *Session) shmReadMsg(ir *inRing) error {
+// agent's socket and stamped as the agent would (stamp), and counts it in
+// count. It reads the ring directly, not through an io.Reader, so a small
+// message costs no allocation here. mu is held.
+func (s *Session) shmReadMsg(ir *inRing, count *atomic.Int64) error {
 	var hb [proto.HeaderLen + proto.MsgHeaderLen]byte
 	if err := ir.readFull(hb[:proto.HeaderLen], s.alive); err != nil {
 		return err
 	}
 	typ, n, err := proto.ParseHeader(hb[:proto.HeaderLen], proto.MsgHeaderLen+s.maxData)
+	if err == nil && (typ == proto.TypeMsg || typ == proto.TypeCma) {
+		count.Add(1) // before its message can complete a receive, whose program may then read the counts
+	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("%w: %w", ErrProtocol, err)

@@ -56,15 +56,15 @@ func TestShmCollectivesOneAgent(t *testing.T) {
 	}
 }
 
-// TestShmPointToPoint: on 1..9 ranks in every layout, every rank sends
-// every other one messages of several sizes (one larger than a ring, so it
-// wraps while the reader copies out), half of them non-blocking; each
-// receiver takes them with AnySource after probing the first, and checks
-// sources, order and bytes.
+// TestShmPointToPoint: on 1..9 ranks (jobSizes) in every layout, every
+// rank sends every other one messages of several sizes (one larger than a
+// ring, so it wraps while the reader copies out), half of them
+// non-blocking; each receiver takes them with AnySource after probing the
+// first, and checks sources, order and bytes.
 func TestShmPointToPoint(t *testing.T) {
 	sizes := []int{0, 8, 70_000, 3 << 19}
 	for name, place := range placements {
-		for n := 1; n <= 9; n++ {
+		for _, n := range jobSizes() {
 			t.Run(fmt.Sprintf("%s/%d", name, n), func(t *testing.T) {
 				run(t, n, place, func(c *mpi.Comm) error {
 					me := c.Rank()
@@ -113,7 +113,8 @@ func TestShmPointToPoint(t *testing.T) {
 
 // TestShmReceivePolls: in a ping-pong between two ranks on one agent, the
 // blocked receive reads its source's ring itself (the fast path) for some
-// of the messages, every message arrives intact and in order whoever reads
+// of the messages (unless one P for the two makes it sleep at once: -cpu
+// 1), every message arrives intact and in order whoever reads
 // it, and with AnySource too; and a third rank on another agent mixed into
 // AnySource receives is matched as before.
 func TestShmReceivePolls(t *testing.T) {
@@ -179,7 +180,7 @@ func TestShmReceivePolls(t *testing.T) {
 		if polled+standby < rounds { // (and the peer's first barrier message, maybe)
 			return fmt.Errorf("rank %d read %d+%d frames from its ring, want %d", c.Rank(), polled, standby, rounds)
 		}
-		if polled == 0 {
+		if polled == 0 && !c.PollsCapped() { // (with one P for two ranks a receive sleeps at once)
 			return fmt.Errorf("rank %d: no receive read its ring itself (%d by the standby reader)", c.Rank(), standby)
 		}
 		return c.Barrier() // through the ring too, but after the counts

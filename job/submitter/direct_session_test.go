@@ -107,6 +107,9 @@ func (n *edgeNet) Known() []job.PeerRTT {
 // the advert goes to them directly, not in a wider radius, and once they
 // answer the job is placed on every host without another radius.
 func TestReserveSendsDirect(t *testing.T) {
+	if raceOn {
+		t.Skip("which hosts count as silent rests on the 50 ms answer gap, and under the race detector a first-radius offer can come later than that")
+	}
 	for _, tc := range []struct {
 		name   string
 		direct int // Config.Direct

@@ -69,8 +69,9 @@ func fillPair(b []byte, src, dst, it int) {
 	}
 }
 
-// failoverTrials is how many seeded trials each failover case runs: a few
-// in the ordinary test run, ZORILLA_FAILOVER_TRIALS (e.g. 20) by hand.
+// failoverTrials is how many seeded trials each failover case runs: two
+// in the ordinary test run, one under -short, ZORILLA_FAILOVER_TRIALS
+// (e.g. 20) by hand.
 func failoverTrials(t *testing.T) int {
 	if s := os.Getenv("ZORILLA_FAILOVER_TRIALS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -102,11 +103,17 @@ func failoverPlace(r, k int) int { return (r + k) % 4 }
 // inside a collective (a multi-fragment Alltoall), mid-run, near the end,
 // or in the middle of an Alltoall of 3 MiB blocks (96 fragments each).
 // Every copy on the other agents completes with every message checked, and
-// their routers never fail the job.
+// their routers never fail the job. Under -short (CI's run with the race
+// detector, where every case costs tens of seconds) each fault strikes
+// inside a collective only.
 func TestFailover(t *testing.T) {
 	trials := failoverTrials(t)
+	points := []string{"start", "collective", "mid", "end", "big"}
+	if testing.Short() {
+		points = []string{"collective"}
+	}
 	for _, f := range []fault{killHost, cutHost} {
-		for _, point := range []string{"start", "collective", "mid", "end", "big"} {
+		for _, point := range points {
 			for trial := range trials {
 				seed := uint64(trial*31 + int(f)*7 + len(point))
 				name := fmt.Sprintf("%s/%s/%d", map[fault]string{killHost: "kill", cutHost: "cut"}[f], point, seed)
@@ -278,11 +285,15 @@ func TestPairCut(t *testing.T) {
 // copy: the other copy of its rank takes over and the job completes
 // everywhere else; it does not fail the job ("ended while ranks were
 // running"). Agent 3 holds only the lead copy of rank 0, so nothing else
-// keeps the job there.
+// keeps the job there. Five trials, two under -short.
 func TestRemovedBeforeEOF(t *testing.T) {
 	place := func(r, k int) int { return [][]int{{3, 0}, {1, 2}, {2, 1}}[r][k] }
 	const iters, block = 24, 64 << 10
-	for trial := range 5 {
+	trials := 5
+	if testing.Short() {
+		trials = 2
+	}
+	for trial := range trials {
 		t.Run(fmt.Sprint(trial), func(t *testing.T) {
 			c := newCluster(t, 4, mpitest.FastConfig())
 			j, err := c.AddReplicatedJob(3, 2, place)

@@ -38,10 +38,17 @@ type inbound struct {
 func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 	in := &inbound{j: j, peer: s.Conn().RemotePeer(), s: s, br: br, window: j.cfg.linkWindow(len(j.remote)),
 		done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	// The Accept must be the stream's first frame: once registered, the
+	// stream may be written to (the job's failure, by fail), and an opener
+	// that read the failure in place of the Accept would take the handshake
+	// for broken and count this agent lost. Holding wmu from before the
+	// registration until the Accept is written makes any such write wait.
+	in.wmu.Lock()
 	j.mu.Lock()
 	if j.removed || j.err != nil {
 		failure := j.err
 		j.mu.Unlock()
+		in.wmu.Unlock()
 		answerEnded(s, j.cfg, failure)
 		return
 	}
@@ -66,7 +73,10 @@ func (j *Job) serveInbound(s network.Stream, br *bufio.Reader) {
 	defer close(in.done)
 	go in.creditLoop()
 	accept := proto.Accept{Window: uint32(in.window), MaxData: uint32(j.cfg.MaxData)}
-	if err := in.write(accept.Encode()); err != nil {
+	err := in.writeLocked(accept.Encode())
+	in.wmu.Unlock()
+	if err != nil {
+		in.broken(fmt.Errorf("write to %s: %w", in.peer.ShortString(), err))
 		return
 	}
 	in.readLoop()
@@ -200,12 +210,18 @@ func (in *inbound) creditLoop() {
 // write writes one frame back to the sender within the heartbeat timeout.
 func (in *inbound) write(f proto.Frame) error {
 	in.wmu.Lock()
-	_ = in.s.SetWriteDeadline(time.Now().Add(in.j.cfg.HeartbeatTimeout))
-	_, err := in.s.Write(f)
+	err := in.writeLocked(f)
 	in.wmu.Unlock()
 	if err != nil {
 		in.broken(fmt.Errorf("write to %s: %w", in.peer.ShortString(), err))
 	}
+	return err
+}
+
+// writeLocked writes one frame within the heartbeat timeout; in.wmu is held.
+func (in *inbound) writeLocked(f proto.Frame) error {
+	_ = in.s.SetWriteDeadline(time.Now().Add(in.j.cfg.HeartbeatTimeout))
+	_, err := in.s.Write(f)
 	return err
 }
 

@@ -21,7 +21,14 @@ type item struct {
 	fr      *frame // the shared buffer holding f, unref'd once written or dropped; nil for control frames
 	release func() // gives the frame's bytes back to the link it came on, or nil
 	local   bool   // counted against the queue's bound (from a local sender)
+	begun   bool   // its first bytes are on the socket: the rest must follow
 }
+
+// kept reports whether the item survives the queue's close: a control frame
+// (Start above all: a rank its agent released before the job failed must
+// learn both, in that order), or the rest of a frame already begun (the
+// failure must not land in the middle of a frame). Messages are dropped.
+func (it item) kept() bool { return it.fr == nil || it.begun }
 
 // done runs when the item has been written or dropped.
 func (it item) done() {
@@ -202,7 +209,8 @@ func (q *outq) enqueue(it item) {
 	n := writeNow(raw, it.f)
 	q.mu.Lock()
 	q.busy = false
-	if n == len(it.f) || q.closed {
+	it.begun = it.begun || n > 0
+	if n == len(it.f) || (q.closed && !it.kept()) {
 		q.signal()
 		q.mu.Unlock()
 		it.done()
@@ -255,8 +263,9 @@ func (q *outq) push(it item, first bool) {
 	q.signal()
 }
 
-// close drops what is queued, makes the writer write final (if not nil),
-// close the socket and end. Later deliveries are dropped.
+// close drops the queued messages, makes the writer write what the queue
+// keeps (kept) and then final (if not nil), close the socket and end.
+// Later deliveries are dropped.
 func (q *outq) close(final proto.Frame) {
 	q.mu.Lock()
 	if q.closed {
@@ -264,8 +273,18 @@ func (q *outq) close(final proto.Frame) {
 		return
 	}
 	q.closed, q.final = true, final
-	dropped := q.items
-	q.items, q.local, q.bytes = nil, 0, 0
+	var kept, dropped []item
+	for _, it := range q.items {
+		if it.kept() {
+			kept = append(kept, it)
+		} else {
+			dropped = append(dropped, it)
+		}
+	}
+	q.items, q.local, q.bytes = kept, 0, 0
+	for _, it := range kept {
+		q.bytes += len(it.f)
+	}
 	close(q.room)
 	q.signal()
 	q.mu.Unlock()

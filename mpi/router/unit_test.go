@@ -189,6 +189,9 @@ func TestLinkWindow(t *testing.T) {
 // messages alike: forwarding a stream of frames must not allocate (and the
 // collector clear) a fresh buffer per frame.
 func TestFramePoolRecycles(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's sync.Pool drops a share of what is put back, on purpose: no allocation count holds")
+	}
 	cfg := DefaultConfig()
 	fp := newFramePool(cfg.frameMax())
 	for _, data := range []int{600, 8000, 100 << 10, cfg.MaxData} {

@@ -1,0 +1,5 @@
+//go:build race
+
+package submitter
+
+const raceOn = true
