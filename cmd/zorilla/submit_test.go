@@ -163,7 +163,7 @@ func TestBadCommandLinesExit2(t *testing.T) {
 	}{
 		{[]string{"submit", "--data-dir", dd}, "PROGRAM is required"},
 		{[]string{"submit", "--data-dir", dd, "-n", "0", prog}, "nodes: must be >= 1"},
-		{[]string{"submit", "--data-dir", dd, "-n", "x", prog}, "invalid value"},
+		{[]string{"submit", "--data-dir", dd, "-n", "x", prog}, "want a whole number or MIN:MAX"},
 		{[]string{"submit", "--data-dir", dd, "-a", "sideways", prog}, "strategy"},
 		{[]string{"submit", "--data-dir", dd, "-r", "0", prog}, "replicas"},
 		{[]string{"submit", "--data-dir", dd, "--env", "NOEQUALS", prog}, "--env"},

@@ -193,9 +193,21 @@ func (ss *session) offer(o lifecycle.Offer) proto.OfferReply {
 // stopAt asks the machine for a stop at the next checkpoint and waits for
 // its answer, or ctx.
 func (ss *session) stopAt(ctx context.Context, timeout time.Duration, by *lifecycle.PreemptBy) error {
-	return ss.ask(ctx, func(token uint64) lifecycle.Event {
+	err := ss.ask(ctx, func(token uint64) lifecycle.Event {
 		return lifecycle.Stop{Token: token, Timeout: timeout, By: by}
 	})
+	if err != nil {
+		return err
+	}
+	// The machine answers just before it ends; the session leaves the
+	// running set a moment later. Wait for that, so that a resume that
+	// follows (a swap, or the user's) finds the job stopped, not still here.
+	select {
+	case <-ss.ended:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("job %s stopped but still closing (%w)", ss.id, ctx.Err())
+	}
 }
 
 // giveWay asks the machine whether the job gives way as w asks; it says
