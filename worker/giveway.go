@@ -81,5 +81,28 @@ func (s *Service) askGiveWay(r *running, w Waiter) {
 		r.pre.preempted.Store(false)
 		return
 	}
+	r.pre.gaveWayAt.Store(time.Now().UnixNano())
 	log.Infow("malleable job gives way", "job", r.id, "for", w.Need.Job, "host", s.h.ID())
+}
+
+// GiveWayPatience is how long a host waits for a malleable job that said
+// it gives way to end its run here. The job shrinks at its next quiet
+// checkpoint or gives up after its submitter's resize timeout (two
+// minutes by default), and it may give back other hosts than this one;
+// past this the job is a candidate here again, to give way or be
+// preempted, instead of being left alone for the rest of its run.
+const GiveWayPatience = 3 * time.Minute
+
+// lapseGiveWay makes a job that said it gives way, and still runs here
+// GiveWayPatience later, a candidate again; it says whether it did.
+func (p *preemptState) lapseGiveWay(now time.Time) bool {
+	at := p.gaveWayAt.Load()
+	if at == 0 || now.Sub(time.Unix(0, at)) < GiveWayPatience {
+		return false
+	}
+	if !p.gaveWayAt.CompareAndSwap(at, 0) {
+		return false
+	}
+	p.preempted.Store(false)
+	return true
 }

@@ -52,3 +52,36 @@ func TestPlanGiveWay(t *testing.T) {
 		}
 	}
 }
+
+// A job that said it gives way and still runs here GiveWayPatience later
+// (it gave back another host, or its resize found no quiet checkpoint)
+// is a candidate again; before that, and without a give-way, the mark
+// stays as it is.
+func TestGiveWayLapses(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name      string
+		gaveWay   bool
+		after     time.Duration
+		preempted bool // after lapseGiveWay
+	}{
+		{"no give-way: a swap-out's mark stays", false, time.Hour, true},
+		{"within its patience", true, GiveWayPatience - time.Second, true},
+		{"past its patience", true, GiveWayPatience, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p preemptState
+			p.preempted.Store(true)
+			if tc.gaveWay {
+				p.gaveWayAt.Store(t0.UnixNano())
+			}
+			lapsed := p.lapseGiveWay(t0.Add(tc.after))
+			if got := p.preempted.Load(); got != tc.preempted || lapsed == tc.preempted {
+				t.Fatalf("preempted %v, lapsed %v: want preempted %v", got, lapsed, tc.preempted)
+			}
+			if lapsed && p.lapseGiveWay(t0.Add(2*tc.after)) {
+				t.Fatal("lapsed twice")
+			}
+		})
+	}
+}

@@ -29,6 +29,9 @@ import (
 type preemptState struct {
 	preempted atomic.Bool // a swap-out was asked and not refused, or the job is frozen
 	saved     atomic.Bool // a rank here saved a checkpoint
+	// gaveWayAt is when the job's submitter said it gives way for a job
+	// waiting here (unix ns; 0 for none): see lapseGiveWay.
+	gaveWayAt atomic.Int64
 
 	mu     sync.Mutex // serialises Freeze and Thaw of the job (proc's rule)
 	frozen bool
@@ -51,7 +54,11 @@ func (r *running) canSwap() bool {
 // came), when one saves its first checkpoint here, and when one's swap
 // slice ends.
 func (s *Service) preemptForWaiting() {
-	listed := s.waiting.ordered(time.Now())
+	now := time.Now()
+	for _, r := range s.runningJobs() {
+		r.pre.lapseGiveWay(now)
+	}
+	listed := s.waiting.ordered(now)
 	line := waiters(listed, s.holds, s.yields)
 	if len(line) == 0 {
 		return
