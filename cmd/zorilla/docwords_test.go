@@ -63,6 +63,17 @@ func TestDocsTellNoHistory(t *testing.T) {
 	}
 }
 
+// The front page and the figures stay short enough to read: README a
+// page and a half, BENCHMARKS the current figures only.
+func TestDocsStayShort(t *testing.T) {
+	docs := readerDocs(t)
+	for name, most := range map[string]int{"README.md": 150, "BENCHMARKS.md": 300} {
+		if n := strings.Count(docs[name], "\n"); n > most {
+			t.Errorf("%s has %d lines, more than %d: say it shorter, or move detail to docs/", name, n, most)
+		}
+	}
+}
+
 // linkRE is a markdown link to a file of the repository.
 var linkRE = regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
 
