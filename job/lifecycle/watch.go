@@ -99,7 +99,7 @@ func (m *Machine) afterWatchEvent(out *outcome) {
 // not know the job took.
 func (m *Machine) onReport(r Report) {
 	switch m.phase {
-	case committing:
+	case committing, reattaching: // the watch takes them, in order
 		m.run.backlog = append(m.run.backlog, r)
 		return
 	case watching:
@@ -129,7 +129,7 @@ func (m *Machine) onReport(r Report) {
 // before its RepDone.
 func (m *Machine) onStreamEnded(e StreamEnded) {
 	switch m.phase {
-	case committing:
+	case committing, reattaching:
 		m.run.backlog = append(m.run.backlog, e)
 		return
 	case watching:
