@@ -84,6 +84,8 @@ func (s *Session) control(typ byte, body []byte) error {
 		return s.role(body)
 	case proto.TypeDecide:
 		return s.decided(body)
+	case proto.TypeSyncAck:
+		return s.syncAcked(body)
 	case proto.TypeCheckpointNow:
 		if len(body) != 0 {
 			return fmt.Errorf("%w: checkpoint-now frame with a %d-byte body", ErrProtocol, len(body))
@@ -190,10 +192,10 @@ func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (in *inMsg, move boo
 	in = s.m.arrive(&inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen,
 		sync: h.Ctx&ctxSync != 0})
 	if r := in.recv; r != nil {
-		s.acknowledge(in)
 		if r.choose {
 			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
 		}
+		s.acknowledge(in) // after the choice it depends on
 	}
 	if in.recv != nil && len(in.recv.buf) >= in.total {
 		in.buf, in.direct = in.recv.buf, true // straight into the user's buffer

@@ -12,8 +12,8 @@ import (
 
 // TestNewCallsReplicated runs the new calls in a job with two copies of
 // each rank: every copy must see the same Waitany order (the lead's
-// choice), a ring of synchronous sends must complete (they are standard
-// sends there), and Dup and Split must work as on one copy.
+// choice), a ring of synchronous sends must complete (each waits for its
+// receiver's lead), and Dup and Split must work as on one copy.
 func TestNewCallsReplicated(t *testing.T) {
 	const n = 4
 	j, err := cluster.AddReplicatedJob(n, 2, func(r, k int) int { return (r + k) % len(cluster.Hosts) })

@@ -26,6 +26,16 @@ type sendReq struct {
 // postMsg queues a message; inline makes the caller write it if no writer
 // is active. It returns the message's sequence number too.
 func (s *Session) postMsg(h proto.MsgHeader, data []byte, inline bool) (*Request, uint64) {
+	return s.post(h, data, inline, nil)
+}
+
+// postMsgAck queues a synchronous message; when ack is not nil, it waits
+// from then on for the message's SyncAck (replicated copies).
+func (s *Session) postMsgAck(h proto.MsgHeader, data []byte, ack *Request) (*Request, uint64) {
+	return s.post(h, data, false, ack)
+}
+
+func (s *Session) post(h proto.MsgHeader, data []byte, inline bool, ack *Request) (*Request, uint64) {
 	sr := &sendReq{h: h, data: data, req: newRequest(s)}
 	s.sendMu.Lock()
 	if err := s.shutLocked(); err != nil {
@@ -35,6 +45,9 @@ func (s *Session) postMsg(h proto.MsgHeader, data []byte, inline bool) (*Request
 	}
 	sr.h.Seq = s.seq[h.Dst]
 	s.seq[h.Dst]++
+	if ack != nil {
+		s.awaitSync(syncKey{int(h.Dst), sr.h.Seq}, ack)
+	}
 	s.sendq = append(s.sendq, sr)
 	s.kick(sr.req, inline)
 	return sr.req, sr.h.Seq

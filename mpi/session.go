@@ -26,11 +26,13 @@ type Session struct {
 	world   *Comm
 	comms   comms // next unused communicator number
 
-	sendMu    sync.Mutex // guards sendq, writing, seq, sendShut
+	sendMu    sync.Mutex // guards sendq, writing, seq, syncs, sendShut
 	sendq     []*sendReq
-	writing   bool     // a goroutine is draining sendq
-	seq       []uint64 // next sequence number per destination rank
-	sendShut  error    // set once Finalize or Abort is posted
+	writing   bool                 // a goroutine is draining sendq
+	seq       []uint64             // next sequence number per destination rank
+	syncs     map[syncKey]*Request // a replicated copy's synchronous sends waiting for their SyncAck
+	syncEarly map[syncKey]bool     // SyncAcks of messages this copy has not sent yet (its lead's were matched)
+	sendShut  error                // set once Finalize or Abort is posted
 	finalOnce sync.Once
 
 	mu      sync.Mutex // guards m and partial
@@ -164,7 +166,7 @@ func newSession(conn *net.UnixConn, opt Options, maxData int) *Session {
 	s := &Session{
 		conn: conn, rank: opt.Rank, size: opt.Size, replica: opt.Replica,
 		maxData: maxData, hostOf: make([]int, opt.Size), siteOf: make([]int, opt.Size),
-		seq: make([]uint64, opt.Size), partial: make([]*inMsg, opt.Size),
+		seq: make([]uint64, opt.Size), syncs: map[syncKey]*Request{}, syncEarly: map[syncKey]bool{}, partial: make([]*inMsg, opt.Size),
 		started: make(chan struct{}), dead: make(chan struct{}),
 	}
 	s.world = &Comm{s: s, rank: opt.Rank, size: opt.Size, p2p: proto.CtxWorld, coll: proto.CtxWorldColl, hosts: new(hostsOnce)}

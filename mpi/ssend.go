@@ -15,11 +15,16 @@ import (
 // outstanding messages to that receiver. Ssend completes when that
 // acknowledgement arrives.
 //
-// In a replicated job Ssend is a standard send: an acknowledgement is a
-// message with a sequence number, which every copy would have to send at
-// the same point of its program, but a match happens whenever the message
-// arrives (and acknowledging later, when the program sees the receive
-// complete, deadlocks programs MPI allows, such as a ring of Ssends).
+// In a replicated job the acknowledgement is a SyncAck frame, not a
+// message: a message has a sequence number, which every copy would have to
+// send at the same point of its program, but a match happens whenever the
+// message arrives (and acknowledging later, when the program sees the
+// receive complete, deadlocks programs MPI allows, such as a ring of
+// Ssends). Every copy of the receiver acknowledges; the agents forward the
+// lead's acknowledgement to every copy of the sender, and keep a backup's
+// until the lead's comes (it goes out if the backup takes over). Each copy
+// of the sender completes its Ssend at the first acknowledgement and
+// ignores repeats.
 
 // Contexts outside the communicators' own.
 const (
@@ -30,7 +35,7 @@ const (
 // Ssend sends buf to dst and returns once a matching receive has started
 // on dst (MPI_Ssend): a program that only works with buffered sends
 // deadlocks with Ssend, which is how MPI programs test themselves. In a
-// replicated job it is a standard send.
+// replicated job it returns once the lead copy of dst matched it.
 func Ssend[T Elem](c *Comm, buf []T, dst, tag int) error {
 	_, err := Issend(c, buf, dst, tag).Wait()
 	return err
@@ -46,16 +51,20 @@ func Issend[T Elem](c *Comm, buf []T, dst, tag int) *Request {
 		return failed(c.s, err)
 	}
 	s, w := c.s, c.worldRank(dst)
-	if s.rep != nil {
-		return Isend(c, buf, dst, tag)
-	}
 	h := proto.MsgHeader{Dst: uint32(w), Src: uint32(s.rank), Ctx: c.p2p | ctxSync, Tag: int32(tag),
 		Total: uint64(len(buf) * sizeOf[T]())}
-	sent, seq := s.postMsg(h, wireOf(buf), false)
-	ack := s.world.irecv(ctxAck, nil, 1, w, int(seq&proto.MaxTag))
+	var ack *Request
+	if s.rep != nil {
+		ack = newRequest(s)
+	}
+	sent, seq := s.postMsgAck(h, wireOf(buf), ack)
+	if ack == nil {
+		ack = s.world.irecv(ctxAck, nil, 1, w, int(seq&proto.MaxTag))
+	}
 	req := newRequest(s)
 	go func() { // ends when both do, which they do at the latest when the session dies
 		if _, err := sent.Wait(); err != nil {
+			s.forgetSync(w, seq)
 			req.complete(Status{}, err) // never sent: no acknowledgement will come
 			return
 		}
@@ -75,7 +84,59 @@ func (s *Session) acknowledge(in *inMsg) {
 		return
 	}
 	in.acked = true
+	if s.rep != nil {
+		s.postFrame(proto.SyncAck{Dst: uint32(in.src), Seq: in.seq}.Encode())
+		return
+	}
 	s.sendAck(in.src, in.seq)
+}
+
+// syncKey names a replicated copy's synchronous send: its destination's
+// world rank and the message's sequence number.
+type syncKey struct {
+	dst int
+	seq uint64
+}
+
+// syncAcked handles a SyncAck frame: the lead copy of a.Src matched the
+// synchronous message a.Seq. Repeats, from other copies or resent, find no
+// send waiting and are dropped.
+func (s *Session) syncAcked(body []byte) error {
+	a, err := proto.DecodeSyncAck(body)
+	if err != nil || int(a.Dst) != s.rank || int(a.Src) >= s.size {
+		return fmt.Errorf("%w: sync ack %+v to rank %d: %v", ErrProtocol, a, s.rank, err)
+	}
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	k := syncKey{int(a.Src), a.Seq}
+	if ack := s.syncs[k]; ack != nil {
+		delete(s.syncs, k)
+		ack.complete(Status{}, nil)
+	} else if a.Seq >= s.seq[a.Src] {
+		// A backup behind its lead: the receiver matched the lead's
+		// message before this copy sent its own.
+		s.syncEarly[k] = true
+	}
+	return nil
+}
+
+// awaitSync makes ack wait for the SyncAck of message k, or completes it
+// when that came first. s.sendMu is held.
+func (s *Session) awaitSync(k syncKey, ack *Request) {
+	if s.syncEarly[k] {
+		delete(s.syncEarly, k)
+		ack.complete(Status{}, nil)
+		return
+	}
+	s.syncs[k] = ack
+}
+
+// forgetSync stops waiting for the acknowledgement of a message that was
+// never sent.
+func (s *Session) forgetSync(dst int, seq uint64) {
+	s.sendMu.Lock()
+	delete(s.syncs, syncKey{dst, seq})
+	s.sendMu.Unlock()
 }
 
 func (s *Session) sendAck(src int, seq uint64) {

@@ -36,7 +36,10 @@
 // each destination copy lacks and leads from then on; the job fails only
 // when a rank has no copy left. Where MPI lets the library choose, the
 // lead's choice is forwarded to its backups, and nothing more the lead sends
-// leaves before they hold it (choice.go).
+// leaves before they hold it (choice.go). A synchronous send completes
+// when the receiver's lead matched it: the lead's acknowledgement goes to
+// every copy of the sender, a backup's is kept until its lead's comes, and
+// sent if it takes over (syncack.go).
 //
 // Liveness (watch.go): links carry heartbeats, and every frame of a remote
 // agent on any of the job's streams stamps it alive. A broken stream is

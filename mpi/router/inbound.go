@@ -124,9 +124,9 @@ func (in *inbound) readLoop() {
 				return
 			}
 			j.copyLost(in.peer, c)
-		case proto.TypeDecide, proto.TypeDecideAck, proto.TypeAgentLost:
+		case proto.TypeDecide, proto.TypeDecideAck, proto.TypeAgentLost, proto.TypeSyncAck:
 			handle := map[byte]func(peer.ID, []byte) error{proto.TypeDecide: j.choiceIn,
-				proto.TypeDecideAck: j.choiceHeld, proto.TypeAgentLost: j.reportedLost}[f.Type()]
+				proto.TypeDecideAck: j.choiceHeld, proto.TypeAgentLost: j.reportedLost, proto.TypeSyncAck: j.syncAckIn}[f.Type()]
 			if err := handle(in.peer, f.Body()); err != nil {
 				in.broken(fmt.Errorf("link from %s: %w", in.peer.ShortString(), err))
 				return

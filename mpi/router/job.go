@@ -36,6 +36,7 @@ type proc struct {
 	transmit atomic.Bool // the copy transmits (it leads its rank, or every copy sends)
 	leads    atomic.Bool // the copy leads its rank: its choices are its backups'
 	choices  *choices    // its choices not yet held by every live backup's agent
+	syncs    *syncAcks   // its acknowledgements of synchronous messages (syncack.go)
 
 	// guarded by Job.mu
 	conn  net.Conn
@@ -108,6 +109,7 @@ func newJob(r *Router, spec JobSpec) *Job {
 		pr.transmit.Store(r.cfg.EveryCopySends || p.Replica == 0)
 		pr.leads.Store(p.Replica == 0)
 		pr.choices = newChoices()
+		pr.syncs = newSyncAcks()
 		j.local[p.Rank] = pr
 		j.procs = append(j.procs, pr)
 	}

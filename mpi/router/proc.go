@@ -120,6 +120,14 @@ func (j *Job) readLoop(pr *proc, conn net.Conn, br *bufio.Reader) {
 				_ = conn.Close()
 				return
 			}
+		case proto.TypeSyncAck:
+			if err := j.syncAckOut(pr, f.Body()); err != nil {
+				fr.unref()
+				j.procGone(pr, err)
+				_ = conn.Close()
+				return
+			}
+			fr.unref()
 		case proto.TypeSaved:
 			err := j.saved(pr, f.Body())
 			fr.unref()

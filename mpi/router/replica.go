@@ -69,6 +69,7 @@ func (j *Job) takeover(pr *proc) {
 		return // every copy sends: nothing to resend
 	}
 	log.Infof("job %s: rank %d copy %d takes over as lead", j.spec.ID, pr.Rank, pr.Replica)
+	j.takeoverSyncAcks(pr)
 	for _, dst := range pr.log.destinations() {
 		for k, host := range j.hosts[dst] {
 			if !j.alive(Proc{int(dst), k}) {
@@ -145,6 +146,9 @@ func (j *Job) resendTo(l *link, s network.Stream) error {
 				}
 			}
 		}
+	}
+	if err := j.resendSyncAcks(l, s); err != nil {
+		return err
 	}
 	for _, f := range proto.EncodeAcks(j.positionsFor(l.peer)) {
 		if err := l.write(s, f); err != nil {

@@ -141,6 +141,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(EncodeAgentLost("12D3KooW")))
 	f.Add([]byte(Decide{Rank: 1, Num: 9, Kind: DecideProbe, Found: true, Src: 3, Tag: -1}.Encode()))
 	f.Add([]byte(DecideAck{Rank: 1, Replica: 1, Num: 4}.Encode()))
+	f.Add([]byte(SyncAck{Src: 2, Dst: 1, Seq: 5}.Encode()))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 4})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
@@ -203,6 +204,11 @@ func checkBody(t *testing.T, fr Frame) {
 	if m, err := DecodeDecideAck(b); err == nil {
 		if g, err := DecodeDecideAck(m.Encode().Body()); err != nil || g != m {
 			t.Fatalf("decide ack re-encode: %+v %v", g, err)
+		}
+	}
+	if m, err := DecodeSyncAck(b); err == nil {
+		if g, err := DecodeSyncAck(m.Encode().Body()); err != nil || g != m {
+			t.Fatalf("sync ack re-encode: %+v %v", g, err)
 		}
 	}
 	if p, err := DecodeAgentLost(b); err == nil {
