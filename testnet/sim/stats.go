@@ -1,0 +1,153 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zorilla-p2p/zorilla/job"
+)
+
+// stats are the run's counters.
+type stats struct {
+	messages, adverts, leases   uint64
+	forged, crashes, graceKills uint64
+	lostSubmitter, fenced       uint64
+	busy                        time.Duration // process time run
+}
+
+// Result is what a run gives: its digest, counts, and the first
+// violation, if any, with the command that replays it.
+type Result struct {
+	Config    Config
+	Digest    string
+	Events    uint64
+	Violation *Violation
+	Replay    string
+	Sizes     []SizeStat
+	Ended     map[string]int // jobs by how they ended ("done", "failed: ...", "waiting", ...)
+	Adverts   float64        // advert messages per agent per job
+	Messages  uint64
+	Util      float64 // share of the cores' time spent running ranks
+	QueuePeak int
+}
+
+// SizeStat is the allocation time of the jobs of one size that started:
+// from submission to running, in virtual time.
+type SizeStat struct {
+	N        int
+	Started  int
+	P50, P99 time.Duration
+}
+
+func (w *World) result() Result {
+	r := Result{Config: w.cfg, Digest: w.Digest(), Events: w.events, Violation: w.failure, Ended: map[string]int{},
+		Messages: w.stats.messages, QueuePeak: w.q.peak}
+	if w.failure != nil {
+		r.Replay = ReplayCommand(w.cfg)
+	}
+	alloc := map[int][]time.Duration{}
+	for _, j := range w.jobs {
+		if j.started > 0 {
+			alloc[j.desc.Nodes] = append(alloc[j.desc.Nodes], j.started-j.submitted)
+		}
+		r.Ended[w.outcome(j)]++
+	}
+	for _, n := range w.cfg.Mix.Sizes {
+		if _, done := alloc[n]; !done {
+			alloc[n] = nil
+		}
+	}
+	var sizes []int
+	for n := range alloc {
+		sizes = append(sizes, n)
+	}
+	slices.Sort(sizes)
+	for _, n := range sizes {
+		ts := alloc[n]
+		slices.Sort(ts)
+		s := SizeStat{N: n, Started: len(ts)}
+		if len(ts) > 0 {
+			s.P50, s.P99 = ts[(len(ts)-1)/2], ts[(len(ts)*99-1)/100]
+		}
+		r.Sizes = append(r.Sizes, s)
+	}
+	if len(w.jobs) > 0 {
+		r.Adverts = float64(w.stats.adverts) / float64(len(w.agents)) / float64(len(w.jobs))
+	}
+	cores := 0
+	for _, a := range w.agents {
+		cores += a.policy.Cores
+	}
+	r.Util = w.stats.busy.Seconds() / (float64(cores) * w.cfg.Duration.Seconds())
+	return r
+}
+
+// outcome says how a job ended, or where it is.
+func (w *World) outcome(j *simJob) string {
+	switch {
+	case j.gone:
+		return "lost: submitter crashed"
+	case j.m == nil:
+		return "not submitted"
+	case !j.m.Ended():
+		return "unfinished: " + string(j.rec.State)
+	case j.rec.State == job.Done:
+		return "done"
+	}
+	return string(j.rec.State) + ": " + reasonKind(j.rec.Reason)
+}
+
+// reasonKind shortens a failure's reason to its kind.
+func reasonKind(why string) string {
+	for _, k := range []string{"not enough", "exited", "lost", "no copy left", "could not start", "timed out", "not honoured", "refused"} {
+		if strings.Contains(why, k) {
+			return k
+		}
+	}
+	if len(why) > 40 {
+		why = why[:40]
+	}
+	return why
+}
+
+// ReplayCommand is the command that runs cfg again.
+func ReplayCommand(c Config) string {
+	f := strings.Join(c.Faults.Names(), ",")
+	if f == "" {
+		f = "none"
+	}
+	sizes := make([]string, len(c.Mix.Sizes))
+	for i, n := range c.Mix.Sizes {
+		sizes[i] = fmt.Sprint(n)
+	}
+	return fmt.Sprintf("go run ./testnet/cmd/sim --agents %d --jobs %d --seed %d --topology %s --faults %s --sizes %s --duration %v",
+		c.Agents, c.Jobs, c.Seed, c.Topology, f, strings.Join(sizes, ","), c.Duration)
+}
+
+// WriteTable writes a run's table.
+func (r Result) WriteTable(out io.Writer) {
+	fmt.Fprintf(out, "agents %d  jobs %d  seed %d  topology %s  faults %s\n", r.Config.Agents, r.Config.Jobs, r.Config.Seed,
+		r.Config.Topology, strings.Join(append([]string{}, r.Config.Faults.Names()...), ","))
+	fmt.Fprintf(out, "%6s %8s %10s %10s\n", "n", "started", "alloc p50", "alloc p99")
+	for _, s := range r.Sizes {
+		fmt.Fprintf(out, "%6d %8d %10s %10s\n", s.N, s.Started, secs(s.P50), secs(s.P99))
+	}
+	fmt.Fprintf(out, "adverts per agent per job %.2f  messages %d  utilization %.1f%%  events %d  queue peak %d\n",
+		r.Adverts, r.Messages, 100*r.Util, r.Events, r.QueuePeak)
+	var keys []string
+	for k := range r.Ended {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(out, "  %-40s %d\n", k, r.Ended[k])
+	}
+	if r.Violation != nil {
+		fmt.Fprintf(out, "VIOLATION %s\nseed %d: replay with\n  %s\n", r.Violation, r.Config.Seed, r.Replay)
+	}
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
