@@ -50,6 +50,7 @@ func (w *World) crash(e event) {
 	}
 	a.up, a.downAt = false, w.now
 	a.epoch++
+	w.upVer++
 	w.armGraces()
 	for _, ji := range a.jobs {
 		j := w.jobs[ji]
@@ -74,6 +75,7 @@ func (w *World) restart(e event) {
 	}
 	a.up = true
 	a.epoch++
+	w.upVer++
 	a.parts = map[string]*part{}
 	if err := w.newLeases(a); err != nil {
 		w.violate(a.idx, "restart: %v", err)

@@ -28,6 +28,7 @@ func (w *World) buildOverlay() {
 			seen[p] = true
 			cands = append(cands, overlay.Candidate{ID: w.agents[p].id, RTT: w.topo.rtt(int(a.idx), int(p))})
 			a.known = append(a.known, job.PeerRTT{ID: w.agents[p].id, RTT: w.topo.rtt(int(a.idx), int(p))})
+			a.knownIdx = append(a.knownIdx, p)
 		}
 		mates := bySite[w.topo.siteOf[a.idx]]
 		for tries := 0; len(cands) < want/2 && tries < 4*want && len(mates) > 1; tries++ {

@@ -145,15 +145,20 @@ func (w *World) step(j *simJob, ev lifecycle.Event) {
 	w.armTick(j)
 }
 
-// knownBy is a's overlay view: its peers, those down for a while marked
-// dead (the overlay stops counting on a peer a probe did not reach).
+// knownBy is a's overlay view: its peers, those down marked dead (the
+// overlay stops counting on a peer a probe did not reach).
+
 func (w *World) knownBy(a *agent) []job.PeerRTT {
+	if a.knownVer == w.upVer && a.knownNow != nil {
+		return a.knownNow
+	}
 	out := make([]job.PeerRTT, len(a.known))
 	for i, k := range a.known {
-		p := w.agents[w.byID[k.ID]]
-		k.Dead = !p.up && w.now-p.downAt > 5*time.Second
+		p := w.agents[a.knownIdx[i]]
+		k.Dead = !p.up
 		out[i] = k
 	}
+	a.knownNow, a.knownVer = out, w.upVer
 	return out
 }
 
@@ -162,8 +167,9 @@ func (w *World) knownBy(a *agent) []job.PeerRTT {
 // come), else its last report.
 func (w *World) heardBy(j *simJob) map[string]time.Time {
 	sub := w.agents[j.sub]
-	out := make(map[string]time.Time, len(j.leases))
-	for l, h := range j.leases {
+	out := make(map[string]time.Time, len(j.current))
+	for l := range j.current {
+		h := j.leases[l]
 		t, ok := j.heard[l]
 		if _, runs := w.agents[h].parts[l]; runs && w.reachable(int(h), int(j.sub)) {
 			t, ok = w.now, true

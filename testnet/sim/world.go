@@ -7,6 +7,7 @@ import (
 	"hash"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -31,6 +32,7 @@ type World struct {
 	q      queue
 	now    time.Duration
 	cut    []bool // by group: cut off from the rest
+	upVer  uint64 // counts crashes and restarts
 
 	lcfg  lifecycle.Config
 	trace hash.Hash
@@ -48,21 +50,24 @@ type World struct {
 // agent is one simulated agent: its worker's lease table and what the
 // faults made of it.
 type agent struct {
-	idx    int32
-	id     peer.ID
-	up     bool
-	epoch  uint32
-	policy worker.Policy
-	leases *worker.Leases
-	nbrs   []int32
-	known  []job.PeerRTT
-	skew   time.Duration
-	slow   float64
-	liar   bool
-	parts  map[string]*part // by lease: the job parts staged or running here
-	keys   uint64
-	downAt time.Duration
-	jobs   []int32 // jobs submitted here
+	idx      int32
+	id       peer.ID
+	up       bool
+	epoch    uint32
+	policy   worker.Policy
+	leases   *worker.Leases
+	nbrs     []int32
+	known    []job.PeerRTT
+	knownIdx []int32
+	knownNow []job.PeerRTT // known as last given, with the dead marked
+	knownVer uint64
+	skew     time.Duration
+	slow     float64
+	liar     bool
+	parts    map[string]*part // by lease: the job parts staged or running here
+	keys     uint64
+	downAt   time.Duration
+	jobs     []int32 // jobs submitted here
 }
 
 // New builds a run from cfg: topology, agents, overlay and the schedule of
@@ -199,8 +204,10 @@ func (w *World) handle(e event) {
 // tracef adds one line to the trace: the time, the event and what came
 // of it.
 func (w *World) tracef(e event, format string, args ...any) {
-	w.line = w.line[:0]
-	w.line = fmt.Appendf(w.line, "%d %s a%d j%d ", int64(w.now), e.kind, e.agent, e.job)
+	w.line = strconv.AppendInt(w.line[:0], int64(w.now), 10)
+	w.line = append(append(append(w.line, ' '), e.kind.String()...), " a"...)
+	w.line = append(strconv.AppendInt(w.line, int64(e.agent), 10), " j"...)
+	w.line = append(strconv.AppendInt(w.line, int64(e.job), 10), ' ')
 	w.line = fmt.Appendf(w.line, format, args...)
 	w.line = append(w.line, '\n')
 	w.trace.Write(w.line)
