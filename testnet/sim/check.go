@@ -36,6 +36,8 @@ func (w *World) violate(agent int32, format string, args ...any) {
 // checkHost checks what a worker holds after an event: no more processes
 // than its cores (a slot is never committed to two jobs), no uncommitted
 // lease past its life, no committed lease whose processes are all gone.
+// (A commit that comes after its lease expired is caught as it arrives:
+// onLeaseReq.)
 func (w *World) checkHost(a *agent) {
 	procs := 0
 	for _, p := range a.parts {
@@ -60,7 +62,10 @@ func (w *World) checkHost(a *agent) {
 // submitter counted lost (fence) stops counting, unless StrictOnce: the
 // job refuses its reports and its worker ends it once it hears of it, or
 // once its grace without the submitter is over.
-func (w *World) startCopy(j *simJob, pr proto.Proc) {
+func (w *World) startCopy(j *simJob, p *part, pr proto.Proc) {
+	if p.fenced {
+		return
+	}
 	j.copies[pr.Rank]++
 	if j.desc.Replicas == 1 && j.copies[pr.Rank] > 1 {
 		w.violate(j.sub, "job %s: rank %d runs twice at once: %s", j.id, pr.Rank, w.holders(j, pr.Rank))

@@ -24,8 +24,9 @@ type part struct {
 	live     int           // processes not ended
 	seq      uint64
 	backlog  []proto.Report
-	grace    bool // a grace check is armed
-	fenced   bool // its submitter counted it lost: its copies are no longer the job's
+	grace    bool          // a grace check is armed
+	lastAt   time.Duration // when its last report sent arrives
+	fenced   bool          // its submitter counted it lost: its copies are no longer the job's
 }
 
 // graceAfter is how long a job's processes run on while its submitter is
@@ -91,7 +92,7 @@ func (w *World) release(a *agent, p *part) {
 	j := w.jobs[p.job]
 	for i, pr := range p.procs {
 		p.running[i] = true
-		w.startCopy(j, pr)
+		w.startCopy(j, p, pr)
 		d := w.jitter(j.runFor, 0.1)
 		w.push(time.Duration(float64(d)*a.slow), evExit, a.idx, p.job, exitIn{p: p, proc: i})
 	}
@@ -194,7 +195,10 @@ func (w *World) sendReport(p *part, j *simJob, r proto.Report) bool {
 		return false
 	}
 	w.stats.messages++
-	w.push(w.delay(int(p.host), int(j.sub)), evReport, j.sub, j.idx, reportIn{from: p.host, lease: p.lease, rep: r})
+	// One stream carries a host's reports in order: none overtakes another.
+	arrive := max(w.now+w.delay(int(p.host), int(j.sub)), p.lastAt)
+	p.lastAt = arrive
+	w.push(arrive-w.now, evReport, j.sub, j.idx, reportIn{from: p.host, lease: p.lease, rep: r})
 	return true
 }
 

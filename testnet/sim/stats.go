@@ -123,8 +123,12 @@ func ReplayCommand(c Config) string {
 	for i, n := range c.Mix.Sizes {
 		sizes[i] = fmt.Sprint(n)
 	}
-	return fmt.Sprintf("go run ./testnet/cmd/sim --agents %d --jobs %d --seed %d --topology %s --faults %s --sizes %s --duration %v",
-		c.Agents, c.Jobs, c.Seed, c.Topology, f, strings.Join(sizes, ","), c.Duration)
+	cmd := fmt.Sprintf("go run ./testnet/cmd/sim --agents %d --jobs %d --seed %d --topology %s --faults %s --sizes %s --submit %v --duration %v",
+		c.Agents, c.Jobs, c.Seed, c.Topology, f, strings.Join(sizes, ","), c.Submit, c.Duration)
+	if c.StrictOnce {
+		cmd += " --strict-once"
+	}
+	return cmd
 }
 
 // WriteTable writes a run's table.
@@ -151,3 +155,12 @@ func (r Result) WriteTable(out io.Writer) {
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+
+// Outcomes lists each job's outcome, for debugging.
+func (w *World) Outcomes() []string {
+	var out []string
+	for _, j := range w.jobs {
+		out = append(out, fmt.Sprintf("%s %s ends=%d reason=%q", j.id, w.outcome(j), j.ends, j.rec.Reason))
+	}
+	return out
+}

@@ -34,6 +34,7 @@ func (w *World) onAdvert(e event) {
 	default:
 		w.tracef(e, "%s: offer %s slots %d", f.key, l.Key, l.Slots)
 		w.stats.leases++
+		w.ledger[l.Key] = l.Expires
 		msg := proto.OfferMsg{Job: need.Job, Lease: l.Key, Slots: l.Slots, Cores: l.Cores, Memory: l.Memory, Expires: l.Expires}
 		if !w.send(int(a.idx), int(j.sub), evOffer, j.idx, offerIn{from: a.idx, msg: msg}) {
 			_, _ = a.leases.End(l.Key) // the offer did not get through: not kept
@@ -55,6 +56,7 @@ func (w *World) onOfferReply(e event) {
 		a.leases.MarkHeld(r.lease)
 	} else {
 		_, _ = a.leases.End(r.lease)
+		delete(w.ledger, r.lease)
 	}
 	w.checkHost(a)
 }
@@ -65,6 +67,9 @@ func (w *World) onLeaseReq(e event) {
 	a, j, c := w.agents[e.agent], w.jobs[e.job], e.data.(leaseCall)
 	req := c.eff.Req.Normalize()
 	ls, leased := a.leases.Get(req.Lease)
+	if exp, kept := w.ledger[req.Lease]; req.Op == proto.OpCommit && !leased && kept && !w.clock(a).Before(exp) {
+		w.violate(a.idx, "lease %s of %s committed at %v, after it expired at %v", req.Lease, j.id, w.clock(a), exp)
+	}
 	p := a.parts[req.Lease]
 	v := worker.LeaseView{Lease: ls, Leased: leased, Runs: p != nil}
 	do, err := worker.DecideLease(w.agents[j.sub].id, req, v)
@@ -93,6 +98,7 @@ func (w *World) carryOut(a *agent, j *simJob, do string, req proto.LeaseRequest,
 	switch do {
 	case "cancel", "end":
 		_, _ = a.leases.End(req.Lease)
+		delete(w.ledger, req.Lease)
 	case "commit":
 		if a.liar {
 			_, _ = a.leases.End(req.Lease)
@@ -104,6 +110,7 @@ func (w *World) carryOut(a *agent, j *simJob, do string, req proto.LeaseRequest,
 		if err := a.leases.Commit(req.Lease, req.Job); err != nil {
 			return proto.LeaseReply{Error: err.Error()}
 		}
+		delete(w.ledger, req.Lease)
 		w.startPart(a, j, req)
 	case "release":
 		w.release(a, p)
@@ -118,6 +125,7 @@ func (w *World) carryOut(a *agent, j *simJob, do string, req proto.LeaseRequest,
 			return proto.LeaseReply{Error: err.Error()}
 		}
 		ok.Lease = nl.Key
+		w.ledger[nl.Key] = nl.Expires
 	}
 	return ok
 }

@@ -43,8 +43,9 @@ type World struct {
 	failure *Violation
 	events  uint64
 
-	backlogged []*part // parts holding reports they could not send
-	fheap      []hop   // the flood walk's heap, reused
+	backlogged []*part              // parts holding reports they could not send
+	ledger     map[string]time.Time // leases offered and not yet committed or given back, with their expiry
+	fheap      []hop                // the flood walk's heap, reused
 }
 
 // agent is one simulated agent: its worker's lease table and what the
@@ -76,7 +77,8 @@ func New(cfg Config) (*World, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a11a)), byID: map[peer.ID]int32{}, trace: sha256.New()}
+	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a11a)), byID: map[peer.ID]int32{}, trace: sha256.New(),
+		ledger: map[string]time.Time{}}
 	w.lcfg = lifecycle.DefaultConfig()
 	if cfg.Topology == "grid5000" {
 		w.topo = gridTopology(cfg.Agents)
