@@ -27,11 +27,15 @@ type Result struct {
 	Violation *Violation
 	Replay    string
 	Sizes     []SizeStat
-	Ended     map[string]int // jobs by how they ended ("done", "failed: ...", "waiting", ...)
-	Adverts   float64        // advert messages per agent per job
-	Messages  uint64
-	Util      float64 // share of the cores' time spent running ranks
-	QueuePeak int
+	// AllocP50 and AllocP99 are over every job that started.
+	AllocP50, AllocP99 time.Duration
+	// AdvertsPerJob are the advert messages sent for one job, on average.
+	AdvertsPerJob float64
+	Ended         map[string]int // jobs by how they ended ("done", "failed: ...", "waiting", ...)
+	Adverts       float64        // advert messages per agent per job
+	Messages      uint64
+	Util          float64 // share of the cores' time spent running ranks
+	QueuePeak     int
 }
 
 // SizeStat is the allocation time of the jobs of one size that started:
@@ -49,9 +53,11 @@ func (w *World) result() Result {
 		r.Replay = ReplayCommand(w.cfg)
 	}
 	alloc := map[int][]time.Duration{}
+	var all []time.Duration
 	for _, j := range w.jobs {
 		if j.started > 0 {
 			alloc[j.desc.Nodes] = append(alloc[j.desc.Nodes], j.started-j.submitted)
+			all = append(all, j.started-j.submitted)
 		}
 		r.Ended[w.outcome(j)]++
 	}
@@ -66,16 +72,14 @@ func (w *World) result() Result {
 	}
 	slices.Sort(sizes)
 	for _, n := range sizes {
-		ts := alloc[n]
-		slices.Sort(ts)
-		s := SizeStat{N: n, Started: len(ts)}
-		if len(ts) > 0 {
-			s.P50, s.P99 = ts[(len(ts)-1)/2], ts[(len(ts)*99-1)/100]
-		}
+		s := SizeStat{N: n, Started: len(alloc[n])}
+		s.P50, s.P99 = percentiles(alloc[n])
 		r.Sizes = append(r.Sizes, s)
 	}
+	r.AllocP50, r.AllocP99 = percentiles(all)
 	if len(w.jobs) > 0 {
-		r.Adverts = float64(w.stats.adverts) / float64(len(w.agents)) / float64(len(w.jobs))
+		r.AdvertsPerJob = float64(w.stats.adverts) / float64(len(w.jobs))
+		r.Adverts = r.AdvertsPerJob / float64(len(w.agents))
 	}
 	cores := 0
 	for _, a := range w.agents {
@@ -83,6 +87,28 @@ func (w *World) result() Result {
 	}
 	r.Util = w.stats.busy.Seconds() / (float64(cores) * w.cfg.Duration.Seconds())
 	return r
+}
+
+// percentiles are the median and the 99th percentile of ts (sorted in
+// place); zero when ts is empty.
+func percentiles(ts []time.Duration) (p50, p99 time.Duration) {
+	if len(ts) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ts)
+	return ts[(len(ts)-1)/2], ts[(len(ts)*99-1)/100]
+}
+
+// Count sums the jobs whose outcome starts with prefix ("done",
+// "failed", "unfinished", "lost").
+func (r Result) Count(prefix string) int {
+	n := 0
+	for k, v := range r.Ended {
+		if strings.HasPrefix(k, prefix) {
+			n += v
+		}
+	}
+	return n
 }
 
 // outcome says how a job ended, or where it is.
@@ -139,8 +165,9 @@ func (r Result) WriteTable(out io.Writer) {
 	for _, s := range r.Sizes {
 		fmt.Fprintf(out, "%6d %8d %10s %10s\n", s.N, s.Started, secs(s.P50), secs(s.P99))
 	}
-	fmt.Fprintf(out, "adverts per agent per job %.2f  messages %d  utilization %.1f%%  events %d  queue peak %d\n",
-		r.Adverts, r.Messages, 100*r.Util, r.Events, r.QueuePeak)
+	fmt.Fprintf(out, "all %8d %10s %10s\n", r.Count(""), secs(r.AllocP50), secs(r.AllocP99))
+	fmt.Fprintf(out, "adverts per job %.0f  per agent per job %.4f  messages %d  utilization %.1f%%  events %d  queue peak %d\n",
+		r.AdvertsPerJob, r.Adverts, r.Messages, 100*r.Util, r.Events, r.QueuePeak)
 	var keys []string
 	for k := range r.Ended {
 		keys = append(keys, k)

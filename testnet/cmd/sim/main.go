@@ -6,6 +6,7 @@
 //	go run ./testnet/cmd/sim --agents 10000 --jobs 200 --seed 1
 //	go run ./testnet/cmd/sim --agents 300 --jobs 40 --seed 7 --faults crash,partition,loss,slow,skew,liar
 //	go run ./testnet/cmd/sim --agents 350 --topology grid5000 --trace /tmp/trace.txt
+//	go run ./testnet/cmd/sim --agents 10000 --jobs 200 --sweep 1000,10000,100000 --svg docs/sim
 //
 // A run whose invariants fail prints the violation, its seed and the
 // command that replays it, and exits 1.
@@ -30,7 +31,7 @@ func main() {
 
 // run is the command: it returns the exit status, 2 for a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, trace, err := parse(args, stderr)
+	cfg, o, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -38,13 +39,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sim:", err)
 		return 2
 	}
+	if o.sweep != "" {
+		sizes, err := parseInts(o.sweep)
+		if err != nil {
+			fmt.Fprintln(stderr, "sim: --sweep:", err)
+			return 2
+		}
+		if err := sweep(cfg, sizes, o.svg, stdout); err != nil {
+			fmt.Fprintln(stderr, "sim:", err)
+			return 1
+		}
+		return 0
+	}
 	w, err := sim.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "sim:", err)
 		return 2
 	}
-	if trace != "" {
-		f, err := os.Create(trace)
+	if o.trace != "" {
+		f, err := os.Create(o.trace)
 		if err != nil {
 			fmt.Fprintln(stderr, "sim:", err)
 			return 1
@@ -63,7 +76,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func parse(args []string, stderr io.Writer) (sim.Config, string, error) {
+// options are the flags that are not the run's configuration.
+type options struct {
+	trace string // write the trace there
+	sweep string // network sizes to sweep over
+	svg   string // where the sweep's figures go
+}
+
+func parse(args []string, stderr io.Writer) (sim.Config, options, error) {
+	var o options
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	agents := fs.Int("agents", 1000, "agents in the network")
@@ -89,18 +110,20 @@ func parse(args []string, stderr io.Writer) (sim.Config, string, error) {
 	parts := fs.Int("partitions", -1, "site cuts (overrides --faults' default)")
 	skew := fs.Duration("skew", -1, "largest clock skew (overrides --faults' default)")
 	fs.BoolVar(&cfg.StrictOnce, "strict-once", false, "count a copy of a rank as running until it ends, even once its host is counted lost")
-	trace := fs.String("trace", "", "write the trace to this file")
+	fs.StringVar(&o.trace, "trace", "", "write the trace to this file")
+	fs.StringVar(&o.sweep, "sweep", "", "run at each of these numbers of agents (e.g. 1000,10000,100000), with --jobs per --agents, without and with every fault kind")
+	fs.StringVar(&o.svg, "svg", "", "with --sweep: draw the figures in this folder")
 	if err := fs.Parse(args); err != nil {
-		return cfg, "", err
+		return cfg, o, err
 	}
 	cfg.Agents, cfg.Jobs, cfg.Seed = *agents, *jobs, *seed
 	var err error
 	if cfg.Mix.Sizes, err = sim.ParseSizes(*sizes); err != nil {
-		return cfg, "", err
+		return cfg, o, err
 	}
 	if *faults != "" && *faults != "none" {
 		if cfg.Faults, err = sim.DefaultFaults(strings.Split(*faults, ",")); err != nil {
-			return cfg, "", err
+			return cfg, o, err
 		}
 	}
 	set := func(dst *float64, k string) {
@@ -133,5 +156,5 @@ func parse(args []string, stderr io.Writer) (sim.Config, string, error) {
 	if f.SlowFactor == 0 {
 		f.SlowFactor = 4
 	}
-	return cfg, *trace, cfg.Validate()
+	return cfg, o, cfg.Validate()
 }
