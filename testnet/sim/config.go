@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job/lifecycle"
+	"github.com/zorilla-p2p/zorilla/overlay"
 )
 
 // Config is one run: the network, the jobs, the faults and the seed.
@@ -38,6 +41,8 @@ type Config struct {
 	// once only if the worker ends a cut-off job before its submitter
 	// starts it again elsewhere.
 	StrictOnce bool
+	// Lifecycle is every submitter's configuration of its jobs' lives.
+	Lifecycle lifecycle.Config
 	// Hooks inject bugs, for tests that show the invariants catch them.
 	Hooks Hooks
 }
@@ -161,9 +166,10 @@ func DefaultConfig(agents, jobs int, seed uint64) Config {
 		// a job submitted last to search its full deadline, restart twice
 		// and run.
 		Submit: 5 * time.Minute, Duration: 20 * time.Minute,
-		// 8 nearest and 2 long-range neighbours, from 48 candidates: the
-		// overlay's defaults are of this order (overlay.DefaultConfig).
-		Neighbours: 8, LongRange: 2, Candidates: 48,
+		// The overlay's neighbours (overlay.DefaultConfig: K nearest and
+		// Random long-range), from 48 candidates.
+		Neighbours: overlay.DefaultConfig().K, LongRange: overlay.DefaultConfig().Random, Candidates: 48,
+		Lifecycle: lifecycle.DefaultConfig(),
 	}
 }
 
@@ -185,6 +191,9 @@ func (c Config) Validate() error {
 	case c.Neighbours < 1 || c.LongRange < 0 || c.Candidates < c.Neighbours:
 		return fmt.Errorf("sim: need neighbours >= 1, long-range >= 0 and candidates >= neighbours, got %d, %d, %d",
 			c.Neighbours, c.LongRange, c.Candidates)
+	}
+	if err := c.Lifecycle.Validate(); err != nil {
+		return fmt.Errorf("sim: %w", err)
 	}
 	for _, n := range c.Mix.Sizes {
 		if n < 1 {

@@ -46,6 +46,7 @@ type simJob struct {
 	copies    map[int]int
 	lo, hi    int
 	crashAt   float64 // its submitter crashes this far into the run; 0: never
+	dryRun    bool    // list-match only: placed, then every offer cancelled
 }
 
 type offerIn struct {
@@ -79,22 +80,29 @@ func (w *World) planJobs() {
 		if len(nancy) > 0 { // the paper submits from nancy
 			sub = nancy[w.rng.IntN(len(nancy))]
 		}
-		j := &simJob{idx: int32(i), id: job.ID(fmt.Sprintf("job%05d", i)), sub: sub, desc: d,
-			runFor: w.jitter(mix.RunTime, 0.5), failing: w.rng.Float64() < mix.Failing,
-			offers: map[uint64]offerIn{}, leases: map[string]int32{}, heard: map[string]time.Duration{},
-			refused: map[string]bool{}, floods: map[string]*floodInfo{}, copies: map[int]int{}, tickAt: -1}
-		j.lo, j.hi = d.SizeRange()
-		if w.cfg.Faults.SubmitterCrash > 0 && w.rng.Float64() < w.cfg.Faults.SubmitterCrash {
-			j.crashAt = 0.1 + 0.6*w.rng.Float64()
-		}
-		w.jobs = append(w.jobs, j)
-		w.agents[sub].jobs = append(w.agents[sub].jobs, j.idx)
 		t := time.Duration(0)
 		if w.cfg.Jobs > 1 {
 			t = w.cfg.Submit * time.Duration(i) / time.Duration(w.cfg.Jobs-1)
 		}
-		w.q.push(event{at: t, kind: evSubmit, agent: sub, job: j.idx})
+		j := w.newJob(d, sub, t)
+		j.runFor, j.failing = w.jitter(mix.RunTime, 0.5), w.rng.Float64() < mix.Failing
+		if w.cfg.Faults.SubmitterCrash > 0 && w.rng.Float64() < w.cfg.Faults.SubmitterCrash {
+			j.crashAt = 0.1 + 0.6*w.rng.Float64()
+		}
 	}
+}
+
+// newJob adds a job of description d, submitted at sub at time t.
+func (w *World) newJob(d job.Description, sub int32, t time.Duration) *simJob {
+	i := len(w.jobs)
+	j := &simJob{idx: int32(i), id: job.ID(fmt.Sprintf("job%05d", i)), sub: sub, desc: d, runFor: w.cfg.Mix.RunTime,
+		offers: map[uint64]offerIn{}, leases: map[string]int32{}, heard: map[string]time.Duration{},
+		refused: map[string]bool{}, floods: map[string]*floodInfo{}, copies: map[int]int{}, tickAt: -1}
+	j.lo, j.hi = d.SizeRange()
+	w.jobs = append(w.jobs, j)
+	w.agents[sub].jobs = append(w.agents[sub].jobs, j.idx)
+	w.q.push(event{at: t, kind: evSubmit, agent: sub, job: j.idx})
+	return j
 }
 
 // submit starts a job's machine on its submitter, if that agent is up.
@@ -108,6 +116,7 @@ func (w *World) submit(e event) {
 	}
 	rec := job.NewRecord(j.id, job.Key(strings.Repeat("k", 43)), j.desc, w.clock(a))
 	rec.Program = &proto.FileRef{Name: "prog", Hash: strings.Repeat("a", 64), Size: 1 << 20}
+	rec.DryRun = j.dryRun
 	env := lifecycle.Env{Self: a.id, KnowsPeers: true, DirectLimit: min(w.lcfg.Direct, flood.MaxDirect),
 		FloodLimit: w.lcfg.Schedule.Limit(flood.DefaultConfig().MaxTTL)}
 	j.m = lifecycle.New(w.lcfg, env, lifecycle.Start{Record: rec})
@@ -128,7 +137,7 @@ func (w *World) step(j *simJob, ev lifecycle.Event) {
 		if j.m.TakesOffers() {
 			in.Known = w.knownBy(a)
 		}
-		if j.m.Watching() {
+		if _, tick := ev.(lifecycle.Tick); tick && j.m.Watching() {
 			in.Heard = w.heardBy(j)
 		}
 		state := j.rec.State

@@ -15,10 +15,9 @@ import (
 type site struct {
 	name  string
 	group int
-	local time.Duration // RTT between two agents of the site
-	x, y  float64       // internet: where the region is
-	rtt0  time.Duration // grid5000: RTT to nancy
-	cores int           // grid5000: cores per host
+	local time.Duration   // RTT between two agents of the site
+	x, y  float64         // internet: where the region is
+	cl    testnet.Cluster // grid5000: the cluster
 }
 
 // topology is where agents are and how far apart.
@@ -57,7 +56,7 @@ func gridTopology(n int) *topology {
 			groups[c.Site] = g
 			t.groups = append(t.groups, c.Site)
 		}
-		t.sites = append(t.sites, site{name: c.Site + "/" + c.Name, group: g, local: time.Millisecond, rtt0: c.RTT, cores: c.Cores})
+		t.sites = append(t.sites, site{name: c.Site + "/" + c.Name, group: g, local: time.Millisecond, cl: c})
 		for range h {
 			t.siteOf = append(t.siteOf, int32(i))
 			t.cores = append(t.cores, c.Cores)
@@ -115,10 +114,7 @@ func (t *topology) direct(a, b int) time.Duration {
 	}
 	sa, sb := &t.sites[t.siteOf[a]], &t.sites[t.siteOf[b]]
 	if t.grid {
-		if sa.group == sb.group {
-			return time.Millisecond
-		}
-		return max(sa.rtt0, sb.rtt0)
+		return testnet.ClusterRTT(sa.cl, sb.cl)
 	}
 	d := sa.local
 	if sa != sb {

@@ -79,7 +79,7 @@ func New(cfg Config) (*World, error) {
 	}
 	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5a11a)), byID: map[peer.ID]int32{}, trace: sha256.New(),
 		ledger: map[string]time.Time{}}
-	w.lcfg = lifecycle.DefaultConfig()
+	w.lcfg = cfg.Lifecycle
 	if cfg.Topology == "grid5000" {
 		w.topo = gridTopology(cfg.Agents)
 	} else {

@@ -6,6 +6,7 @@
 //	go run ./testnet/cmd/sim --agents 10000 --jobs 200 --seed 1
 //	go run ./testnet/cmd/sim --agents 300 --jobs 40 --seed 7 --faults crash,partition,loss,slow,skew,liar
 //	go run ./testnet/cmd/sim --agents 350 --topology grid5000 --trace /tmp/trace.txt
+//	go run ./testnet/cmd/sim --grid5000
 //	go run ./testnet/cmd/sim --agents 10000 --jobs 200 --sweep 1000,10000,100000 --svg docs/sim
 //
 // A run whose invariants fail prints the violation, its seed and the
@@ -38,6 +39,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "sim:", err)
 		return 2
+	}
+	if o.grid5000 {
+		if err := grid5000(cfg.Seed, stdout); err != nil {
+			fmt.Fprintln(stderr, "sim:", err)
+			return 1
+		}
+		return 0
 	}
 	if o.sweep != "" {
 		sizes, err := parseInts(o.sweep)
@@ -81,6 +89,8 @@ type options struct {
 	trace string // write the trace there
 	sweep string // network sizes to sweep over
 	svg   string // where the sweep's figures go
+	// grid5000 runs the P2P-MPI experiment's jobs instead.
+	grid5000 bool
 }
 
 func parse(args []string, stderr io.Writer) (sim.Config, options, error) {
@@ -112,6 +122,7 @@ func parse(args []string, stderr io.Writer) (sim.Config, options, error) {
 	fs.BoolVar(&cfg.StrictOnce, "strict-once", false, "count a copy of a rank as running until it ends, even once its host is counted lost")
 	fs.StringVar(&o.trace, "trace", "", "write the trace to this file")
 	fs.StringVar(&o.sweep, "sweep", "", "run at each of these numbers of agents (e.g. 1000,10000,100000), with --jobs per --agents, without and with every fault kind")
+	fs.BoolVar(&o.grid5000, "grid5000", false, "run the P2P-MPI Grid'5000 experiment's dry-run jobs (350 agents) and print its table")
 	fs.StringVar(&o.svg, "svg", "", "with --sweep: draw the figures in this folder")
 	if err := fs.Parse(args); err != nil {
 		return cfg, o, err
