@@ -2,6 +2,8 @@ package sim
 
 import (
 	"time"
+
+	"github.com/zorilla-p2p/zorilla/job"
 )
 
 // planFaults schedules the run's crashes, cuts and forged adverts; the
@@ -37,10 +39,12 @@ func (w *World) crashSubmitter(j *simJob) {
 	}
 }
 
-// crash stops an agent: its processes die, its lease table and flood
-// memory are gone, the jobs it submitted lose their machine (they count
-// as ended: the simulation does not re-attach them), and it restarts
-// after a while.
+// crash stops an agent: its processes die, its lease table is gone, the
+// jobs it submitted lose their machine, and it restarts after a while. A
+// job its record on disk says is running is re-attached at the restart
+// (lifecycle's re-attach, from the record and the report journal); any
+// other counts as ended (an agent that restarts does not resume a job it
+// had not started).
 func (w *World) crash(e event) {
 	a := w.agents[e.agent]
 	w.tracef(e, "crash")
@@ -54,11 +58,16 @@ func (w *World) crash(e event) {
 	w.armGraces()
 	for _, ji := range a.jobs {
 		j := w.jobs[ji]
-		if j.m != nil && !j.gone && !j.m.Ended() {
-			j.gone = true
-			w.stats.lostSubmitter++
-			w.endJob(j, "submitter crashed")
+		if j.m == nil || j.gone || j.m.Ended() {
+			continue
 		}
+		j.gone = true
+		if j.rec.State == job.Running {
+			j.detached = true // its record on disk says running: re-attached at the restart
+			continue
+		}
+		w.stats.lostSubmitter++
+		w.endJob(j, "submitter crashed")
 	}
 	down := w.cfg.Faults.Down
 	if down <= 0 {
@@ -81,6 +90,11 @@ func (w *World) restart(e event) {
 		w.violate(a.idx, "restart: %v", err)
 	}
 	w.tracef(e, "restart")
+	for _, ji := range a.jobs {
+		if j := w.jobs[ji]; j.detached {
+			w.reattach(j)
+		}
+	}
 	w.flushAll()
 }
 

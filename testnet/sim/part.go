@@ -24,9 +24,11 @@ type part struct {
 	live     int           // processes not ended
 	seq      uint64
 	backlog  []proto.Report
-	grace    bool          // a grace check is armed
-	lastAt   time.Duration // when its last report sent arrives
-	fenced   bool          // its submitter counted it lost: its copies are no longer the job's
+	log      []proto.Report // every report numbered, for a re-attached submitter
+	grace    bool           // a grace check is armed
+	lastAt   time.Duration  // when its last report sent arrives
+	fenced   bool           // its submitter counted it lost: its copies are no longer the job's
+	finished bool           // every process ended: the part waits for its done report to be taken
 }
 
 // graceAfter is how long a job's processes run on while its submitter is
@@ -49,7 +51,8 @@ func (w *World) startPart(a *agent, j *simJob, req proto.LeaseRequest) {
 }
 
 // onPart moves a part along: staged, ready, a process's exit, a grace
-// check.
+// check. A part whose processes all ended only waits for its done report
+// to be taken.
 func (w *World) onPart(e event) {
 	a := w.agents[e.agent]
 	var p *part
@@ -62,6 +65,9 @@ func (w *World) onPart(e event) {
 	}
 	if a.parts[p.lease] != p {
 		return // killed meanwhile
+	}
+	if p.finished && e.kind != evGrace {
+		return
 	}
 	w.tracef(e, "%s", p.lease)
 	switch e.kind {
@@ -114,8 +120,10 @@ func (w *World) exit(a *agent, p *part, i int) {
 	}
 	w.report(p, proto.Report{Kind: proto.RepExit, Rank: pr.Rank, Replica: pr.Replica, Code: code})
 	if p.live == 0 {
+		// The worker keeps the job until its submitter took the done
+		// report (or its grace ends): a re-attached submitter asks.
+		p.finished = true
 		w.report(p, proto.Report{Kind: proto.RepDone})
-		w.endPart(a, p)
 	}
 }
 
@@ -155,6 +163,7 @@ func (w *World) endPart(a *agent, p *part) {
 func (w *World) report(p *part, r proto.Report) {
 	p.seq++
 	r.Seq = p.seq
+	p.log = append(p.log, r)
 	j := w.jobs[p.job]
 	if len(p.backlog) == 0 && w.sendReport(p, j, r) {
 		return
@@ -214,10 +223,37 @@ func (w *World) flush(p *part) bool {
 	return true
 }
 
+// resume sends every report of a part again, in order (a re-attached
+// submitter takes those its journal lacks), then what it kept.
+func (w *World) resume(p *part) {
+	j := w.jobs[p.job]
+	p.backlog = append([]proto.Report(nil), p.log...)
+	if !w.flush(p) {
+		w.backlogged = append(w.backlogged, p)
+	}
+	_ = j
+}
+
+// onAck: the submitter took a part's done report; the worker forgets the
+// job and ends its lease.
+func (w *World) onAck(e event) {
+	a, p := w.agents[e.agent], e.data.(*part)
+	if a.parts[p.lease] != p || !p.finished {
+		return
+	}
+	w.tracef(e, "%s done taken", p.lease)
+	w.endPart(a, p)
+	w.checkHost(a)
+}
+
 // grace ends a part whose submitter stayed out of reach for graceAfter.
 func (w *World) grace(a *agent, p *part) {
 	p.grace = false
 	if w.flush(p) && w.reachable(int(a.idx), int(w.jobs[p.job].sub)) {
+		return
+	}
+	if p.finished {
+		w.endPart(a, p)
 		return
 	}
 	w.stats.graceKills++

@@ -26,11 +26,12 @@ const (
 	evHeal                   // a site is back
 	evSubCrash               // a job's submitter's agent crashes
 	evForge                  // a liar floods a forged advert
+	evAck                    // the submitter took a host's done report
 	numKinds
 )
 
 var kindNames = [...]string{"submit", "tick", "advert", "offer", "measured", "offer-reply", "decline", "lease-req",
-	"lease-reply", "report", "staged", "ready", "exit", "grace", "crash", "restart", "cut", "heal", "sub-crash", "forge"}
+	"lease-reply", "report", "staged", "ready", "exit", "grace", "crash", "restart", "cut", "heal", "sub-crash", "forge", "ack"}
 
 func (k kind) String() string { return kindNames[k] }
 

@@ -15,6 +15,7 @@ type stats struct {
 	messages, adverts, leases   uint64
 	forged, crashes, graceKills uint64
 	lostSubmitter, fenced       uint64
+	reattached                  uint64
 	busy                        time.Duration // process time run
 }
 
@@ -114,6 +115,8 @@ func (r Result) Count(prefix string) int {
 // outcome says how a job ended, or where it is.
 func (w *World) outcome(j *simJob) string {
 	switch {
+	case j.detached:
+		return "unfinished: submitter down"
 	case j.gone:
 		return "lost: submitter crashed"
 	case j.m == nil:
@@ -128,7 +131,7 @@ func (w *World) outcome(j *simJob) string {
 
 // reasonKind shortens a failure's reason to its kind.
 func reasonKind(why string) string {
-	for _, k := range []string{"not enough", "exited", "lost", "no copy left", "could not start", "timed out", "not honoured", "refused"} {
+	for _, k := range []string{"agent restarted", "not enough", "exited", "lost", "no copy left", "could not start", "timed out", "not honoured", "refused"} {
 		if strings.Contains(why, k) {
 			return k
 		}

@@ -42,7 +42,9 @@ type simJob struct {
 	ended     time.Duration
 	ends      int
 	gone      bool // its submitter crashed: the machine is lost
-	adverts   int  // advert messages of its floods
+	detached  bool // gone while running: re-attached when its agent restarts
+	journal   lifecycle.Journal
+	adverts   int // advert messages of its floods
 	copies    map[int]int
 	lo, hi    int
 	crashAt   float64 // its submitter crashes this far into the run; 0: never
@@ -238,6 +240,8 @@ func (w *World) do(j *simJob, eff lifecycle.Effect) {
 		w.send(int(j.sub), int(o.from), evOfferReply, j.idx, offerReply{lease: o.msg.Lease, keep: e.Reply.Keep})
 	case lifecycle.Save:
 		j.rec = j.m.Record()
+	case lifecycle.Take:
+		w.journal(j, e)
 	case lifecycle.Watch:
 		j.current = map[string]bool{}
 		for _, l := range e.Leases {
@@ -262,6 +266,36 @@ func (w *World) do(j *simJob, eff lifecycle.Effect) {
 		j.rec = j.m.Record()
 		w.endJob(j, string(j.rec.State))
 	}
+}
+
+// journal records a report taken, as the submitter's report journal does
+// on disk: what a re-attached machine starts from.
+func (w *World) journal(j *simJob, t lifecycle.Take) {
+	jr := &j.journal
+	if jr.Seq == nil {
+		jr.Seq, jr.Done, jr.Ready = map[string]uint64{}, map[string]bool{}, map[string]bool{}
+	}
+	if t.Report.Seq > jr.Seq[t.Lease] {
+		jr.Seq[t.Lease] = t.Report.Seq
+	}
+	switch t.Report.Kind {
+	case proto.RepDone:
+		jr.Done[t.Lease] = true
+	case proto.RepReady:
+		jr.Ready[t.Lease] = true
+	}
+}
+
+// reattach gives a job whose submitter restarted a new machine from its
+// record and journal, which asks its hosts whether they still run it.
+func (w *World) reattach(j *simJob) {
+	a := w.agents[j.sub]
+	env := lifecycle.Env{Self: a.id, KnowsPeers: true, DirectLimit: min(w.lcfg.Direct, flood.MaxDirect),
+		FloodLimit: w.lcfg.Schedule.Limit(flood.DefaultConfig().MaxTTL)}
+	j.m = lifecycle.New(w.lcfg, env, lifecycle.Start{Record: j.rec, Journal: j.journal})
+	j.gone, j.detached, j.offers, j.inbox, j.tickAt = false, false, map[uint64]offerIn{}, nil, -1
+	w.stats.reattached++
+	w.step(j, lifecycle.Begin{})
 }
 
 // endJob counts a job's end.
@@ -375,6 +409,11 @@ func (w *World) onReport(e event) {
 		return
 	}
 	w.step(j, lifecycle.Report{From: w.agents[r.from].id, Lease: r.lease, Report: r.rep})
+	if r.rep.Kind == proto.RepDone {
+		if p := w.agents[r.from].parts[r.lease]; p != nil {
+			w.send(int(j.sub), int(r.from), evAck, j.idx, p)
+		}
+	}
 }
 
 // refuseStream: the report stream of lease, not the job's now, is

@@ -114,6 +114,8 @@ func (w *World) carryOut(a *agent, j *simJob, do string, req proto.LeaseRequest,
 		w.startPart(a, j, req)
 	case "release":
 		w.release(a, p)
+	case "resume":
+		w.resume(p)
 	case "kill":
 		w.kill(a, p, true)
 	case "retry", "rekey":

@@ -200,6 +200,8 @@ func (w *World) handle(e event) {
 		w.onCut(e)
 	case evForge:
 		w.forge(e)
+	case evAck:
+		w.onAck(e)
 	}
 }
 
