@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,8 @@ type Config struct {
 	Lifecycle lifecycle.Config
 	// Hooks inject bugs, for tests that show the invariants catch them.
 	Hooks Hooks
+
+	trace io.Writer // where Grid5000's runs write their traces
 }
 
 // Hooks are deliberate bugs for tests of the checker.

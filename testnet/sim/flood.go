@@ -54,6 +54,11 @@ func (w *World) flood(j *simJob, key string, body []byte, radius int) {
 	f := w.floodOf(j, key, body)
 	h := w.fheap[:0]
 	var seq uint64
+	sent, reached := j.adverts, 0
+	defer func() {
+		w.tracef(event{kind: evFlood, agent: j.sub, job: j.idx}, "%s radius %d: %d messages, %d delivered", key, radius,
+			j.adverts-sent, reached)
+	}()
 	h = pushHop(h, hop{at: w.now, ttl: radius + 1, to: j.sub, from: j.sub})
 	for len(h) > 0 {
 		var x hop
@@ -65,6 +70,7 @@ func (w *World) flood(j *simJob, key string, body []byte, radius int) {
 		deliver, fwd, seen, fwded := flood.Rule(int(f.maxSeen[x.to]), int(f.maxFwd[x.to]), x.ttl)
 		f.maxSeen[x.to], f.maxFwd[x.to] = uint8(seen), uint8(fwded)
 		if deliver {
+			reached++
 			w.push(x.at-w.now, evAdvert, x.to, j.idx, f)
 		}
 		if fwd == 0 {
@@ -91,6 +97,7 @@ func (w *World) flood(j *simJob, key string, body []byte, radius int) {
 // forwarded.
 func (w *World) direct(j *simJob, key string, body []byte, peers []peer.ID) {
 	f := w.floodOf(j, key, body)
+	w.tracef(event{kind: evFlood, agent: j.sub, job: j.idx}, "%s direct to %d peers", key, len(peers))
 	for _, p := range peers {
 		to := w.byID[p]
 		j.adverts++

@@ -44,6 +44,9 @@ func grid5000Job(cfg Config, s job.Strategy, n int) (testnet.Allocation, error) 
 	if err != nil {
 		return testnet.Allocation{}, err
 	}
+	if cfg.trace != nil {
+		w.Trace(cfg.trace)
+	}
 	d := job.NewDescription("prog", nil, n)
 	d.Strategy = s
 	d.Deadline = cfg.Lifecycle.Deadline

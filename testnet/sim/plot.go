@@ -84,5 +84,6 @@ func addSeries(p *plot.Plot, points []SweepPoint, ss []series) error {
 		p.Add(l, sc)
 		p.Legend.Add(s.name, l, sc)
 	}
+	p.Y.Max *= 10 // room for the legend above the lines, on the log scale
 	return nil
 }

@@ -27,11 +27,12 @@ const (
 	evSubCrash               // a job's submitter's agent crashes
 	evForge                  // a liar floods a forged advert
 	evAck                    // the submitter took a host's done report
+	evFlood                  // a flood's radius went out (traced, never queued)
 	numKinds
 )
 
 var kindNames = [...]string{"submit", "tick", "advert", "offer", "measured", "offer-reply", "decline", "lease-req",
-	"lease-reply", "report", "staged", "ready", "exit", "grace", "crash", "restart", "cut", "heal", "sub-crash", "forge", "ack"}
+	"lease-reply", "report", "staged", "ready", "exit", "grace", "crash", "restart", "cut", "heal", "sub-crash", "forge", "ack", "flood"}
 
 func (k kind) String() string { return kindNames[k] }
 

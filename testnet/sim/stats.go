@@ -168,7 +168,11 @@ func (r Result) WriteTable(out io.Writer) {
 	for _, s := range r.Sizes {
 		fmt.Fprintf(out, "%6d %8d %10s %10s\n", s.N, s.Started, secs(s.P50), secs(s.P99))
 	}
-	fmt.Fprintf(out, "all %8d %10s %10s\n", r.Count(""), secs(r.AllocP50), secs(r.AllocP99))
+	started := 0
+	for _, s := range r.Sizes {
+		started += s.Started
+	}
+	fmt.Fprintf(out, "%6s %8d %10s %10s\n", "all", started, secs(r.AllocP50), secs(r.AllocP99))
 	fmt.Fprintf(out, "adverts per job %.0f  per agent per job %.4f  messages %d  utilization %.1f%%  events %d  queue peak %d\n",
 		r.AdvertsPerJob, r.Adverts, r.Messages, 100*r.Util, r.Events, r.QueuePeak)
 	var keys []string
