@@ -2,6 +2,7 @@ package sim
 
 import (
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -12,13 +13,13 @@ import (
 // kind on at its default rate.
 func faultyConfig(t testing.TB, seed uint64) Config {
 	t.Helper()
-	cfg := DefaultConfig(300, 20, seed)
+	cfg := DefaultConfig(300, 12, seed)
 	f, err := DefaultFaults([]string{"all"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Faults = f
-	cfg.Submit, cfg.Duration = 2*time.Minute, 10*time.Minute
+	cfg.Submit, cfg.Duration = 2*time.Minute, 8*time.Minute
 	return cfg
 }
 
@@ -36,6 +37,8 @@ func run(t testing.TB, cfg Config) Result {
 // seed and the command that replays it.
 func TestInvariantsHoldOverSeeds(t *testing.T) {
 	const seeds = 200
+	// The worlds are small and many: collect garbage less often.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	results := make([]Result, seeds)
 	var wg sync.WaitGroup
 	next := make(chan uint64)
