@@ -119,12 +119,17 @@ func (w *World) submit(e event) {
 	rec := job.NewRecord(j.id, job.Key(strings.Repeat("k", 43)), j.desc, w.clock(a))
 	rec.Program = &proto.FileRef{Name: "prog", Hash: strings.Repeat("a", 64), Size: 1 << 20}
 	rec.DryRun = j.dryRun
-	env := lifecycle.Env{Self: a.id, KnowsPeers: true, DirectLimit: min(w.lcfg.Direct, flood.MaxDirect),
-		FloodLimit: w.lcfg.Schedule.Limit(flood.DefaultConfig().MaxTTL)}
-	j.m = lifecycle.New(w.lcfg, env, lifecycle.Start{Record: rec})
+	j.m = lifecycle.New(w.lcfg, w.env(a), lifecycle.Start{Record: rec})
 	j.rec = rec
 	w.tracef(e, "n=%d r=%d %s", j.desc.Nodes, j.desc.Replicas, j.desc.Strategy)
 	w.step(j, lifecycle.Begin{})
+}
+
+// env is what a machine knows of agent a: its overlay view, and the
+// flooder's limits.
+func (w *World) env(a *agent) lifecycle.Env {
+	return lifecycle.Env{Self: a.id, KnowsPeers: true, DirectLimit: min(w.lcfg.Direct, flood.MaxDirect),
+		FloodLimit: w.lcfg.Schedule.Limit(flood.DefaultConfig().MaxTTL)}
 }
 
 // step feeds the machine one event, carries out its effects, feeds the
@@ -268,36 +273,6 @@ func (w *World) do(j *simJob, eff lifecycle.Effect) {
 	}
 }
 
-// journal records a report taken, as the submitter's report journal does
-// on disk: what a re-attached machine starts from.
-func (w *World) journal(j *simJob, t lifecycle.Take) {
-	jr := &j.journal
-	if jr.Seq == nil {
-		jr.Seq, jr.Done, jr.Ready = map[string]uint64{}, map[string]bool{}, map[string]bool{}
-	}
-	if t.Report.Seq > jr.Seq[t.Lease] {
-		jr.Seq[t.Lease] = t.Report.Seq
-	}
-	switch t.Report.Kind {
-	case proto.RepDone:
-		jr.Done[t.Lease] = true
-	case proto.RepReady:
-		jr.Ready[t.Lease] = true
-	}
-}
-
-// reattach gives a job whose submitter restarted a new machine from its
-// record and journal, which asks its hosts whether they still run it.
-func (w *World) reattach(j *simJob) {
-	a := w.agents[j.sub]
-	env := lifecycle.Env{Self: a.id, KnowsPeers: true, DirectLimit: min(w.lcfg.Direct, flood.MaxDirect),
-		FloodLimit: w.lcfg.Schedule.Limit(flood.DefaultConfig().MaxTTL)}
-	j.m = lifecycle.New(w.lcfg, env, lifecycle.Start{Record: j.rec, Journal: j.journal})
-	j.gone, j.detached, j.offers, j.inbox, j.tickAt = false, false, map[uint64]offerIn{}, nil, -1
-	w.stats.reattached++
-	w.step(j, lifecycle.Begin{})
-}
-
 // endJob counts a job's end.
 func (w *World) endJob(j *simJob, how string) {
 	j.ends++
@@ -305,137 +280,6 @@ func (w *World) endJob(j *simJob, how string) {
 	if j.ends > 1 {
 		w.violate(j.sub, "job %s ended twice (%s)", j.id, how)
 	}
-}
-
-// onOffer: an offer reaches the submitter, which measures its sender.
-func (w *World) onOffer(e event) {
-	j := w.jobs[e.job]
-	if j.gone || j.m == nil {
-		return
-	}
-	o := e.data.(offerIn)
-	j.tokens++
-	j.offers[j.tokens] = o
-	w.tracef(e, "from a%d lease %s slots %d", o.from, o.msg.Lease, o.msg.Slots)
-	w.step(j, lifecycle.Arrived{Token: j.tokens, From: w.agents[o.from].id})
-	w.push(w.topo.rtt(int(j.sub), int(o.from)), evMeasured, j.sub, j.idx, j.tokens)
-}
-
-func (w *World) onMeasured(e event) {
-	j := w.jobs[e.job]
-	if j.gone {
-		return
-	}
-	token := e.data.(uint64)
-	o := j.offers[token]
-	w.tracef(e, "token %d", token)
-	w.step(j, lifecycle.Offer{Token: token, From: w.agents[o.from].id, Msg: o.msg,
-		RTT: w.topo.rtt(int(j.sub), int(o.from)), Relayed: w.topo.relayed(int(j.sub), int(o.from))})
-}
-
-func (w *World) onDecline(e event) {
-	j := w.jobs[e.job]
-	if j.gone || j.m == nil {
-		return
-	}
-	d := e.data.(declineIn)
-	w.tracef(e, "from a%d %s", d.from, d.msg.Code)
-	w.step(j, lifecycle.Decline{From: w.agents[d.from].id, Msg: d.msg})
-}
-
-type declineIn struct {
-	from int32
-	msg  proto.DeclineMsg
-}
-
-// leaseCall is a lease request on its way, or its outcome on the way back.
-type leaseCall struct {
-	eff   lifecycle.Lease
-	tries int
-	reply proto.LeaseReply
-	err   error
-}
-
-// callTimeout is how long a lease request that gets no reply takes to
-// fail; giveBackTries how often a give-back is sent.
-const (
-	callTimeout   = 10 * time.Second
-	giveBackTries = 3
-)
-
-// sendLease sends a lease request; when it cannot get there its failure
-// comes back after callTimeout.
-func (w *World) sendLease(j *simJob, e lifecycle.Lease, tries int) {
-	host := w.byID[e.Host]
-	c := leaseCall{eff: e, tries: tries + 1}
-	if !w.send(int(j.sub), int(host), evLeaseReq, j.idx, c) {
-		c.err = fmt.Errorf("no reply from %s", e.Host)
-		w.push(callTimeout, evLeaseReply, j.sub, j.idx, c)
-	}
-}
-
-func (w *World) onLeaseReply(e event) {
-	j := w.jobs[e.job]
-	if j.gone {
-		return
-	}
-	c := e.data.(leaseCall)
-	if c.err != nil && c.eff.GiveBack && c.tries < giveBackTries {
-		w.tracef(e, "%s %s: again", c.eff.Req.Op, c.eff.Req.Lease)
-		w.sendLease(j, c.eff, c.tries)
-		return
-	}
-	w.tracef(e, "%s %s ok=%v err=%v %s", c.eff.Req.Op, c.eff.Req.Lease, c.reply.OK, c.err != nil, c.reply.Error)
-	if c.reply.Lease != "" {
-		j.leases[c.reply.Lease] = w.byID[c.eff.Host]
-	}
-	w.step(j, lifecycle.LeaseReply{Host: c.eff.Host, Op: c.eff.Req.Op, Lease: c.eff.Req.Lease, Reply: c.reply, Err: c.err})
-}
-
-// reportIn is a host's report on its way to the submitter.
-type reportIn struct {
-	from  int32
-	lease string
-	rep   proto.Report
-}
-
-func (w *World) onReport(e event) {
-	j := w.jobs[e.job]
-	r := e.data.(reportIn)
-	j.heard[r.lease] = w.now
-	w.tracef(e, "from a%d %s %s seq %d rank %d code %d", r.from, r.lease, r.rep.Kind, r.rep.Seq, r.rep.Rank, r.rep.Code)
-	if j.gone || j.refused[r.lease] || j.current != nil && !j.current[r.lease] {
-		w.refuse(j, r.from, r.lease, 0)
-		return
-	}
-	w.step(j, lifecycle.Report{From: w.agents[r.from].id, Lease: r.lease, Report: r.rep})
-	if r.rep.Kind == proto.RepDone {
-		if p := w.agents[r.from].parts[r.lease]; p != nil {
-			w.send(int(j.sub), int(r.from), evAck, j.idx, p)
-		}
-	}
-}
-
-// refuseStream: the report stream of lease, not the job's now, is
-// refused at the host's next heartbeat (within 2 s), if it gets there; the
-// worker then ends the job's processes.
-func (w *World) refuseStream(j *simJob, l string) {
-	h, ok := j.leases[l]
-	if !ok || w.agents[h].parts[l] == nil {
-		return
-	}
-	w.refuse(j, h, l, time.Duration(w.rng.Int64N(int64(2*time.Second))))
-}
-
-// refuse answers a stream of lease on host h with a refusal after wait:
-// the worker ends the job's processes there.
-func (w *World) refuse(j *simJob, h int32, l string, wait time.Duration) {
-	if !w.reachable(int(j.sub), int(h)) {
-		return
-	}
-	c := leaseCall{eff: lifecycle.Lease{Host: w.agents[h].id, Req: proto.LeaseRequest{Op: proto.OpKill, Job: j.id, Lease: l,
-		Reason: "refused"}}, tries: -1}
-	w.push(wait+w.delay(int(j.sub), int(h)), evLeaseReq, h, j.idx, c)
 }
 
 // sortedKeys returns a map's string keys in order.
