@@ -142,18 +142,20 @@ func reasonKind(why string) string {
 	return why
 }
 
-// ReplayCommand is the command that runs cfg again.
+// ReplayCommand is the command that runs cfg again: every setting the
+// command has a flag for (the tests' injected bugs have none).
 func ReplayCommand(c Config) string {
-	f := strings.Join(c.Faults.Names(), ",")
-	if f == "" {
-		f = "none"
-	}
 	sizes := make([]string, len(c.Mix.Sizes))
 	for i, n := range c.Mix.Sizes {
 		sizes[i] = fmt.Sprint(n)
 	}
-	cmd := fmt.Sprintf("go run ./testnet/cmd/sim --agents %d --jobs %d --seed %d --topology %s --faults %s --sizes %s --submit %v --duration %v",
-		c.Agents, c.Jobs, c.Seed, c.Topology, f, strings.Join(sizes, ","), c.Submit, c.Duration)
+	f, m := c.Faults, c.Mix
+	cmd := fmt.Sprintf("go run ./testnet/cmd/sim --agents %d --jobs %d --seed %d --topology %s --regions %d --nat %v"+
+		" --sizes %s --replicated %v --malleable %v --concentrate %v --failing %v --runtime %v --submit %v --duration %v"+
+		" --crash %v --sub-crash %v --partitions %d --loss %v --spike %v --slow %v --skew %v --liars %v",
+		c.Agents, c.Jobs, c.Seed, c.Topology, c.Regions, c.NATShare,
+		strings.Join(sizes, ","), m.Replicated, m.Malleable, m.Concentrate, m.Failing, m.RunTime, c.Submit, c.Duration,
+		f.Crash, f.SubmitterCrash, f.Partitions, f.Loss, f.Spike, f.Slow, f.Skew, f.Liars)
 	if c.StrictOnce {
 		cmd += " --strict-once"
 	}

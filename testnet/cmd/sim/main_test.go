@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/zorilla-p2p/zorilla/testnet/sim"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string) {
@@ -36,5 +40,27 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		if code, out := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2:\n%s", args, code, out)
 		}
+	}
+}
+
+// TestReplayCommandReplays: the command a violation prints runs the same
+// configuration: its flags parse back to it.
+func TestReplayCommandReplays(t *testing.T) {
+	cfg := sim.DefaultConfig(300, 12, 9)
+	f, err := sim.DefaultFaults([]string{"all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Faults, cfg.StrictOnce = f, true
+	cmd := strings.Fields(sim.ReplayCommand(cfg))
+	if len(cmd) < 3 || cmd[0] != "go" || cmd[2] != "./testnet/cmd/sim" {
+		t.Fatalf("replay %q", cmd)
+	}
+	got, _, err := parse(cmd[3:], io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, cfg) {
+		t.Fatalf("the replay's flags give\n%+v\nwant\n%+v", got, cfg)
 	}
 }
