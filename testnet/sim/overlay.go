@@ -20,15 +20,16 @@ func (w *World) buildOverlay() {
 		bySite[s] = append(bySite[s], int32(i))
 	}
 	n := len(w.agents)
+	seen := make([]int32, n) // the agent that last learned each peer, plus one
 	for _, a := range w.agents {
 		want := min(w.cfg.Candidates, n-1)
-		seen := map[int32]bool{a.idx: true}
-		var cands []overlay.Candidate
+		seen[a.idx] = a.idx + 1
+		cands := make([]overlay.Candidate, 0, want)
 		add := func(p int32) {
-			if seen[p] {
+			if seen[p] == a.idx+1 {
 				return
 			}
-			seen[p] = true
+			seen[p] = a.idx + 1
 			// Measured with some noise (up to 10%): agents of one site
 			// are equally far apart, and the noise, as on real links,
 			// breaks their ties in a different order for each agent.
