@@ -137,12 +137,29 @@ func (w *World) checkQueues() {
 	}
 }
 
-// checkEnd checks the end of the run: every job ended at most once, every
-// worker holds only what it should.
+// checkEnd checks the end of the run: every worker holds only what it
+// should, and no job is stuck.
 func (w *World) checkEnd() {
 	for _, a := range w.agents {
 		if a.up {
 			w.checkHost(a)
+		}
+	}
+	w.checkStuck()
+}
+
+// checkStuck: a job not ended waits for something, a timer of its machine
+// or an event on its way; one that waits for nothing would wait for ever.
+func (w *World) checkStuck() {
+	pending := make([]int, len(w.jobs))
+	for _, e := range w.q.ev {
+		if e.job >= 0 && e.kind != evCut && e.kind != evHeal {
+			pending[e.job]++
+		}
+	}
+	for _, j := range w.jobs {
+		if j.m != nil && !j.gone && !j.m.Ended() && j.tickAt < 0 && pending[j.idx] == 0 && len(j.inbox) == 0 {
+			w.violate(j.sub, "job %s waits in phase %s for nothing: no timer, nothing on its way", j.id, j.m.Phase())
 		}
 	}
 }

@@ -166,6 +166,7 @@ func (w *World) handle(e event) {
 		a := w.agents[e.agent]
 		if e.kind != evRestart && e.kind != evSubmit && (!a.up || a.epoch != e.epoch) {
 			w.tracef(e, "dropped")
+			w.dropped(e)
 			return
 		}
 	}
@@ -202,6 +203,17 @@ func (w *World) handle(e event) {
 		w.forge(e)
 	case evAck:
 		w.onAck(e)
+	}
+}
+
+// dropped: an event for an agent that crashed meanwhile is lost. A lease
+// request lost so is a call that fails: its submitter learns it when the
+// call times out.
+func (w *World) dropped(e event) {
+	if c, ok := e.data.(leaseCall); ok && e.kind == evLeaseReq && c.tries >= 0 {
+		j := w.jobs[e.job]
+		c.err = errNoReply
+		w.push(callTimeout, evLeaseReply, j.sub, j.idx, c)
 	}
 }
 
