@@ -65,6 +65,9 @@ type LeaseConfig struct {
 	MaxTTL time.Duration
 	// Now is the clock; nil means time.Now. Tests inject one.
 	Now func() time.Time
+	// NewKey makes a lease's key; nil means 128 random bits. A
+	// simulation injects a seeded source so that its runs replay.
+	NewKey func() string
 }
 
 // DefaultLeaseConfig returns the settings of a real agent.
@@ -98,6 +101,7 @@ func (c LeaseConfig) validate() error {
 // concurrent use; mu guards every field below it.
 type Leases struct {
 	now        func() time.Time
+	newKey     func() string
 	defaultTTL time.Duration
 	maxTTL     time.Duration
 
@@ -125,7 +129,11 @@ func NewLeases(p Policy, cfg LeaseConfig) (*Leases, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Leases{now: now, defaultTTL: cfg.DefaultTTL, maxTTL: cfg.MaxTTL,
+	newKey := cfg.NewKey
+	if newKey == nil {
+		newKey = newLeaseKey
+	}
+	return &Leases{now: now, newKey: newKey, defaultTTL: cfg.DefaultTTL, maxTTL: cfg.MaxTTL,
 		policy: p, byKey: map[string]*Lease{}, byJob: map[proto.JobID]*Lease{}, used: map[proto.JobID]int64{}, freed: make(chan struct{}, 1)}, nil
 }
 
@@ -197,7 +205,7 @@ func (l *Leases) reserve(j proto.JobID, submitter peer.ID, slots, cores int, mem
 	if ttl == 0 {
 		ttl = l.defaultTTL
 	}
-	ls := &Lease{Key: newLeaseKey(), Job: j, Submitter: submitter, Slots: slots, Cores: cores,
+	ls := &Lease{Key: l.newKey(), Job: j, Submitter: submitter, Slots: slots, Cores: cores,
 		Memory: memory, Expires: l.now().Add(min(ttl, l.maxTTL))}
 	l.byKey[ls.Key], l.byJob[j] = ls, ls
 	return *ls, nil

@@ -1,0 +1,130 @@
+package sim
+
+import (
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// faultyConfig is a run of the many-seed test: 300 agents, every fault
+// kind on at its default rate; one seed in eight on the Grid'5000 sites,
+// the others on the synthetic internet.
+func faultyConfig(t testing.TB, seed uint64) Config {
+	t.Helper()
+	cfg := DefaultConfig(300, 12, seed)
+	if seed%8 == 0 {
+		cfg.Topology = "grid5000"
+	}
+	f, err := DefaultFaults([]string{"all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Faults = f
+	cfg.Submit, cfg.Duration = 2*time.Minute, 8*time.Minute
+	return cfg
+}
+
+func run(t testing.TB, cfg Config) Result {
+	t.Helper()
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.Run()
+}
+
+// TestInvariantsHoldOverSeeds runs 200 seeds of 300 agents with every
+// fault kind on; every invariant must hold in each. A failure names the
+// seed and the command that replays it.
+func TestInvariantsHoldOverSeeds(t *testing.T) {
+	const seeds = 200
+	// The worlds are small and many: collect garbage less often.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	results := make([]Result, seeds)
+	var wg sync.WaitGroup
+	next := make(chan uint64)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range next {
+				results[s] = run(t, faultyConfig(t, s+1))
+			}
+		}()
+	}
+	for s := range uint64(seeds) {
+		next <- s
+	}
+	close(next)
+	wg.Wait()
+	ended := map[string]int{}
+	for _, r := range results {
+		if r.Violation != nil {
+			t.Errorf("seed %d: %s\nreplay: %s", r.Config.Seed, r.Violation, r.Replay)
+		}
+		for k, n := range r.Ended {
+			ended[k] += n
+		}
+	}
+	t.Logf("jobs over %d seeds: %v", seeds, ended)
+	if ended["done"] == 0 {
+		t.Fatalf("no job completed in %d seeds: %v", seeds, ended)
+	}
+}
+
+func TestSameSeedSameDigest(t *testing.T) {
+	a, b := run(t, faultyConfig(t, 11)), run(t, faultyConfig(t, 11))
+	if a.Digest != b.Digest {
+		t.Fatalf("seed 11 twice: digests %s and %s", a.Digest, b.Digest)
+	}
+	if c := run(t, faultyConfig(t, 12)); c.Digest == a.Digest {
+		t.Fatalf("seeds 11 and 12 give the same digest %s", a.Digest)
+	}
+}
+
+// TestSeededBugIsCaught: a worker that never ends the lease of a job
+// whose processes are gone is caught, with the seed and its replay.
+func TestSeededBugIsCaught(t *testing.T) {
+	cfg := DefaultConfig(300, 10, 1)
+	cfg.Duration = 5 * time.Minute
+	cfg.Hooks.KeepLeaseAfterRun = true
+	r := run(t, cfg)
+	if r.Violation == nil {
+		t.Fatal("a lease kept after its job's processes ended went unnoticed")
+	}
+	if !strings.Contains(r.Violation.What, "no process of it left") || !strings.Contains(r.Replay, "--seed 1") {
+		t.Fatalf("violation %q, replay %q: want the kept lease and the seed", r.Violation.What, r.Replay)
+	}
+}
+
+// TestStrictOnceFindsARankRunTwice replays seed 2, where a site is cut
+// off while a host there runs a rank of a job without replicas whose
+// submitter is outside: the submitter counts the host lost after
+// LostAfter (10 s) and starts the job again elsewhere after its backoff,
+// while the cut-off worker runs its copy on for its grace without the
+// submitter (a minute). Counted strictly (StrictOnce), the rank runs twice
+// at once; counting only the copies whose reports the job takes, it does
+// not.
+func TestStrictOnceFindsARankRunTwice(t *testing.T) {
+	cfg := DefaultConfig(300, 40, 2)
+	f, err := DefaultFaults([]string{"all"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Faults, cfg.StrictOnce = f, true
+	r := run(t, cfg)
+	if r.Violation == nil || !strings.Contains(r.Violation.What, "rank 1 runs twice at once") {
+		t.Fatalf("seed 2 counted strictly: violation %v, want rank 1 run twice", r.Violation)
+	}
+	cfg.StrictOnce = false
+	if r := run(t, cfg); r.Violation != nil {
+		t.Fatalf("seed 2 counting the job's own copies: %v", r.Violation)
+	}
+	cfg.StrictOnce, cfg.Faults.Partitions = true, 0
+	if r := run(t, cfg); r.Violation != nil {
+		t.Fatalf("seed 2 without cuts, counted strictly: %v", r.Violation)
+	}
+}
