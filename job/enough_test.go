@@ -1,9 +1,13 @@
 package job
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/zorilla-p2p/zorilla/internal/peertest"
+)
 
 func TestEnough(t *testing.T) {
-	ids := realPeers(t, 8)
+	ids := peertest.Peers(t, 8)
 	hosts := func(slots ...int) []Offer {
 		out := make([]Offer, len(slots))
 		for i, s := range slots {

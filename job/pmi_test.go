@@ -9,6 +9,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+
+	"github.com/zorilla-p2p/zorilla/internal/peertest"
 )
 
 func TestCheckPMI(t *testing.T) {
@@ -63,7 +65,7 @@ func TestPlacePMI(t *testing.T) {
 	ma := func(s string) multiaddr.Multiaddr { return multiaddr.StringCast(s) }
 	relay := ma("/ip4/1.2.3.4/tcp/4001/p2p/12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK/p2p-circuit")
 	direct := ma("/ip4/10.0.0.2/tcp/4001")
-	ids := realPeers(t, 4)
+	ids := peertest.Peers(t, 4)
 	short := make([]string, len(ids))
 	for i, id := range ids {
 		short[i] = ShortPeer(id)
@@ -189,7 +191,7 @@ func (tc pmiCase) checkPlan(t *testing.T, p Plan, ids []peer.ID) {
 func TestReplanPMI(t *testing.T) {
 	relay := multiaddr.StringCast("/ip4/1.2.3.4/tcp/4001/p2p/12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK/p2p-circuit")
 	direct := multiaddr.StringCast("/ip4/10.0.0.2/tcp/4001")
-	ids := realPeers(t, 3)
+	ids := peertest.Peers(t, 3)
 	prev, err := PlacePMI(Spread, []Offer{
 		{Peer: ids[0], Lease: "a", Slots: 1, RTT: 1, Addrs: []multiaddr.Multiaddr{direct}},
 		{Peer: ids[1], Lease: "b", Slots: 1, RTT: 2, Addrs: []multiaddr.Multiaddr{direct}},

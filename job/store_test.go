@@ -2,7 +2,6 @@ package job
 
 import (
 	"errors"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,32 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
+
+	"github.com/zorilla-p2p/zorilla/internal/peertest"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
-// realPeers makes n valid peer IDs from a seeded source, since records
-// carry peer IDs that must parse back.
-func realPeers(t testing.TB, n int) []peer.ID {
-	t.Helper()
-	rng := rand.NewChaCha8([32]byte{7})
-	out := make([]peer.ID, n)
-	for i := range out {
-		_, pub, err := crypto.GenerateEd25519Key(rng)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out[i], err = peer.IDFromPublicKey(pub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
 func sampleRecord(t testing.TB) Record {
-	ids := realPeers(t, 3)
+	ids := peertest.Peers(t, 3)
 	rl := []Offer{
 		{Peer: ids[0], Lease: "l0", Slots: 2, Cores: 2, Memory: 1 << 30, RTT: time.Millisecond,
 			Addrs: []multiaddr.Multiaddr{multiaddr.StringCast("/ip4/127.0.0.1/tcp/4001")}},

@@ -1,36 +1,19 @@
 package worker
 
 import (
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/zorilla-p2p/zorilla/internal/peertest"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 )
 
-func realPeers(t testing.TB, n int) []peer.ID {
-	t.Helper()
-	src := rand.NewChaCha8([32]byte{3})
-	out := make([]peer.ID, n)
-	for i := range out {
-		_, pub, err := crypto.GenerateEd25519Key(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out[i], err = peer.IDFromPublicKey(pub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
-}
-
 func TestParsePeerList(t *testing.T) {
-	ids := realPeers(t, 3)
+	ids := peertest.Peers(t, 3)
 	text := "# lab machines\n" + ids[0].String() + "\n\n   " + ids[1].String() + "   # bob's desktop\n" +
 		ids[0].String() + "\n" + ids[2].String()
 	got, err := ParsePeerList(strings.NewReader(text))
@@ -47,7 +30,7 @@ func TestParsePeerList(t *testing.T) {
 }
 
 func TestParsePeerListErrorsNameTheLine(t *testing.T) {
-	ids := realPeers(t, 1)
+	ids := peertest.Peers(t, 1)
 	tests := map[string]string{
 		ids[0].String() + "\nnot-a-peer\n":             "line 2:",
 		"\n\n" + ids[0].String() + " extra\n":          "line 3:",
@@ -62,7 +45,7 @@ func TestParsePeerListErrorsNameTheLine(t *testing.T) {
 }
 
 func TestLoadPeerList(t *testing.T) {
-	ids := realPeers(t, 2)
+	ids := peertest.Peers(t, 2)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "deny")
 	if err := os.WriteFile(path, []byte(ids[0].String()+"\n"+ids[1].String()+"\n"), 0o600); err != nil {
@@ -90,7 +73,7 @@ func TestLoadPeerList(t *testing.T) {
 }
 
 func FuzzParsePeerList(f *testing.F) {
-	ids := realPeers(f, 2)
+	ids := peertest.Peers(f, 2)
 	f.Add(ids[0].String() + "\n# c\n" + ids[1].String())
 	f.Add("junk\n")
 	f.Add("#\n\n\r\n")
@@ -108,7 +91,7 @@ func FuzzParsePeerList(f *testing.F) {
 }
 
 func TestEditPeerList(t *testing.T) {
-	ids := realPeers(t, 3)
+	ids := peertest.Peers(t, 3)
 	a, b, c := ids[0].String(), ids[1].String(), ids[2].String()
 	tests := []struct {
 		name    string

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/peertest"
 	"github.com/zorilla-p2p/zorilla/job"
 )
 
 func TestDirectTargets(t *testing.T) {
-	ids := realPeers(t, 5)
+	ids := peertest.Peers(t, 5)
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	known := []job.PeerRTT{
 		{ID: ids[0], RTT: ms(1)}, {ID: ids[1], RTT: ms(10.5)}, {ID: ids[2], RTT: ms(17.1)},
@@ -51,7 +53,7 @@ func TestDirectTargets(t *testing.T) {
 }
 
 func TestCanDirect(t *testing.T) {
-	ids := realPeers(t, 3)
+	ids := peertest.Peers(t, 3)
 	for _, tc := range []struct {
 		name    string
 		targets []peer.ID
@@ -104,7 +106,7 @@ func TestNextStepDirect(t *testing.T) {
 }
 
 func TestDirectWait(t *testing.T) {
-	ids := realPeers(t, 2)
+	ids := peertest.Peers(t, 2)
 	t0 := time.Unix(1000, 0)
 	rs := &reservation{heard: map[peer.ID]bool{}, targets: ids, directBy: t0.Add(400 * time.Millisecond)}
 	if d, ok := rs.directWait(t0.Add(100 * time.Millisecond)); !ok || d != 300*time.Millisecond {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/peertest"
 	"github.com/zorilla-p2p/zorilla/job"
 )
 
@@ -53,7 +55,7 @@ func TestNextStep(t *testing.T) {
 }
 
 func TestExtraWorth(t *testing.T) {
-	ids := realPeers(t, 5)
+	ids := peertest.Peers(t, 5)
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	known := []job.PeerRTT{{ID: ids[0], RTT: ms(1)}, {ID: ids[1], RTT: ms(10.5)}, {ID: ids[2], RTT: ms(11.6)}, {ID: ids[3]}}
 	withDead := append(append([]job.PeerRTT(nil), known...), job.PeerRTT{ID: ids[4], Dead: true})
@@ -95,7 +97,7 @@ func TestExtraWorth(t *testing.T) {
 }
 
 func TestLearnt(t *testing.T) {
-	ids := realPeers(t, 3)
+	ids := peertest.Peers(t, 3)
 	start := map[peer.ID]bool{ids[0]: true, ids[1]: true} // ids[1] was dead then
 	for _, tc := range []struct {
 		name  string
@@ -115,7 +117,7 @@ func TestLearnt(t *testing.T) {
 }
 
 func TestExtraWorthFor(t *testing.T) {
-	ids := realPeers(t, 2)
+	ids := peertest.Peers(t, 2)
 	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	known := []job.PeerRTT{{ID: ids[0], RTT: ms(1)}, {ID: ids[1], RTT: ms(20)}}
 	heard0 := func(p peer.ID) bool { return p == ids[0] }

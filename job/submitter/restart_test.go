@@ -9,6 +9,7 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/peertest"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
@@ -50,7 +51,7 @@ func TestFailInterrupted(t *testing.T) {
 		recordIn(t, s, job.Reserving, job.Failed),
 	}
 	running := recordIn(t, s, job.Reserving, job.Starting, job.Running)
-	plan, err := job.Place(job.Spread, []job.Offer{{Peer: realPeers(t, 1)[0], Lease: "l1", Slots: 2}}, 2, 1)
+	plan, err := job.Place(job.Spread, []job.Offer{{Peer: peertest.Peers(t, 1)[0], Lease: "l1", Slots: 2}}, 2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

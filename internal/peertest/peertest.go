@@ -1,4 +1,7 @@
-package submitter
+// Package peertest gives tests valid libp2p peer IDs that do not change
+// from run to run: records and messages carry peer IDs that must parse
+// back, and a table test's expected output names them.
+package peertest
 
 import (
 	"math/rand/v2"
@@ -8,9 +11,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
-// realPeers makes n valid peer IDs from a seeded source, since records
-// carry peer IDs that must parse back.
-func realPeers(t testing.TB, n int) []peer.ID {
+// Peers makes n valid peer IDs from a seeded source: the same n IDs, in
+// the same order, on every call.
+func Peers(t testing.TB, n int) []peer.ID {
 	t.Helper()
 	rng := rand.NewChaCha8([32]byte{7})
 	out := make([]peer.ID, n)
