@@ -3,14 +3,12 @@ package submitter
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/zorilla-p2p/zorilla/flood"
-	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
@@ -38,18 +36,7 @@ func yieldScenario(t *testing.T, offers int) proto.LeaseRequest {
 	}
 	t.Cleanup(func() { _ = mn.Close() })
 	hosts := mn.Hosts()
-	store, err := job.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, size, err := blobs.Put(strings.NewReader("#!/bin/sh\ntrue\n"), 1<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, blobs, prog := storeAndProgram(t)
 	cfg := DefaultConfig()
 	// No radius ends while the test runs: nothing but the yield makes the
 	// session give a lease back.
@@ -67,7 +54,7 @@ func yieldScenario(t *testing.T, offers int) proto.LeaseRequest {
 		answerLeases(t, w, func(req proto.LeaseRequest) { cancels <- req })
 	}
 	d := job.NewDescription("true.sh", nil, 3)
-	if _, err := sub.Submit(Submission{Desc: d, Program: proto.FileRef{Name: "true.sh", Hash: h.String(), Size: size}}); err != nil {
+	if _, err := sub.Submit(Submission{Desc: d, Program: prog}); err != nil {
 		t.Fatal(err)
 	}
 	id := job.ID(<-ads)

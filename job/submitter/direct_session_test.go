@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/zorilla-p2p/zorilla/flood"
-	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/lifecycle"
@@ -30,7 +28,7 @@ type edgeNet struct {
 	sub     host.Host
 	workers []host.Host
 	reach   int
-	blobs   *blob.Store
+	prog    proto.FileRef // the dry runs' program, in the submitter's blob store
 
 	late map[peer.ID]time.Duration // how long a worker takes to offer (a loaded host)
 
@@ -122,7 +120,7 @@ func TestReserveSendsDirect(t *testing.T) {
 			n, sub := startEdgeNet(t, 6, 4, tc.direct)
 			d := job.NewDescription("hostname.sh", nil, 12) // spread: 12 processes, 6 hosts of 4 slots
 			d.Strategy = job.Spread
-			end := runDry(t, sub, d, n.program(t))
+			end := runDry(t, sub, d, n.prog)
 			n.mu.Lock()
 			defer n.mu.Unlock()
 			if len(end.Plan.Hosts) != len(n.workers) {
@@ -156,7 +154,7 @@ func TestReserveWaitsForALateAgent(t *testing.T) {
 	n.late = map[peer.ID]time.Duration{last: lifecycle.DefaultConfig().QuietAfter + 1500*time.Millisecond}
 	d := job.NewDescription("hostname.sh", nil, 16) // spread: 16 processes, 4 hosts of 4 slots
 	d.Strategy = job.Spread
-	end := runDry(t, sub, d, n.program(t))
+	end := runDry(t, sub, d, n.prog)
 	if len(end.Plan.Hosts) != len(n.workers) {
 		t.Fatalf("placed on %d hosts of %d", len(end.Plan.Hosts), len(n.workers))
 	}
@@ -176,15 +174,8 @@ func startEdgeNet(t *testing.T, workers, reach, direct int, tune ...func(*Config
 	for _, w := range n.workers { // dry runs cancel every lease at the end
 		answerLeases(t, w, nil)
 	}
-	store, err := job.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.blobs = blobs
+	store, blobs, prog := storeAndProgram(t)
+	n.prog = prog
 	cfg := DefaultConfig()
 	cfg.Schedule = flood.Schedule{First: time.Minute, Factor: 2, MaxRadius: 4} // radii move on only when answered
 	cfg.OfferGrace = 200 * time.Millisecond
@@ -201,15 +192,6 @@ func startEdgeNet(t *testing.T, workers, reach, direct int, tune ...func(*Config
 	}
 	t.Cleanup(func() { _ = sub.Close() })
 	return n, sub
-}
-
-// program puts the dry runs' program in the submitter's blob store.
-func (n *edgeNet) program(t *testing.T) proto.FileRef {
-	h, size, err := n.blobs.Put(strings.NewReader("#!/bin/sh\nhostname\n"), 1<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return proto.FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}
 }
 
 // runDry submits d as a dry run and returns its final record, which must

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/zorilla-p2p/zorilla/flood"
-	"github.com/zorilla-p2p/zorilla/internal/blob"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job"
@@ -203,18 +201,7 @@ func startLivenessNet(t *testing.T, ctx context.Context, n int, lostAfter, beat 
 	}
 	t.Cleanup(func() { _ = mn.Close() })
 	hosts := mn.Hosts()
-	store, err := job.OpenStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	blobs, err := blob.New(blob.DefaultConfig(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, size, err := blobs.Put(strings.NewReader("#!/bin/sh\n"), 1<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, blobs, prog := storeAndProgram(t)
 	cfg := DefaultConfig()
 	cfg.Schedule = flood.Schedule{First: 50 * time.Millisecond, Factor: 2, MaxRadius: 8}
 	cfg.OfferGrace = 50 * time.Millisecond
@@ -237,7 +224,7 @@ func startLivenessNet(t *testing.T, ctx context.Context, n int, lostAfter, beat 
 	}
 	d := job.NewDescription("prog.sh", nil, n)
 	d.Retries = 0
-	ln.id, err = sub.Submit(Submission{Desc: d, Program: proto.FileRef{Name: "prog.sh", Hash: h.String(), Size: size}})
+	ln.id, err = sub.Submit(Submission{Desc: d, Program: prog})
 	if err != nil {
 		t.Fatal(err)
 	}

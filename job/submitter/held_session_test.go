@@ -75,7 +75,7 @@ func TestFeasibleFromHeardAgentsPlacesBeforeDeadline(t *testing.T) {
 	d.Strategy = job.Spread
 	d.Deadline = 40 * time.Second
 	t0 := time.Now()
-	end := runDry(t, sub, d, n.program(t))
+	end := runDry(t, sub, d, n.prog)
 	took := time.Since(t0)
 	if len(end.Plan.Hosts) != 3 {
 		t.Fatalf("placed on %d hosts, want the 3 that offered", len(end.Plan.Hosts))
