@@ -130,25 +130,7 @@ func (m *Machine) stopForResize(out outcome) {
 		m.stopGrowing()
 		rz.dropped = job.HostsToGive(m.plan, rz.askers, rz.target)
 	}
-	drop := peerSet(rz.dropped)
-	m.run.awaiting = map[peer.ID]bool{}
-	for _, p := range m.run.order {
-		h := m.run.hosts[p]
-		if h.done {
-			continue
-		}
-		h.done = true
-		op := proto.OpRetry
-		if drop[p] {
-			op = proto.OpKill
-		} else {
-			m.run.awaiting[p] = true
-		}
-		m.lease(p, proto.LeaseRequest{Op: op, Lease: h.plan.Offer.Lease, Reason: "resizing: " + rz.why})
-	}
-	m.ending = &ending{out: out}
-	m.phase = stoppingStart
-	m.startStopped()
+	m.stopKeeping(peerSet(rz.dropped), "resizing: "+rz.why, out)
 }
 
 // finishResize starts the job at its new size on the hosts it kept and the

@@ -90,7 +90,13 @@ func (m *Machine) commitFailure(refused []peer.ID) job.Failure {
 // awaited: a host that could not keep its slots (it had failed too, or
 // vanished) joins the hosts at fault.
 func (m *Machine) stopStart(f job.Failure) {
-	bad := peerSet(f.Hosts)
+	m.stopKeeping(peerSet(f.Hosts), f.Why, failed(f))
+}
+
+// stopKeeping ends the run's processes: the hosts in drop end their
+// leases (OpKill), the others keep their slots under new keys (OpRetry),
+// and out is the run's outcome once every reply is in (startStopped).
+func (m *Machine) stopKeeping(drop map[peer.ID]bool, why string, out outcome) {
 	m.run.awaiting = map[peer.ID]bool{}
 	for _, p := range m.run.order {
 		h := m.run.hosts[p]
@@ -99,14 +105,14 @@ func (m *Machine) stopStart(f job.Failure) {
 		}
 		h.done = true
 		op := proto.OpRetry
-		if bad[p] {
+		if drop[p] {
 			op = proto.OpKill
 		} else {
 			m.run.awaiting[p] = true
 		}
-		m.lease(p, proto.LeaseRequest{Op: op, Lease: h.plan.Offer.Lease, Reason: f.Why})
+		m.lease(p, proto.LeaseRequest{Op: op, Lease: h.plan.Offer.Lease, Reason: why})
 	}
-	m.ending = &ending{out: failed(f)}
+	m.ending = &ending{out: out}
 	m.phase = stoppingStart
 	m.startStopped()
 }
