@@ -238,3 +238,25 @@ func awaitJob(ctx context.Context, dataDir string, id job.ID) (job.Record, error
 		}
 	}
 }
+
+// upConverged brings up a testnet of cfg laid out as sites, downs it when
+// the test ends, and waits until every agent has at least neighbours
+// neighbours.
+func upConverged(t *testing.T, ctx context.Context, cfg Config, sites string, neighbours int) *Testnet {
+	t.Helper()
+	layout, err := ParseSitesString(sites)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, err := Up(ctx, cfg, layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = Down(context.Background(), cfg, false) })
+	awaitCtx, stop := context.WithTimeout(ctx, 2*time.Minute)
+	defer stop()
+	if err := tn.Await(awaitCtx, "neighbours", time.Second, Converged(neighbours)); err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}

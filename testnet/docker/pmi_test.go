@@ -71,20 +71,7 @@ func TestDockerPMI(t *testing.T) {
 	cfg.Name, cfg.Dir, cfg.Image = fmt.Sprintf("zp%d", os.Getpid()%100000), filepath.Join(dir, "t"), tag
 	cfg.Shaper = shaperForTest()
 	cfg.AgentArgs = []string{"--job-network", "host"}
-	layout, err := ParseSitesString("a 2 x 2; b 2 x 2 at 5 ms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tn, err := Up(ctx, cfg, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = Down(context.Background(), cfg, false) })
-	awaitCtx, stop := context.WithTimeout(ctx, 2*time.Minute)
-	defer stop()
-	if err := tn.Await(awaitCtx, "neighbours", time.Second, Converged(3)); err != nil {
-		t.Fatal(err)
-	}
+	tn := upConverged(t, ctx, cfg, "a 2 x 2; b 2 x 2 at 5 ms", 3)
 	for _, c := range tn.Containers() {
 		if b, err := exec.CommandContext(ctx, "docker", "cp", libs+"/.", c.Name+":/").CombinedOutput(); err != nil {
 			t.Fatalf("docker cp the MPICH libraries into %s: %v\n%s", c.Name, err, b)

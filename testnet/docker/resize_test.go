@@ -43,20 +43,7 @@ func TestDockerResizeCost(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Name, cfg.Dir, cfg.Image = fmt.Sprintf("zr%d", os.Getpid()%100000), filepath.Join(dir, "t"), tag
 	cfg.Shaper = shaperForTest()
-	layout, err := ParseSitesString("a 8 x 1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tn, err := Up(ctx, cfg, layout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = Down(context.Background(), cfg, false) })
-	awaitCtx, stop := context.WithTimeout(ctx, 2*time.Minute)
-	defer stop()
-	if err := tn.Await(awaitCtx, "neighbours", time.Second, Converged(5)); err != nil {
-		t.Fatal(err)
-	}
+	tn := upConverged(t, ctx, cfg, "a 8 x 1", 5)
 	cl, err := node.Dial(tn.Containers()[0].DataDir)
 	if err != nil {
 		t.Fatal(err)
