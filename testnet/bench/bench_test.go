@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"math"
 	"net"
 	"os"
@@ -72,14 +71,6 @@ func TestParseNetpipe(t *testing.T) {
 }
 
 func TestNetpipeTargets(t *testing.T) {
-	on := func(names ...string) func(string) (string, error) {
-		return func(name string) (string, error) {
-			if slices.Contains(names, name) {
-				return "/usr/bin/" + name, nil
-			}
-			return "", errors.New("not found")
-		}
-	}
 	for _, tc := range []struct {
 		name           string
 		path           []string

@@ -8,14 +8,6 @@ import (
 )
 
 func TestColocatedRuns(t *testing.T) {
-	on := func(names ...string) func(string) (string, error) {
-		return func(name string) (string, error) {
-			if slices.Contains(names, name) {
-				return "/usr/bin/" + name, nil
-			}
-			return "", errors.New("not found")
-		}
-	}
 	for _, tc := range []struct {
 		name           string
 		path           []string
@@ -72,5 +64,15 @@ func TestWriteBenchTableColocated(t *testing.T) {
 `
 	if got := b.String(); got != want {
 		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// on is a lookPath that finds exactly the programs names, in /usr/bin.
+func on(names ...string) func(string) (string, error) {
+	return func(name string) (string, error) {
+		if slices.Contains(names, name) {
+			return "/usr/bin/" + name, nil
+		}
+		return "", errors.New("not found")
 	}
 }
