@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -29,23 +30,15 @@ func benchMalleableCommand() *cli.Command {
 		},
 		OnUsageError: subUsageError,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("bench malleable: unexpected argument %q", c.Args().First())
-			}
 			cfg := def
 			cfg.Program = c.String("program")
-			ctx, stop := notifyInterrupt(c.Context)
-			defer stop()
-			net, err := localnet.New("bench", c.App.ErrWriter, "")
-			if err != nil {
+			return onBenchNet(c, "malleable", func(ctx context.Context, net *localnet.Net) error {
+				runs, err := bench.RunWorkload(ctx, cfg, net, c.App.ErrWriter)
+				if werr := bench.WriteWorkloadTable(c.App.Writer, runs); werr != nil {
+					return werr
+				}
 				return err
-			}
-			defer net.Close(c.Bool("keep"))
-			runs, err := bench.RunWorkload(ctx, cfg, net, c.App.ErrWriter)
-			if werr := bench.WriteWorkloadTable(c.App.Writer, runs); werr != nil {
-				return werr
-			}
-			return err
+			})
 		},
 	}
 }
@@ -67,21 +60,29 @@ func benchResizeCommand() *cli.Command {
 		},
 		OnUsageError: subUsageError,
 		Action: func(c *cli.Context) error {
-			if c.NArg() > 0 {
-				return usageErrorf("bench resize: unexpected argument %q", c.Args().First())
-			}
-			ctx, stop := notifyInterrupt(c.Context)
-			defer stop()
-			net, err := localnet.New("bench", c.App.ErrWriter, "")
-			if err != nil {
+			return onBenchNet(c, "resize", func(ctx context.Context, net *localnet.Net) error {
+				steps, err := bench.ResizeCostLocal(ctx, c.String("program"), net, c.App.ErrWriter)
+				if werr := bench.WriteResizeTable(c.App.Writer, steps); werr != nil {
+					return werr
+				}
 				return err
-			}
-			defer net.Close(c.Bool("keep"))
-			steps, err := bench.ResizeCostLocal(ctx, c.String("program"), net, c.App.ErrWriter)
-			if werr := bench.WriteResizeTable(c.App.Writer, steps); werr != nil {
-				return werr
-			}
-			return err
+			})
 		},
 	}
+}
+
+// onBenchNet runs bench name on a local network of agent processes, which
+// --keep keeps; an interrupt ends it. The command takes no arguments.
+func onBenchNet(c *cli.Context, name string, run func(context.Context, *localnet.Net) error) error {
+	if c.NArg() > 0 {
+		return usageErrorf("bench %s: unexpected argument %q", name, c.Args().First())
+	}
+	ctx, stop := notifyInterrupt(c.Context)
+	defer stop()
+	net, err := localnet.New("bench", c.App.ErrWriter, "")
+	if err != nil {
+		return err
+	}
+	defer net.Close(c.Bool("keep"))
+	return run(ctx, net)
 }
