@@ -13,21 +13,11 @@ import (
 
 func TestDirectTargets(t *testing.T) {
 	ids := peertest.Peers(t, 5)
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	known := []job.PeerRTT{
 		{ID: ids[0], RTT: ms(1)}, {ID: ids[1], RTT: ms(10.5)}, {ID: ids[2], RTT: ms(17.1)},
 		{ID: ids[3]}, {ID: ids[4], RTT: ms(1), Dead: true},
 	}
-	heard := func(in ...int) func(peer.ID) bool {
-		return func(p peer.ID) bool {
-			for _, i := range in {
-				if ids[i] == p {
-					return true
-				}
-			}
-			return false
-		}
-	}
+	heard := func(in ...int) func(peer.ID) bool { return heardOnly(ids, in...) }
 	for _, tc := range []struct {
 		name   string
 		p      job.Preference

@@ -56,19 +56,8 @@ func TestNextStep(t *testing.T) {
 
 func TestExtraWorth(t *testing.T) {
 	ids := peertest.Peers(t, 5)
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	known := []job.PeerRTT{{ID: ids[0], RTT: ms(1)}, {ID: ids[1], RTT: ms(10.5)}, {ID: ids[2], RTT: ms(11.6)}, {ID: ids[3]}}
 	withDead := append(append([]job.PeerRTT(nil), known...), job.PeerRTT{ID: ids[4], Dead: true})
-	heardOnly := func(in ...int) func(peer.ID) bool {
-		return func(p peer.ID) bool {
-			for _, i := range in {
-				if ids[i] == p {
-					return true
-				}
-			}
-			return false
-		}
-	}
 	for _, tc := range []struct {
 		name     string
 		farthest time.Duration
@@ -76,22 +65,22 @@ func TestExtraWorth(t *testing.T) {
 		heard    func(peer.ID) bool
 		want     bool
 	}{
-		{"nothing known: as the schedule says", ms(1), nil, heardOnly(), true},
-		{"a closer site not heard from", ms(11.6), known, heardOnly(0, 2), true},
-		{"every closer peer heard", ms(11.6), known, heardOnly(0, 1), false},
-		{"same site, measured a little apart", ms(1.1), known, heardOnly(), false},
-		{"an unmeasured peer does not count", ms(0.5), known, heardOnly(0, 1, 2), false},
-		{"all heard", ms(20), known, heardOnly(0, 1, 2, 3), false},
-		{"a dead peer is not waited for", ms(20), withDead, heardOnly(0, 1, 2, 3), false},
+		{"nothing known: as the schedule says", ms(1), nil, heardOnly(ids), true},
+		{"a closer site not heard from", ms(11.6), known, heardOnly(ids, 0, 2), true},
+		{"every closer peer heard", ms(11.6), known, heardOnly(ids, 0, 1), false},
+		{"same site, measured a little apart", ms(1.1), known, heardOnly(ids), false},
+		{"an unmeasured peer does not count", ms(0.5), known, heardOnly(ids, 0, 1, 2), false},
+		{"all heard", ms(20), known, heardOnly(ids, 0, 1, 2, 3), false},
+		{"a dead peer is not waited for", ms(20), withDead, heardOnly(ids, 0, 1, 2, 3), false},
 	} {
 		if got := ExtraWorth(tc.farthest, tc.known, tc.heard); got != tc.want {
 			t.Errorf("%s: ExtraWorth = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if AllKnownHeard(nil, heardOnly()) || AllKnownHeard(known, heardOnly(0, 1, 2)) || !AllKnownHeard(known, heardOnly(0, 1, 2, 3)) {
+	if AllKnownHeard(nil, heardOnly(ids)) || AllKnownHeard(known, heardOnly(ids, 0, 1, 2)) || !AllKnownHeard(known, heardOnly(ids, 0, 1, 2, 3)) {
 		t.Error("AllKnownHeard: want true only once every known peer has answered")
 	}
-	if !AllKnownHeard(withDead, heardOnly(0, 1, 2, 3)) || AllKnownHeard([]job.PeerRTT{{ID: ids[4], Dead: true}}, heardOnly()) {
+	if !AllKnownHeard(withDead, heardOnly(ids, 0, 1, 2, 3)) || AllKnownHeard([]job.PeerRTT{{ID: ids[4], Dead: true}}, heardOnly(ids)) {
 		t.Error("AllKnownHeard: a dead peer is not waited for, and only dead peers known is knowing nobody")
 	}
 }
@@ -118,7 +107,6 @@ func TestLearnt(t *testing.T) {
 
 func TestExtraWorthFor(t *testing.T) {
 	ids := peertest.Peers(t, 2)
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
 	known := []job.PeerRTT{{ID: ids[0], RTT: ms(1)}, {ID: ids[1], RTT: ms(20)}}
 	heard0 := func(p peer.ID) bool { return p == ids[0] }
 	all := func(peer.ID) bool { return true }
@@ -146,7 +134,6 @@ func TestExtraWorthFor(t *testing.T) {
 // latest: each answer waits the answer gap again, but not past it.
 func TestSettleIn(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	for _, tc := range []struct {
 		name string
 		rs   reservation
@@ -176,7 +163,6 @@ func TestSettleIn(t *testing.T) {
 // when they are still coming, else at the empty bound after its flood.
 func TestLaterIn(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	for _, tc := range []struct {
 		name      string
 		rs        reservation
@@ -195,5 +181,20 @@ func TestLaterIn(t *testing.T) {
 		if got := tc.rs.laterIn(t0.Add(tc.now)); got != tc.want {
 			t.Errorf("%s: laterIn = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// ms is f milliseconds.
+func ms(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+
+// heardOnly says that of ids only those at the places in were heard.
+func heardOnly(ids []peer.ID, in ...int) func(peer.ID) bool {
+	return func(p peer.ID) bool {
+		for _, i := range in {
+			if ids[i] == p {
+				return true
+			}
+		}
+		return false
 	}
 }
