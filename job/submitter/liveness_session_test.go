@@ -24,15 +24,7 @@ func TestStalledSessionCountsNoHostLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ln := startLivenessNet(t, ctx, 2, lostAfter, beat)
-	// The job's stdout file is a FIFO: the session's open of it waits
-	// until the test opens the other end.
-	fifo := filepath.Join(ln.store.Dir(ln.id), "stdout")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := ln.reports[0].send(proto.Report{Kind: proto.RepOutput, Stream: "stdout", Data: []byte("stalls the session\n")}); err != nil {
-		t.Fatal(err)
-	}
+	fifo := ln.stallSession(t)
 	select { // the fault: the session's disk hangs this long
 	case <-time.After(3 * lostAfter):
 	case rec := <-ln.ended:
@@ -101,13 +93,7 @@ func TestReportsBeyondWindowResetTheStream(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ln := startLivenessNet(t, ctx, 2, lostAfter, beat)
-	fifo := filepath.Join(ln.store.Dir(ln.id), "stdout")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := ln.reports[0].send(proto.Report{Kind: proto.RepOutput, Stream: "stdout", Data: []byte("stalls the session\n")}); err != nil {
-		t.Fatal(err)
-	}
+	fifo := ln.stallSession(t)
 	var err error
 	for i := 0; i <= 2*proto.MaxUnackedReports && err == nil; i++ {
 		err = ln.reports[1].send(proto.Report{Kind: proto.RepOutput, Stream: "stderr", Data: []byte("flood\n")})
@@ -145,4 +131,19 @@ func TestSlowLeaseReplyDoesNotDelayHostLost(t *testing.T) {
 	if took := time.Since(last); rec.State != job.Failed || !strings.Contains(rec.Reason, "lost while running") || took > 5*lostAfter {
 		t.Fatalf("job ended %s %v after the host fell silent: %s", rec.State, took, rec.Reason)
 	}
+}
+
+// stallSession makes the job's stdout file a FIFO and sends it a line: the
+// session's open of it waits until the test opens the other end of the
+// FIFO it returns.
+func (ln *livenessNet) stallSession(t *testing.T) string {
+	t.Helper()
+	fifo := filepath.Join(ln.store.Dir(ln.id), "stdout")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ln.reports[0].send(proto.Report{Kind: proto.RepOutput, Stream: "stdout", Data: []byte("stalls the session\n")}); err != nil {
+		t.Fatal(err)
+	}
+	return fifo
 }
