@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/clock"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 )
 
@@ -113,22 +114,10 @@ func (s *Service) retryOwner(ctx context.Context, try func() (busy bool, err err
 		if err == nil || !busy || time.Now().After(deadline) {
 			return err
 		}
-		if err := pause(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		wait = min(2*wait, time.Second)
-	}
-}
-
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

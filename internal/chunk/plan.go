@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/zorilla-p2p/zorilla/internal/clock"
 )
 
 // round is how many peers a host asks for one chunk before it pauses.
@@ -168,7 +170,7 @@ func (s *Service) get(ctx context.Context, f Fetch, p *partial, pl *plan, c int)
 			s.fallbacks.Add(1)
 			break
 		}
-		if err := pause(ctx, wait); err != nil {
+		if err := clock.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		wait = min(2*wait, pauseMax)

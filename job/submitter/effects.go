@@ -13,6 +13,7 @@ import (
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/blob"
+	"github.com/zorilla-p2p/zorilla/internal/clock"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
 	"github.com/zorilla-p2p/zorilla/job/lifecycle"
 	"github.com/zorilla-p2p/zorilla/job/proto"
@@ -142,7 +143,7 @@ var giveBackWaits = []time.Duration{250 * time.Millisecond, time.Second}
 func (ss *session) leaseOp(e lifecycle.Lease) lifecycle.Event {
 	for try := 0; ; try++ {
 		rep, err := ss.s.lease(ss.s.ctx, e.Host, e.Req)
-		if err == nil || !e.GiveBack || try == len(giveBackWaits) || !pause(ss.s.ctx, giveBackWaits[try]) {
+		if err == nil || !e.GiveBack || try == len(giveBackWaits) || clock.Sleep(ss.s.ctx, giveBackWaits[try]) != nil {
 			if err != nil {
 				log.Infow("lease request not delivered", "job", ss.id, "op", e.Req.Op, "host", e.Host, "err", err)
 			}
@@ -159,18 +160,6 @@ func (s *Submitter) lease(ctx context.Context, to peer.ID, req proto.LeaseReques
 	var rep proto.LeaseReply
 	err := s.ep.Call(ctx, to, proto.LeaseProtocol, req, &rep, proto.MaxReplySize)
 	return rep, err
-}
-
-// pause waits d, or less when ctx ends; it reports whether d passed.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // take writes a taken report's bytes in the job folder, journals the

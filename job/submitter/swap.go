@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/clock"
 	"github.com/zorilla-p2p/zorilla/internal/gang"
 	"github.com/zorilla-p2p/zorilla/job"
 )
@@ -81,7 +82,7 @@ func (s *Submitter) RunSwapped(ctx context.Context, id job.ID, sw Swap) (job.Rec
 		switch {
 		case own && rec.State == job.Stopped:
 			if wait := swapResumeAt(sw, now).Sub(now); wait > 0 {
-				if err := sleepCtx(ctx, wait); err != nil {
+				if err := clock.Sleep(ctx, wait); err != nil {
 					return rec, events, err
 				}
 				continue
@@ -107,10 +108,10 @@ func (s *Submitter) RunSwapped(ctx context.Context, id job.ID, sw Swap) (job.Rec
 			}
 			events = append(events, swapStep("stop", err))
 			if errors.Is(err, job.ErrNotStoppable) {
-				err = sleepCtx(ctx, sw.Poll) // ended meanwhile, or not running yet
+				err = clock.Sleep(ctx, sw.Poll) // ended meanwhile, or not running yet
 			}
 		default: // starting after a resume that came late: stop it once it runs
-			if err := sleepCtx(ctx, sw.Poll); err != nil {
+			if err := clock.Sleep(ctx, sw.Poll); err != nil {
 				return rec, events, err
 			}
 		}
@@ -164,16 +165,5 @@ func (s *Submitter) pollUntil(ctx context.Context, id job.ID, until time.Time, p
 				return err
 			}
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/zorilla-p2p/zorilla/internal/clock"
 	"github.com/zorilla-p2p/zorilla/mpi/internal/proto"
 )
 
@@ -112,7 +113,7 @@ func (l *link) run() {
 			return
 		}
 		log.Infof("job %s: link to %s broke, opening it again: %v", l.j.spec.ID, l.peer.ShortString(), err)
-		if !pause(l.ctx, wait) {
+		if clock.Sleep(l.ctx, wait) != nil {
 			if !l.isOver() {
 				l.over(errJobOver)
 			}
@@ -493,18 +494,6 @@ func (l *link) control(f proto.Frame) {
 	l.cmu.Unlock()
 	if ok {
 		_ = l.write(s, f)
-	}
-}
-
-// pause waits d, or less when ctx ends; it reports whether d passed.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
