@@ -203,13 +203,7 @@ func runDry(t *testing.T, sub *Submitter, d job.Description, prog proto.FileRef)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var end *job.Record
-	err = sub.Watch(ctx, id, 0, func(u job.Update) error {
-		if u.Kind == "end" {
-			end = u.Record
-		}
-		return nil
-	})
+	end, err := watchEnd(ctx, sub, id)
 	if err != nil || end == nil || end.Plan == nil {
 		t.Fatalf("watch: %v; record %+v", err, end)
 	}

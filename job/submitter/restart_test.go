@@ -142,13 +142,8 @@ func TestResumeWithoutHostsFails(t *testing.T) {
 	s := restartedSubmitter(t, mn, store)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var end *job.Record
-	if err := s.Watch(ctx, was.ID, 0, func(u job.Update) error {
-		if u.Kind == "end" {
-			end = u.Record
-		}
-		return nil
-	}); err != nil {
+	end, err := watchEnd(ctx, s, was.ID)
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := job.ReasonRestarted + ": host " + job.ShortPeer(gone.ID()) + " no longer runs the job"

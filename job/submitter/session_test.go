@@ -113,13 +113,7 @@ func TestSpreadWaitsForOffersBeingMeasured(t *testing.T) {
 			offered <- err
 		}()
 	}
-	var end *job.Record
-	err = sub.Watch(ctx, id, 0, func(u job.Update) error {
-		if u.Kind == "end" {
-			end = u.Record
-		}
-		return nil
-	})
+	end, err := watchEnd(ctx, sub, id)
 	if err != nil || end == nil || end.Plan == nil {
 		t.Fatalf("watch: %v; record %+v", err, end)
 	}
@@ -155,4 +149,17 @@ func storeAndProgram(t *testing.T) (*job.Store, *blob.Store, proto.FileRef) {
 		t.Fatal(err)
 	}
 	return store, blobs, proto.FileRef{Name: "hostname.sh", Hash: h.String(), Size: size}
+}
+
+// watchEnd follows job id on sub until it ends and returns its last
+// record (nil if no end came).
+func watchEnd(ctx context.Context, sub *Submitter, id job.ID) (*job.Record, error) {
+	var end *job.Record
+	err := sub.Watch(ctx, id, 0, func(u job.Update) error {
+		if u.Kind == "end" {
+			end = u.Record
+		}
+		return nil
+	})
+	return end, err
 }
