@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
-
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
 	"github.com/zorilla-p2p/zorilla/internal/wire"
@@ -30,25 +28,12 @@ func TestYieldGivesBackAContestedLease(t *testing.T) {
 // each, then the first of them ask it to yield, and returns the first
 // lease request a worker gets after that.
 func yieldScenario(t *testing.T, offers int) proto.LeaseRequest {
-	mn, err := mocknet.FullMeshConnected(1 + offers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mn.Close() })
-	hosts := mn.Hosts()
-	store, blobs, prog := storeAndProgram(t)
 	cfg := DefaultConfig()
 	// No radius ends while the test runs: nothing but the yield makes the
 	// session give a lease back.
 	cfg.Schedule = flood.Schedule{First: time.Hour, Factor: 2, MaxRadius: 8}
-	ads := make(advertised, 1)
-	ep := rpc.New(hosts[0])
-	t.Cleanup(func() { _ = ep.Close() })
-	sub, err := New(hosts[0], ep, cfg, ads, slowPing{}, blobs, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
+	m := newMockSubmitter(t, offers, cfg, nil)
+	hosts, sub, prog, ads := m.hosts, m.sub, m.prog, m.ads
 	cancels := make(chan proto.LeaseRequest, 16)
 	for _, w := range hosts[1:] {
 		answerLeases(t, w, func(req proto.LeaseRequest) { cancels <- req })

@@ -10,7 +10,6 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/zorilla-p2p/zorilla/flood"
 	"github.com/zorilla-p2p/zorilla/internal/rpc"
@@ -195,25 +194,12 @@ type livenessNet struct {
 }
 
 func startLivenessNet(t *testing.T, ctx context.Context, n int, lostAfter, beat time.Duration, tune ...func(*fakeWorker)) *livenessNet {
-	mn, err := mocknet.FullMeshConnected(1 + n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mn.Close() })
-	hosts := mn.Hosts()
-	store, blobs, prog := storeAndProgram(t)
 	cfg := DefaultConfig()
 	cfg.Schedule = flood.Schedule{First: 50 * time.Millisecond, Factor: 2, MaxRadius: 8}
 	cfg.OfferGrace = 50 * time.Millisecond
 	cfg.LostAfter = lostAfter
-	ads := make(advertised, 1)
-	ep := rpc.New(hosts[0])
-	t.Cleanup(func() { _ = ep.Close() })
-	sub, err := New(hosts[0], ep, cfg, ads, slowPing{}, blobs, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
+	m := newMockSubmitter(t, n, cfg, nil)
+	hosts, sub, store, prog, ads := m.hosts, m.sub, m.store, m.prog, m.ads
 	ln := &livenessNet{sub: sub, store: store, subID: hosts[0].ID(), ended: make(chan job.Record, 1)}
 	for _, wh := range hosts[1:] {
 		w := newFakeWorker(t, wh)
@@ -224,8 +210,8 @@ func startLivenessNet(t *testing.T, ctx context.Context, n int, lostAfter, beat 
 	}
 	d := job.NewDescription("prog.sh", nil, n)
 	d.Retries = 0
-	ln.id, err = sub.Submit(Submission{Desc: d, Program: prog})
-	if err != nil {
+	var err error
+	if ln.id, err = sub.Submit(Submission{Desc: d, Program: prog}); err != nil {
 		t.Fatal(err)
 	}
 	<-ads

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
@@ -64,26 +65,15 @@ func (p slowPing) Ping(ctx context.Context, to peer.ID) (time.Duration, error) {
 // Grid'5000 run used 348 of its 350 hosts for spread n = 550.)
 func TestSpreadWaitsForOffersBeingMeasured(t *testing.T) {
 	const workers, slots = 4, 4
-	mn, err := mocknet.FullMeshConnected(1 + workers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = mn.Close() })
-	hosts := mn.Hosts()
-	subHost, slow := hosts[0], hosts[workers].ID()
-
-	store, blobs, prog := storeAndProgram(t)
 	cfg := DefaultConfig()
 	cfg.Schedule = flood.Schedule{First: 50 * time.Millisecond, Factor: 2, MaxRadius: 8}
 	cfg.OfferGrace = 50 * time.Millisecond
-	ads := make(advertised, 1)
-	ep := rpc.New(subHost)
-	t.Cleanup(func() { _ = ep.Close() })
-	sub, err := New(subHost, ep, cfg, ads, slowPing{slow: slow, delay: 600 * time.Millisecond}, blobs, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
+	var slow peer.ID
+	m := newMockSubmitter(t, workers, cfg, func(hosts []host.Host) Pinger {
+		slow = hosts[workers].ID()
+		return slowPing{slow: slow, delay: 600 * time.Millisecond}
+	})
+	hosts, subHost, sub, prog, ads := m.hosts, m.hosts[0], m.sub, m.prog, m.ads
 
 	// The workers: each answers lease requests and offers its slots
 	// once the job is advertised.
@@ -162,4 +152,39 @@ func watchEnd(ctx context.Context, sub *Submitter, id job.ID) (*job.Record, erro
 		return nil
 	})
 	return end, err
+}
+
+// mockSubmitter is a submitter on the first host of a mocknet of 1 +
+// workers hosts, with its stores, a program, and the jobs it advertises.
+type mockSubmitter struct {
+	hosts []host.Host
+	sub   *Submitter
+	store *job.Store
+	prog  proto.FileRef
+	ads   advertised
+}
+
+// newMockSubmitter starts it under cfg; ping, when not nil, makes the
+// submitter's RTT source from the hosts (slowPing{} otherwise).
+func newMockSubmitter(t *testing.T, workers int, cfg Config, ping func([]host.Host) Pinger) mockSubmitter {
+	t.Helper()
+	mn, err := mocknet.FullMeshConnected(1 + workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mn.Close() })
+	m := mockSubmitter{hosts: mn.Hosts(), ads: make(advertised, 1)}
+	store, blobs, prog := storeAndProgram(t)
+	m.store, m.prog = store, prog
+	var p Pinger = slowPing{}
+	if ping != nil {
+		p = ping(m.hosts)
+	}
+	ep := rpc.New(m.hosts[0])
+	t.Cleanup(func() { _ = ep.Close() })
+	if m.sub, err = New(m.hosts[0], ep, cfg, m.ads, p, blobs, store); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.sub.Close() })
+	return m
 }
