@@ -85,13 +85,14 @@ func (s *Service) gangStep(now time.Time, frozen map[*running]bool) {
 // slice, plus one when the job ends here.
 const slicedReportEvery = 5 * time.Second
 
-// gangSwitch freezes or thaws one job, unless preemption holds it frozen;
+// gangSwitch freezes or thaws one job, unless preemption or its fence
+// holds it frozen;
 // it reports whether it did. The job's frozen time is counted, and its
 // total sent to the submitter when due.
 func (s *Service) gangSwitch(m gangMember, freeze bool) bool {
 	m.r.pre.mu.Lock() // proc's rule: one Freeze or Thaw of a job at a time
 	defer m.r.pre.mu.Unlock()
-	if m.r.pre.frozen {
+	if m.r.pre.frozen || m.r.pre.fenced {
 		return false
 	}
 	apply, what := proc.Thaw, "thaw"

@@ -35,6 +35,8 @@ type preemptState struct {
 
 	mu     sync.Mutex // serialises Freeze and Thaw of the job (proc's rule)
 	frozen bool
+	// fenced: the job's fence froze it (fence.go); nothing else thaws it.
+	fenced bool
 	// slices counts the time the gang rotation held the job frozen here
 	// (guarded by mu): reported as RepSliced (gangloop.go).
 	slices gang.FrozenClock
@@ -354,9 +356,13 @@ func (s *Service) thaw(r *running) {
 	r.mu.Lock()
 	procs, k := r.procs, r.sink
 	r.mu.Unlock()
-	if err := proc.Thaw(r.sandbox, procs); err != nil {
-		log.Warnw("frozen job not continued", "job", r.id, "err", err)
-		return
+	// A job its fence holds stays frozen: the fence continues it when
+	// the submitter answers again.
+	if !r.pre.fenced {
+		if err := proc.Thaw(r.sandbox, procs); err != nil {
+			log.Warnw("frozen job not continued", "job", r.id, "err", err)
+			return
+		}
 	}
 	r.pre.frozen = false
 	s.leases.SetFrozen(r.lease, false)

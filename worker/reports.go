@@ -54,6 +54,13 @@ type sink struct {
 	lost   chan struct{} // closed when the submitter is gone for good
 	done   chan struct{} // closed when run has returned
 
+	// The fence's count (fence.go): answered is when the latest message
+	// the submitter answered was sent (ns since epoch, plus one; 0:
+	// none), and answers gets a signal each time it moves on.
+	epoch    time.Time
+	answered atomic.Int64
+	answers  chan struct{}
+
 	// Owned by run.
 	seq          uint64
 	sentLast     bool // RepDone was taken: nothing follows it
@@ -72,9 +79,7 @@ type outgoing struct {
 // openSink opens the job's report stream to its submitter. It fails when
 // the submitter cannot be reached or refuses: the job does not start.
 func openSink(ctx context.Context, ep *rpc.Endpoint, hello proto.ReportHello, to peer.ID, beat, grace time.Duration) (*sink, rpc.Stream, error) {
-	k := &sink{grace: grace, beat: beat,
-		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
-		lost: make(chan struct{}), done: make(chan struct{})}
+	k := newSink(beat, grace)
 	k.open = func(ctx context.Context) (rpc.Stream, error) {
 		s, err := ep.Open(ctx, to, proto.ReportProtocol)
 		if err != nil {
@@ -91,6 +96,14 @@ func openSink(ctx context.Context, ep *rpc.Endpoint, hello proto.ReportHello, to
 		return nil, nil, err
 	}
 	return k, s, nil
+}
+
+// newSink is a sink with no stream yet (open is the caller's).
+func newSink(beat, grace time.Duration) *sink {
+	return &sink{grace: grace, beat: beat,
+		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
+		lost: make(chan struct{}), done: make(chan struct{}),
+		epoch: time.Now(), answers: make(chan struct{}, 1)}
 }
 
 // send queues e, or reports false when the submitter is lost or ctx ends.
@@ -183,6 +196,7 @@ func (k *sink) reconnect(parent context.Context) (rpc.Stream, error) {
 
 // connect opens a stream and reads the submitter's answer to the hello.
 func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
+	sent := k.mark(time.Now())
 	s, err := k.open(ctx)
 	if err != nil {
 		return nil, err
@@ -198,7 +212,36 @@ func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
 		return nil, fmt.Errorf("%w: %s", errRefused, ack.Refused)
 	}
 	k.trim(ack.Seq)
+	k.answer(sent)
 	return s, nil
+}
+
+// mark is now on the sink's own clock, as heartbeats carry it (At).
+func (k *sink) mark(now time.Time) int64 { return int64(now.Sub(k.epoch)) + 1 }
+
+// answer records that the submitter answered a message sent at mark
+// sent (a heartbeat's At it echoed, or the hello).
+func (k *sink) answer(sent int64) {
+	for {
+		old := k.answered.Load()
+		if sent <= old || sent > k.mark(time.Now()) { // stale, or not a time this sink gave
+			return
+		}
+		if k.answered.CompareAndSwap(old, sent) {
+			break
+		}
+	}
+	select {
+	case k.answers <- struct{}{}:
+	default:
+	}
+}
+
+// unanswered is how long, at now, the submitter has answered nothing
+// sent since: from the send of the latest message it answered (from the
+// sink's start before any).
+func (k *sink) unanswered(now time.Time) time.Duration {
+	return time.Duration(k.mark(now) - max(k.answered.Load(), 1))
 }
 
 // serve sends again what is not acknowledged, then every new report and a
@@ -210,7 +253,7 @@ func (k *sink) connect(ctx context.Context) (rpc.Stream, error) {
 // waits for the stream's window counts the same way, a beat at a time.
 func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err error) {
 	st := k.newServed(s)
-	go readAcks(s, st.acks, st.broke, &st.heard)
+	go readAcks(s, st.acks, st.broke, &st.heard, k.answer)
 	defer func() {
 		if !finished {
 			_ = s.Reset() // ends readAcks; after RepDone the submitter closes
@@ -237,7 +280,7 @@ func (k *sink) serve(ctx context.Context, s rpc.Stream) (finished bool, err erro
 			if err := st.silent(now); err != nil {
 				return false, err
 			}
-			if err := st.write(proto.Report{Kind: proto.RepHeartbeat}); err != nil {
+			if err := st.write(proto.Report{Kind: proto.RepHeartbeat, At: k.mark(time.Now())}); err != nil {
 				return k.ended(st, err, false)
 			}
 		case seq := <-st.acks:
@@ -372,9 +415,10 @@ func (k *sink) trim(seq uint64) {
 }
 
 // readAcks reads the submitter's acknowledgements until the stream ends,
-// and stamps heard at each. No read deadline: serve decides from heard
-// when the submitter is silent, and resets the stream, which ends this.
-func readAcks(s rpc.Stream, acks chan uint64, broke chan<- error, heard *atomic.Int64) {
+// stamps heard at each, and passes each heartbeat's echo to answered. No
+// read deadline: serve decides from heard when the submitter is silent,
+// and resets the stream, which ends this.
+func readAcks(s rpc.Stream, acks chan uint64, broke chan<- error, heard *atomic.Int64, answered func(sent int64)) {
 	br := bufio.NewReader(s)
 	_ = s.SetReadDeadline(time.Time{}) // (connect's, for the hello's answer)
 	for {
@@ -387,6 +431,9 @@ func readAcks(s rpc.Stream, acks chan uint64, broke chan<- error, heard *atomic.
 		if ack.Refused != "" {
 			broke <- fmt.Errorf("%w: %s", errRefused, ack.Refused)
 			return
+		}
+		if ack.Echo > 0 {
+			answered(ack.Echo)
 		}
 		select { // keep only the latest: it covers the earlier ones
 		case <-acks:

@@ -28,6 +28,9 @@ type fakeSubmitter struct {
 	mute       bool          // on the first stream, answer nothing after the hello's answer and never break
 	pause      time.Duration // on the first stream, after the first report, read nothing for this long but acknowledge every beat; then answer heartbeats
 	refuse     string        // the answer to every stream after the first
+	echoBeats  int32         // on the first stream, answer this many heartbeats, echoing their At, then nothing
+	echoed     atomic.Int64  // the At last echoed
+	echoes     atomic.Int32  // how many were
 	held       uint64
 	taken      []proto.Report
 	streams    int
@@ -53,6 +56,16 @@ func (f *fakeSubmitter) serve(s net.Conn) {
 		var r proto.Report
 		if wire.ReadJSON(br, proto.MaxReportSize, &r) != nil {
 			return
+		}
+		if r.Kind == proto.RepHeartbeat && first && f.echoBeats > 0 {
+			if f.echoes.Load() < f.echoBeats {
+				f.echoed.Store(r.At) // before the answer: the sink may act on it at once
+				f.echoes.Add(1)
+				if wire.WriteJSON(s, proto.ReportAck{Seq: f.held, Echo: r.At}) != nil {
+					return
+				}
+			}
+			continue
 		}
 		if r.Kind == proto.RepHeartbeat {
 			if (!first || f.pause > 0) && wire.WriteJSON(s, proto.ReportAck{Seq: f.held}) != nil {
@@ -109,9 +122,7 @@ func testSinkBeat(t *testing.T, f *fakeSubmitter, grace time.Duration, reachable
 	t.Helper()
 	served := make(chan struct{}, 1)
 	served <- struct{}{}
-	k := &sink{grace: grace, beat: beat,
-		events: make(chan outgoing, reportQueue), retry: make(chan struct{}, 1),
-		lost: make(chan struct{}), done: make(chan struct{})}
+	k := newSink(beat, grace)
 	k.open = func(ctx context.Context) (rpc.Stream, error) {
 		if !reachable() {
 			return nil, errors.New("unreachable")
@@ -249,6 +260,60 @@ func TestSinkWaitsForASlowSubmitter(t *testing.T) {
 	for i, r := range f.taken {
 		if r.Seq != uint64(i+1) {
 			t.Fatalf("report %d: %+v", i, r)
+		}
+	}
+}
+
+// TestSinkFenceCountsFromTheLastAnsweredSend: the fence's count of the
+// submitter's silence starts at the send of the latest message it
+// answered: the hello at first, then each heartbeat whose At it echoes,
+// never at the answer's arrival; an echo the sink never sent (later than
+// now, or older than the latest) moves nothing.
+func TestSinkFenceCountsFromTheLastAnsweredSend(t *testing.T) {
+	f := &fakeSubmitter{echoBeats: 3}
+	// Unreachable once it stopped answering: no new stream's hello
+	// moves the count meanwhile.
+	k := testSinkBeat(t, f, time.Hour, func() bool { return f.echoes.Load() < 3 }, 100*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	before := k.mark(time.Now())
+	s, err := k.connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hello := k.answered.Load(); hello < before || hello > k.mark(time.Now()) {
+		t.Fatalf("answered %d after the hello, want the hello's send, in [%d, now]", hello, before)
+	}
+	go k.run(ctx, s)
+	for f.echoes.Load() < 3 || k.answered.Load() != f.echoed.Load() {
+		select {
+		case <-k.answers:
+		case <-time.After(waitFor):
+			t.Fatalf("%d echoes, answered %d, last echoed %d", f.echoes.Load(), k.answered.Load(), f.echoed.Load())
+		}
+	}
+	last := f.echoed.Load()
+	now := time.Now()
+	if got, want := k.unanswered(now), time.Duration(k.mark(now)-last); got != want {
+		t.Fatalf("unanswered %v, want %v: from the echoed beat's send", got, want)
+	}
+	k.answer(k.mark(now.Add(time.Hour)))
+	k.answer(last - 1)
+	if k.answered.Load() != last {
+		t.Fatalf("answered moved to %d on an echo never sent, or older", k.answered.Load())
+	}
+}
+
+// TestFenceBeat: at least two beats fit in a job's fence.
+func TestFenceBeat(t *testing.T) {
+	for _, c := range []struct{ beat, fence, want time.Duration }{
+		{2 * time.Second, 0, 2 * time.Second},
+		{2 * time.Second, 5 * time.Second, 2 * time.Second},
+		{2 * time.Second, 2500 * time.Millisecond, 1250 * time.Millisecond},
+		{200 * time.Millisecond, time.Second, 200 * time.Millisecond},
+	} {
+		if got := FenceBeat(c.beat, c.fence); got != c.want {
+			t.Errorf("FenceBeat(%v, %v) = %v, want %v", c.beat, c.fence, got, c.want)
 		}
 	}
 }

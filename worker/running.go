@@ -31,9 +31,10 @@ type running struct {
 	sandbox   *proc.Sandbox  // owned by run; nil before stage
 	res       proc.Resources // the sandbox's limits
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{} // closed when run has cleaned up and ended the lease
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{} // closed when run has cleaned up and ended the lease
+	fenceKick chan struct{} // the processes started: the fence looks again (fence.go)
 	// keepLease (guarded by svc.mu) leaves the lease held when the run
 	// ends: a retry renews it for the next start (stopKeepingLease).
 	keepLease bool
@@ -65,7 +66,7 @@ func (s *Service) start(from peer.ID, id proto.JobID, lease string, c proto.Comm
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{svc: s, id: id, lease: lease, submitter: from, c: c,
 		dir: filepath.Join(s.cfg.JobsDir, string(id)), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		ck: newCkptSender()}
+		fenceKick: make(chan struct{}, 1), ck: newCkptSender()}
 	s.mu.Lock()
 	if _, dup := s.jobs[id]; dup {
 		s.mu.Unlock()
@@ -97,6 +98,9 @@ func checkCommit(c proto.Commit) error {
 		if !filepath.IsLocal(o) {
 			return fmt.Errorf("output %q is not inside the job folder", o)
 		}
+	}
+	if c.Fence < 0 || c.Fence > 0 && c.Fence < minFence {
+		return fmt.Errorf("fence %v: want 0 (none) or at least %v", c.Fence, minFence)
 	}
 	for _, p := range c.Procs {
 		if p.Rank < 0 || p.Rank >= c.N || p.Replica < 0 || p.Replica >= c.R {
@@ -169,13 +173,21 @@ func (r *running) run() {
 	s := r.svc
 	defer r.cleanup()
 	k, st, err := openSink(r.ctx, s.ep, proto.ReportHello{Job: r.id, Key: r.c.Key, Lease: r.lease}, r.submitter,
-		s.cfg.Heartbeat, s.cfg.SubmitterGrace)
+		FenceBeat(s.cfg.Heartbeat, r.c.Fence), s.cfg.SubmitterGrace)
 	if err != nil {
 		log.Warnw("cannot report to submitter; job not started", "job", r.id, "err", err)
 		return
 	}
 	go k.run(r.ctx, st)
 	defer func() { <-k.done }()
+	fctx, endFence := context.WithCancel(r.ctx)
+	fenced := make(chan struct{})
+	go func() {
+		defer close(fenced)
+		r.guardFence(fctx, k)
+	}()
+	stopFence := func() { endFence(); <-fenced }
+	defer stopFence()
 	r.mu.Lock()
 	r.sink = k
 	r.mu.Unlock()
@@ -199,8 +211,10 @@ func (r *running) run() {
 	r.mu.Lock()
 	r.procs = procs
 	r.mu.Unlock()
+	r.kickFence()
 	r.svc.kickGang()
 	r.watch(k, procs)
+	stopFence() // the processes ended: nothing left to freeze
 	r.svc.kickGang()
 	r.endSlices()
 	r.finishCheckpoints()

@@ -98,4 +98,12 @@ type Commit struct {
 	// every host of the plan when they all offered one (internal/gang);
 	// absent: the job runs whenever its host runs it.
 	GangColumn *int `json:"gang_column,omitempty"`
+	// Fence is how long the worker lets the job's processes run when the
+	// submitter has answered nothing the worker sent in that time: then
+	// it freezes them in place, until the submitter answers again (it
+	// re-attached) or refuses the host (it counted it lost: they are
+	// killed). The submitter starts a lost host's ranks elsewhere only
+	// once the host's fence has surely closed, so a rank of a job
+	// without replicas never runs twice at once. 0: no fence.
+	Fence time.Duration `json:"fence,omitempty"`
 }

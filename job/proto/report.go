@@ -32,9 +32,15 @@ type ReportHello struct {
 // lost, or the submitter does not know the job): the worker ends the
 // job's processes. Later ones acknowledge: the worker may forget reports
 // up to Seq.
+//
+// Echo is the At of the last heartbeat the submitter read on the stream
+// (0 before one): the worker learns that the submitter heard it at or
+// after that instant of the worker's own clock, which is what the
+// worker's fence counts from (Commit.Fence).
 type ReportAck struct {
 	Seq     uint64 `json:"seq"`
 	Refused string `json:"refused,omitempty"`
+	Echo    int64  `json:"echo,omitempty"`
 }
 
 // ReportKind says what a Report reports.
@@ -100,6 +106,10 @@ type Report struct {
 	Frozen time.Duration `json:"frozen,omitempty"`
 	// Ckpt names the checkpoint file a RepCheckpoint chunk is of.
 	Ckpt *CheckpointPart `json:"ckpt,omitempty"`
+	// At, on a RepHeartbeat, is when the worker sent it, on a clock of
+	// its own (opaque to the submitter), echoed back in the answers
+	// (ReportAck.Echo).
+	At int64 `json:"at,omitempty"`
 }
 
 // CheckpointPart names the checkpoint file a RepCheckpoint chunk belongs to.

@@ -85,6 +85,7 @@ type reportStream struct {
 	queue   chan queued  // read, not yet handed to the session; room for the end
 	bytes   atomic.Int64 // the data in queue
 	wmu     sync.Mutex   // one acknowledgement written at a time
+	echo    atomic.Int64 // the At of the last heartbeat read, echoed in every answer
 }
 
 // read reads reports until the stream ends: heartbeats are answered at
@@ -104,6 +105,7 @@ func (rs *reportStream) read(br *bufio.Reader) (err error) {
 			return err
 		}
 		if ev.Kind == proto.RepHeartbeat {
+			rs.echo.Store(ev.At)
 			if err := rs.write(func() proto.ReportAck { return rs.ss.reports.ack(rs.lease) }); err != nil {
 				_ = rs.st.Reset()
 				return err
@@ -216,7 +218,9 @@ func (rs *reportStream) write(ack func() proto.ReportAck) error {
 	rs.wmu.Lock()
 	defer rs.wmu.Unlock()
 	_ = rs.st.SetWriteDeadline(time.Now().Add(rs.timeout))
-	return wire.WriteJSON(rs.st, ack())
+	a := ack()
+	a.Echo = rs.echo.Load()
+	return wire.WriteJSON(rs.st, a)
 }
 
 // stampReader calls stamp on every read that brings bytes: whatever they
