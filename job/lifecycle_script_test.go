@@ -114,7 +114,7 @@ func (s *story) script(t *testing.T, d *datadriven.TestData) string {
 		s.report(t, d, step)
 	case "ended":
 		h := host(d)
-		step(lifecycle.StreamEnded{From: h, Lease: lease(h), Why: val(d, "why", "stream reset")})
+		step(lifecycle.StreamEnded{From: h, Lease: s.leaseOf(h), Why: val(d, "why", "stream reset")})
 	case "silent":
 		s.silent[host(d)] = true
 		return ""

@@ -60,9 +60,9 @@ const (
 	// keeping the failed hosts out for a while (CrossGrid: mark them
 	// unavailable, repeat the matchmaking).
 	Rematch Action = "rematch"
-	// Shrink: a malleable job that lost hosts starts again at once on the
-	// hosts left (which keep their slots) at the size they hold, from its
-	// last checkpoint, with Recovery.Plan.
+	// Shrink: a malleable job that lost hosts starts again on the hosts
+	// left (which keep their slots, without a new match) at the size they
+	// hold, from its last checkpoint, with Recovery.Plan.
 	Shrink Action = "shrink"
 	// Continue: the surviving copies carry on (r >= 2); nothing stops and
 	// the record keeps its state.
@@ -164,7 +164,7 @@ func recoverLost(r Record, failed []peer.ID, rp RetryPolicy) Recovery {
 	}
 	if p, ok := shrinkPlan(r, peerSet(failed)); ok {
 		return Recovery{Action: Shrink, State: Starting, Unavailable: failed, Plan: p,
-			Reason: fmt.Sprintf("%s: restarting at once on the %d hosts left, at %d ranks", why, len(p.Hosts), p.N)}
+			Reason: fmt.Sprintf("%s: restarting on the %d hosts left, at %d ranks", why, len(p.Hosts), p.N)}
 	}
 	if r.Restarts < r.Desc.Retries {
 		n := r.Restarts + 1

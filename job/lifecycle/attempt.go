@@ -16,6 +16,9 @@ type hostRun struct {
 	done    bool   // the host reported its end, was killed, or was lost
 	seq     uint64 // the last numbered report taken
 	frozen  bool   // its processes are stopped in place (RepFrozen)
+	// spared: it refused its commit, so runs nothing of this attempt
+	// (it needs no fence).
+	spared bool
 }
 
 // attempt is one start of the job on the hosts of a plan, from the commits

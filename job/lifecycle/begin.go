@@ -122,7 +122,7 @@ func (m *Machine) reattached() {
 			m.endReattach(fmt.Errorf("%s: host %s no longer runs the job", job.ReasonRestarted, job.ShortPeer(p)))
 			return
 		}
-		if out := m.onLost(p, "gone after the submitter restarted"); out != nil {
+		if out := m.onLost(p, "gone after the submitter restarted", m.now); out != nil {
 			// Not a failure to recover from: never run twice.
 			m.endReattach(errors.New(job.ReasonRestarted + ": " + out.why))
 			return

@@ -66,6 +66,14 @@ type Config struct {
 	// LostAfter declares a host lost after this much silence on its
 	// report stream. 10 s: five of a worker's 2 s heartbeats.
 	LostAfter time.Duration
+	// Fence is how long a host lets the job's processes run once this
+	// submitter answers nothing it sends (proto.Commit.Fence): then it
+	// freezes them. A lost host's ranks are started elsewhere no sooner
+	// than Fence and a fifth after the host was last heard (the fifth
+	// covers the host's timer firing late and the freezing itself), so
+	// that a rank without replicas never runs twice at once. 5 s: two
+	// of a worker's heartbeats may go unanswered before it freezes.
+	Fence time.Duration
 	// Retry bounds starts per match and matches per job.
 	Retry job.RetryPolicy
 	// Unavailable is how long a host that failed a start is not used
@@ -106,6 +114,7 @@ func DefaultConfig() Config {
 		StartTimeout: 60 * time.Second,
 		InitTimeout:  60 * time.Second,
 		LostAfter:    10 * time.Second,
+		Fence:        5 * time.Second,
 		Retry:        job.DefaultRetryPolicy(),
 		Unavailable:  5 * time.Minute,
 
@@ -123,7 +132,7 @@ func (c Config) Validate() error {
 		v    time.Duration
 	}{{"OfferGrace", c.OfferGrace}, {"AnswerGap", c.AnswerGap}, {"QuietAfter", c.QuietAfter},
 		{"QuietUnheard", c.QuietUnheard}, {"Deadline", c.Deadline}, {"StartTimeout", c.StartTimeout},
-		{"InitTimeout", c.InitTimeout}, {"LostAfter", c.LostAfter}, {"GrowEvery", c.GrowEvery},
+		{"InitTimeout", c.InitTimeout}, {"LostAfter", c.LostAfter}, {"Fence", c.Fence}, {"GrowEvery", c.GrowEvery},
 		{"GrowEveryMax", c.GrowEveryMax}, {"GrowLife", c.GrowLife}, {"ResizeTimeout", c.ResizeTimeout}} {
 		if d.v <= 0 {
 			return fmt.Errorf("lifecycle: %s must be positive, got %v", d.name, d.v)

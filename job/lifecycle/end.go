@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -72,6 +73,7 @@ func (m *Machine) killAll(why string) {
 		if h := run.hosts[p]; !h.done {
 			h.done = true
 			run.awaiting[p] = true
+			m.disown(h.plan.Offer.Lease, why)
 			m.lease(p, proto.LeaseRequest{Op: proto.OpKill, Lease: h.plan.Offer.Lease, Reason: why})
 		}
 	}
@@ -164,6 +166,11 @@ func (m *Machine) giveBack(offers []job.Offer) {
 // offers given back are answered for.
 func (m *Machine) resumeReserving() {
 	if m.phase == pausing && !m.now.Before(m.pauseTo) && len(m.returning) == 0 {
+		if plan := m.deferred; plan != nil {
+			m.deferred = nil
+			m.afterFence(*plan)
+			return
+		}
 		m.reserve()
 	}
 }
@@ -183,16 +190,18 @@ func (m *Machine) dropExpiredSpares() {
 // restart prepares the next attempt of a job that lost a host while it
 // ran and has retries left: it counts the restart, tells the user, drops
 // the output files of the run that ended (the next run writes them anew,
-// so no rank's file is brought back twice) and waits the backoff.
+// so no rank's file is brought back twice) and waits the backoff, and
+// the fence of the hosts lost: the new match's offers are then not kept
+// waiting for it.
 func (m *Machine) restart(f job.Failure, rec job.Recovery) {
 	m.rec.Restarts++
 	m.emit(Save{})
+	m.pauseTo = later(m.now.Add(rec.Backoff), m.fencedUntil())
 	m.notice(fmt.Sprintf("%s; starting the job again on other hosts in %v (retry %d of %d), %s",
-		f.Why, rec.Backoff, m.rec.Restarts, m.rec.Desc.Retries, m.restartWords()))
+		f.Why, m.pauseTo.Sub(m.now).Round(time.Millisecond), m.rec.Restarts, m.rec.Desc.Retries, m.restartWords()))
 	m.outputs = map[string]string{}
 	m.emit(DropOutputs{})
 	m.setState(job.Reserving, m.takeNote()) // status says it waits for a new match, not that it runs
-	m.pauseTo = m.now.Add(rec.Backoff)
 	m.phase = pausing
 }
 
@@ -246,6 +255,9 @@ func (m *Machine) afterEnd(e Event) {
 
 // onLeaseReply takes a lease request's reply where a phase waits for it.
 func (m *Machine) onLeaseReply(r LeaseReply) {
+	if r.Op == proto.OpKill && r.Err == nil && r.Reply.OK {
+		m.unfence(r.Host)
+	}
 	switch {
 	case r.Op == proto.OpCheckpoint && m.phase == watching && m.run.stop != nil:
 		m.onCheckpointAsked(r)
@@ -257,6 +269,9 @@ func (m *Machine) onLeaseReply(r LeaseReply) {
 		m.onRetried(r)
 	case m.phase == killing && r.Op == proto.OpKill && m.run.awaiting[r.Host]:
 		delete(m.run.awaiting, r.Host)
+		if r.Err != nil || !r.Reply.OK {
+			m.fenceHost(r.Host, m.now) // unconfirmed: it may run on, cut off
+		}
 		m.killed()
 	case m.phase == reattaching && r.Op == proto.OpResume:
 		m.onResumed(r)
@@ -280,6 +295,10 @@ func (m *Machine) onCancel(why string) {
 	case watching:
 		m.runEnded(cancelled(why))
 	case pausing:
+		if plan := m.deferred; plan != nil {
+			m.deferred = nil
+			m.cancelLeases(append(plan.Offers(), plan.Spares...))
+		}
 		m.finish(cancelled(why))
 	default:
 		if m.cancel == "" {
@@ -316,7 +335,7 @@ func (m *Machine) onShutdown() {
 }
 
 // shrinksOnLoss reports whether a host lost makes a malleable job start
-// again at once on the hosts left (job.Shrink): they then keep their
+// again on the hosts left (job.Shrink): they then keep their
 // slots, as after a failed start.
 func (m *Machine) shrinksOnLoss(f job.Failure) bool {
 	return f.Kind == job.HostLost && job.Recover(m.rec, f, m.cfg.Retry).Action == job.Shrink

@@ -27,7 +27,7 @@ const (
 	stoppingStart              // a failed start's kills and retries sent; waiting for every reply
 	settling                   // the run ended; waiting for the checkpoint writer
 	killing                    // the run ended; waiting for the kills' replies
-	pausing                    // a restart's backoff
+	pausing                    // a restart's backoff, or a start waiting for a lost host's fence
 	reattaching                // a re-attached job's hosts asked whether they still run it
 	over                       // ended: only give-backs and answers go out
 )
@@ -100,6 +100,11 @@ type Machine struct {
 	run      *attempt
 	ending   *ending
 	pauseTo  time.Time
+	// fences is, for each host given up on, when it has surely frozen
+	// the job's processes (fence.go); deferred is a start that waits for
+	// the last of them.
+	fences   map[peer.ID]time.Time
+	deferred *job.Plan
 
 	lastResize time.Time // when the job last changed size
 }
@@ -108,7 +113,7 @@ type Machine struct {
 func New(cfg Config, env Env, st Start) *Machine {
 	m := &Machine{cfg: cfg, env: env, rec: st.Record, yieldTo: st.YieldTo, minDeadline: st.MinDeadline,
 		journal: st.Journal, avoid: map[peer.ID]time.Time{}, outputs: map[string]string{}, arriving: map[uint64]bool{},
-		kept: map[peer.ID]string{}, usable: map[string]time.Time{}}
+		kept: map[peer.ID]string{}, usable: map[string]time.Time{}, fences: map[peer.ID]time.Time{}}
 	for _, p := range st.Avoid {
 		m.avoid[p] = time.Time{} // filled in at Begin, when the machine first knows the time
 	}

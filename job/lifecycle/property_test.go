@@ -23,7 +23,9 @@ import (
 // back; every offer and every stop is answered once; a job ends exactly
 // once, and after its end only answers go out; every lease the job kept
 // is in the end committed, given back, or left to expire; a tick leaves
-// no timer due.
+// no timer due; no attempt is committed while a host counted lost, whose
+// worker freezes the processes of an earlier attempt only once its fence
+// closed, may still run them.
 func TestLifecycleInvariants(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		w := newWorld(rt)
@@ -67,6 +69,8 @@ type world struct {
 	lo, hi  int                  // the job's sizes (equal for a rigid job)
 	written []lifecycle.KeptFile // checkpoint files the writer finished, not yet told
 	live    map[string]int       // leases whose processes may run, by attempt
+	fenced  map[string]fenceEnd  // leases counted lost, whose worker may run them until their fence closes
+	fence   time.Duration        // the config's Fence
 	ways    map[uint64]bool      // give-way asks not answered yet
 }
 
@@ -86,11 +90,12 @@ func newWorld(rt *rapid.T) *world {
 	cfg := lifecycle.DefaultConfig()
 	cfg.Schedule = flood.Schedule{First: time.Second, Factor: 2, MaxRadius: 4, Extra: 1}
 	cfg.LostAfter, cfg.StartTimeout, cfg.InitTimeout = 8*time.Second, 20*time.Second, 20*time.Second
+	cfg.Fence = time.Duration(rapid.IntRange(1, 12).Draw(rt, "fence")) * time.Second
 	env := lifecycle.Env{Self: "submitter", FloodLimit: 4, KnowsPeers: rapid.Bool().Draw(rt, "knows"), DirectLimit: 4}
 	w := &world{m: lifecycle.New(cfg, env, lifecycle.Start{Record: rec}), now: t0, offers: map[uint64]bool{}, stops: map[uint64]bool{},
 		kept: map[string]time.Time{}, made: map[uint64]proto.OfferMsg{}, closed: map[string]bool{}, commits: map[string]bool{}, cancelled: map[string]bool{}, plan: map[peer.ID]string{},
 		seq: map[string]uint64{}, stage: map[string]int{}, ckpt: map[string]uint64{}, silent: map[peer.ID]bool{}, heard: map[string]time.Time{},
-		live: map[string]int{}, ways: map[uint64]bool{}}
+		live: map[string]int{}, ways: map[uint64]bool{}, fenced: map[string]fenceEnd{}, fence: cfg.Fence}
 	w.lo, w.hi = d.SizeRange()
 	w.step(rt, lifecycle.Begin{})
 	return w
@@ -288,6 +293,9 @@ func (w *world) advance(to time.Time) {
 
 // step feeds one event and checks every effect against the invariants.
 func (w *world) step(rt *rapid.T, e lifecycle.Event) {
+	if r, ok := e.(lifecycle.LeaseReply); ok && r.Err == nil && r.Reply.OK && (r.Op == proto.OpKill || r.Op == proto.OpRetry) {
+		delete(w.fenced, r.Lease) // its worker confirmed: the processes end
+	}
 	ended := w.m.Ended()
 	heard := map[string]time.Time{}
 	for l, at := range w.heard {
@@ -340,7 +348,17 @@ func (w *world) check(rt *rapid.T, eff lifecycle.Effect) {
 		}
 		delete(w.ways, e.Token)
 	case lifecycle.Refuse:
-		delete(w.live, e.Lease) // counted lost: its worker ends the processes
+		// Counted lost: its worker ends the processes when it hears of it;
+		// cut off, it freezes them once the submitter answered nothing
+		// it sent, at the latest when last heard, for Fence.
+		if attempt, ok := w.live[e.Lease]; ok {
+			heard, ok := w.heard[e.Lease]
+			if !ok {
+				heard = w.now
+			}
+			w.fenced[e.Lease] = fenceEnd{attempt: attempt, at: heard.Add(w.fence)}
+		}
+		delete(w.live, e.Lease)
 	case lifecycle.Lease:
 		w.lease(rt, e)
 		w.pending = append(w.pending, eff)
@@ -378,6 +396,12 @@ func (w *world) lease(rt *rapid.T, e lifecycle.Lease) {
 				rt.Fatalf("attempt %d committed while lease %s of attempt %d may still run", c.Attempt, old, attempt)
 			}
 		}
+		for old, f := range w.fenced {
+			if f.attempt < c.Attempt && w.now.Before(f.at) {
+				rt.Fatalf("attempt %d committed at %v while lease %s of attempt %d, counted lost, may run until its fence closes at %v",
+					c.Attempt, w.now.Format("15:04:05.000"), old, f.attempt, f.at.Format("15:04:05.000"))
+			}
+		}
 		w.live[l] = c.Attempt
 		w.commits[l] = true
 		w.plan[e.Host] = l
@@ -389,6 +413,12 @@ func (w *world) lease(rt *rapid.T, e lifecycle.Lease) {
 		w.closed[l] = true
 		delete(w.live, l)
 	}
+}
+
+// fenceEnd is when a lease counted lost has surely frozen its processes.
+type fenceEnd struct {
+	attempt int
+	at      time.Time
 }
 
 // afterEnd: once the job ended, only answers and give-backs go out.

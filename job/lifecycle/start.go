@@ -24,6 +24,10 @@ func (m *Machine) start(plan job.Plan) {
 		m.finish(cancelled(m.cancel))
 		return
 	}
+	if m.now.Before(m.fencedUntil()) {
+		m.startAfterFence(plan)
+		return
+	}
 	m.plan = plan
 	m.rec.Plan = &plan // in the record before watchers hear of the start
 	m.setState(job.Starting, m.takeNote())
@@ -51,6 +55,9 @@ func (m *Machine) onCommitted(r LeaseReply) {
 	if r.Err != nil || !r.Reply.OK {
 		log.Infow("commit failed", "job", m.rec.ID, "host", r.Host, "err", r.Err, "refused", r.Reply.Error)
 		run.refused = append(run.refused, r.Host)
+		if h := run.hosts[r.Host]; h != nil && r.Err == nil {
+			h.spared = true // it answered: it took nothing
+		}
 	}
 	if len(run.awaiting) > 0 {
 		return
@@ -105,9 +112,16 @@ func (m *Machine) stopKeeping(drop map[peer.ID]bool, why string, out outcome) {
 		}
 		h.done = true
 		op := proto.OpRetry
-		if drop[p] {
+		switch {
+		case drop[p] && h.spared: // it took nothing
 			op = proto.OpKill
-		} else {
+		case drop[p]:
+			// At fault, it may run on, cut off: the retry waits for the
+			// kill's answer, or for its fence.
+			op = proto.OpKill
+			m.disown(h.plan.Offer.Lease, why)
+			m.fenceHost(p, m.now)
+		default:
 			m.run.awaiting[p] = true
 		}
 		m.lease(p, proto.LeaseRequest{Op: op, Lease: h.plan.Offer.Lease, Reason: why})
@@ -117,7 +131,8 @@ func (m *Machine) stopKeeping(drop map[peer.ID]bool, why string, out outcome) {
 	m.startStopped()
 }
 
-// onRetried takes a retry's reply: the new key of the slots the host kept.
+// onRetried takes a retry's reply: the new key of the slots the host
+// kept; a host that did not confirm it is fenced.
 func (m *Machine) onRetried(r LeaseReply) {
 	if !m.run.awaiting[r.Host] {
 		return
@@ -125,6 +140,10 @@ func (m *Machine) onRetried(r LeaseReply) {
 	delete(m.run.awaiting, r.Host)
 	if r.Err == nil && r.Reply.OK && r.Reply.Lease != "" {
 		m.kept[r.Host] = r.Reply.Lease
+	} else if h := m.run.hosts[r.Host]; h != nil {
+		// Unconfirmed: it may run on, cut off.
+		m.disown(h.plan.Offer.Lease, "its slots could not be kept for a retry")
+		m.fenceHost(r.Host, m.now)
 	}
 	m.startStopped()
 }
@@ -225,7 +244,8 @@ func (m *Machine) commits(plan job.Plan) []Lease {
 		c := &proto.Commit{Key: string(m.rec.Key), N: plan.N, R: d.Replicas, Program: *m.rec.Program, Args: d.Args,
 			Env: envList(d.Env), Inputs: m.rec.Inputs, Outputs: d.Outputs, Timeout: timeout,
 			Procs: hp.Procs, RankTable: table, Attempt: m.rec.Attempts, PMI: d.PMI,
-			CheckpointEvery: d.CheckpointEvery, Restore: restore, RestoreSize: from, GangColumn: col}
+			CheckpointEvery: d.CheckpointEvery, Restore: restore, RestoreSize: from, GangColumn: col,
+			Fence: m.cfg.Fence}
 		out = append(out, Lease{Host: hp.Offer.Peer, Req: proto.LeaseRequest{Op: proto.OpCommit, Job: m.rec.ID,
 			Lease: hp.Offer.Lease, Commit: c}})
 	}

@@ -140,7 +140,7 @@ func (m *Machine) onStreamEnded(e StreamEnded) {
 	if h == nil || h.plan.Offer.Lease != e.Lease || h.done {
 		return
 	}
-	m.afterWatchEvent(m.onLost(e.From, e.Why))
+	m.afterWatchEvent(m.onLost(e.From, e.Why, m.now))
 }
 
 // take acts on one report; where its bytes go in the job folder goes in t.
@@ -168,10 +168,10 @@ func (m *Machine) take(h *hostRun, from peer.ID, e proto.Report, t *Take) *outco
 		// before the ranks' MPI failures arrive as exits that would read
 		// as the program's own. Replicated jobs judge losses themselves.
 		if lost := m.run.hosts[e.Peer]; m.rec.Desc.Replicas == 1 && lost != nil && !lost.done {
-			return m.onLost(e.Peer, "unreachable from "+job.ShortPeer(from))
+			return m.onLost(e.Peer, "unreachable from "+job.ShortPeer(from), m.now)
 		}
 	case proto.RepLeaving:
-		return m.onLost(from, leavingPrefix+e.Reason)
+		return m.onLost(from, leavingPrefix+e.Reason, m.now)
 	case proto.RepDone:
 		h.done = true
 		m.run.finished = m.run.all(func(h *hostRun) bool { return h.done })
@@ -246,7 +246,7 @@ func (m *Machine) checkSilent() {
 	}
 	after := m.cfg.LostAfter
 	for _, l := range run.quiet.check(m.now, leases, m.in.Heard, after, after/2) {
-		if out := m.onLost(byLease[l], "silent"); out != nil {
+		if out := m.onLost(byLease[l], "silent", m.in.Heard[l]); out != nil {
 			m.runEnded(*out)
 			return
 		}
@@ -256,11 +256,13 @@ func (m *Machine) checkSilent() {
 
 // onLost handles a host that died or fell silent. Before the job runs it
 // is a start failure; while it runs, Recover says whether the replicas
-// carry on.
-func (m *Machine) onLost(p peer.ID, why string) *outcome {
+// carry on. heard is when the host was last heard from, from which its
+// fence counts.
+func (m *Machine) onLost(p peer.ID, why string, heard time.Time) *outcome {
 	run := m.run
 	h := run.hosts[p]
 	h.done = true
+	m.fenceHost(p, heard)
 	words := hostLossWords(why)
 	m.emit(Refuse{Lease: h.plan.Offer.Lease, Why: "counted lost: " + words})
 	if !run.running {
