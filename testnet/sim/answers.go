@@ -105,7 +105,7 @@ func (w *World) onReport(e event) {
 	r := e.data.(reportIn)
 	j.heard[r.lease] = w.now
 	w.tracef(e, "from a%d %s %s seq %d rank %d code %d", r.from, r.lease, r.rep.Kind, r.rep.Seq, r.rep.Rank, r.rep.Code)
-	if j.gone || j.refused[r.lease] || j.current != nil && !j.current[r.lease] {
+	if w.refuses(j, r.lease) {
 		w.refuse(j, r.from, r.lease, 0)
 		return
 	}
@@ -115,6 +115,12 @@ func (w *World) onReport(e event) {
 			w.send(int(j.sub), int(r.from), evAck, j.idx, p)
 		}
 	}
+}
+
+// refuses says whether j's submitter refuses the reports of lease: it
+// is gone, counted the host lost, or runs an attempt without it.
+func (w *World) refuses(j *simJob, lease string) bool {
+	return j.gone || j.refused[lease] || j.current != nil && !j.current[lease]
 }
 
 // refuseStream: the report stream of lease, not the job's now, is

@@ -58,12 +58,11 @@ func (w *World) checkHost(a *agent) {
 }
 
 // startCopy and endCopy count the running copies of each rank: a job
-// without replicas never runs a rank twice at once. A copy whose host the
-// submitter counted lost (fence) stops counting, unless StrictOnce: the
-// job refuses its reports and its worker ends it once it hears of it, or
-// once its grace without the submitter is over.
+// without replicas never runs a rank twice at once. A copy counts from
+// its release until its process ends, also once its submitter counted
+// its host lost, except while its fence holds it frozen (fence.go).
 func (w *World) startCopy(j *simJob, p *part, pr proto.Proc) {
-	if p.fenced {
+	if p.frozen {
 		return
 	}
 	j.copies[pr.Rank]++
@@ -76,7 +75,7 @@ func (w *World) startCopy(j *simJob, p *part, pr proto.Proc) {
 }
 
 func (w *World) endCopy(j *simJob, p *part, pr proto.Proc) {
-	if p.fenced {
+	if p.frozen {
 		return
 	}
 	if j.copies[pr.Rank]--; j.copies[pr.Rank] <= 0 {
@@ -178,25 +177,4 @@ func (w *World) holders(j *simJob, rank int) string {
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-// fence: j's submitter counted the host of lease l lost, or started an
-// attempt without it; it refuses its reports from now on. Its copies no
-// longer count as the job's (Config.StrictOnce: they still do).
-func (w *World) fence(j *simJob, l string) {
-	h, ok := j.leases[l]
-	if !ok || w.cfg.StrictOnce {
-		return
-	}
-	p := w.agents[h].parts[l]
-	if p == nil || p.fenced {
-		return
-	}
-	for i, pr := range p.procs {
-		if p.running[i] {
-			w.endCopy(j, p, pr)
-		}
-	}
-	p.fenced = true
-	w.stats.fenced++
 }

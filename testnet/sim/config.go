@@ -36,12 +36,6 @@ type Config struct {
 	// nearest candidates and a few random ones (overlay.SelectNeighbours).
 	// Candidates is how many peers each agent learned by gossip.
 	Neighbours, LongRange, Candidates int
-	// StrictOnce counts a copy of a rank as running until its process
-	// ends, even once its submitter counted its host lost and refuses its
-	// reports: a rank of a job without replicas then never runs twice at
-	// once only if the worker ends a cut-off job before its submitter
-	// starts it again elsewhere.
-	StrictOnce bool
 	// Lifecycle is every submitter's configuration of its jobs' lives.
 	Lifecycle lifecycle.Config
 	// Hooks inject bugs, for tests that show the invariants catch them.
@@ -55,6 +49,9 @@ type Hooks struct {
 	// KeepLeaseAfterRun: a worker forgets to end a lease once its job's
 	// processes there are gone.
 	KeepLeaseAfterRun bool
+	// NoFence: a worker cut off from a job's submitter never freezes its
+	// processes at the job's fence.
+	NoFence bool
 }
 
 // Mix is the shape of the jobs: sizes drawn from Sizes, Replicated of them

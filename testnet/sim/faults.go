@@ -96,6 +96,7 @@ func (w *World) restart(e event) {
 		}
 	}
 	w.flushAll()
+	w.thawAll()
 }
 
 // onCut cuts a site (or region) off, or heals it.
@@ -107,5 +108,6 @@ func (w *World) onCut(e event) {
 		w.armGraces()
 	} else {
 		w.flushAll()
+		w.thawAll()
 	}
 }

@@ -27,8 +27,11 @@ type part struct {
 	log      []proto.Report // every report numbered, for a re-attached submitter
 	grace    bool           // a grace check is armed
 	lastAt   time.Duration  // when its last report sent arrives
-	fenced   bool           // its submitter counted it lost: its copies are no longer the job's
 	finished bool           // every process ended: the part waits for its done report to be taken
+	fence    time.Duration  // the commit's fence (proto.Commit.Fence)
+	answered time.Duration  // when the last message its submitter answered was sent
+	frozen   bool           // its fence closed: its processes are frozen
+	fencing  bool           // a fence check is armed
 }
 
 // graceAfter is how long a job's processes run on while its submitter is
@@ -41,7 +44,7 @@ const graceAfter = time.Minute
 func (w *World) startPart(a *agent, j *simJob, req proto.LeaseRequest) {
 	c := req.Commit
 	p := &part{host: a.idx, job: j.idx, lease: req.Lease, procs: c.Procs, n: c.N, attempt: c.Attempt,
-		running: make([]bool, len(c.Procs)), live: len(c.Procs)}
+		running: make([]bool, len(c.Procs)), live: len(c.Procs), fence: c.Fence, answered: w.now}
 	a.parts[req.Lease] = p
 	if c.N < j.lo || c.N > j.hi {
 		w.violate(a.idx, "job %s committed at %d processes, outside %d..%d", j.id, c.N, j.lo, j.hi)
@@ -67,6 +70,11 @@ func (w *World) onPart(e event) {
 		return // killed meanwhile
 	}
 	if p.finished && e.kind != evGrace {
+		return
+	}
+	if e.kind == evFence || e.kind == evThaw {
+		w.fenceEvent(a, p, e.kind)
+		w.checkHost(a)
 		return
 	}
 	w.tracef(e, "%s", p.lease)
@@ -184,8 +192,8 @@ func (w *World) armGrace(p *part) {
 	}
 }
 
-// armGraces arms the grace of every part whose submitter is out of reach
-// now: their next heartbeat fails.
+// armGraces arms the grace, and the fence, of every part whose submitter
+// is out of reach now: their next heartbeat fails.
 func (w *World) armGraces() {
 	for _, a := range w.agents {
 		if !a.up || len(a.parts) == 0 {
@@ -194,6 +202,7 @@ func (w *World) armGraces() {
 		for _, l := range sortedKeys(a.parts) {
 			if p := a.parts[l]; !w.reachable(int(a.idx), int(w.jobs[p.job].sub)) {
 				w.armGrace(p)
+				w.armFence(p)
 			}
 		}
 	}

@@ -28,11 +28,13 @@ const (
 	evForge                  // a liar floods a forged advert
 	evAck                    // the submitter took a host's done report
 	evFlood                  // a flood's radius went out (traced, never queued)
+	evFence                  // a host checks whether its job's fence has closed
+	evThaw                   // a host whose fence closed hears from the submitter again
 	numKinds
 )
 
 var kindNames = [...]string{"submit", "tick", "advert", "offer", "measured", "offer-reply", "decline", "lease-req",
-	"lease-reply", "report", "staged", "ready", "exit", "grace", "crash", "restart", "cut", "heal", "sub-crash", "forge", "ack", "flood"}
+	"lease-reply", "report", "staged", "ready", "exit", "grace", "crash", "restart", "cut", "heal", "sub-crash", "forge", "ack", "flood", "fence", "thaw"}
 
 func (k kind) String() string { return kindNames[k] }
 

@@ -14,7 +14,8 @@ import (
 type stats struct {
 	messages, adverts, leases   uint64
 	forged, crashes, graceKills uint64
-	lostSubmitter, fenced       uint64
+	frozen                      uint64 // parts frozen at their fence (worker side)
+	lostSubmitter               uint64
 	reattached                  uint64
 	busy                        time.Duration // process time run
 }
@@ -156,9 +157,6 @@ func ReplayCommand(c Config) string {
 		c.Agents, c.Jobs, c.Seed, c.Topology, c.Regions, c.NATShare,
 		strings.Join(sizes, ","), m.Replicated, m.Malleable, m.Concentrate, m.Failing, m.RunTime, c.Submit, c.Duration,
 		f.Crash, f.SubmitterCrash, f.Partitions, f.Loss, f.Spike, f.Slow, f.Skew, f.Liars)
-	if c.StrictOnce {
-		cmd += " --strict-once"
-	}
 	return cmd
 }
 

@@ -255,13 +255,11 @@ func (w *World) do(j *simJob, eff lifecycle.Effect) {
 		}
 		for _, l := range sortedKeys(j.leases) {
 			if !j.current[l] {
-				w.fence(j, l)
 				w.refuseStream(j, l)
 			}
 		}
 	case lifecycle.Refuse:
 		j.refused[e.Lease] = true
-		w.fence(j, e.Lease)
 		w.refuseStream(j, e.Lease)
 	case lifecycle.SettleCheckpoints:
 		j.inbox = append(j.inbox, lifecycle.CheckpointFiles{Settled: true})

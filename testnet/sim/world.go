@@ -191,7 +191,7 @@ func (w *World) handle(e event) {
 		w.onLeaseReply(e)
 	case evReport:
 		w.onReport(e)
-	case evStaged, evReady, evExit, evGrace:
+	case evStaged, evReady, evExit, evGrace, evFence, evThaw:
 		w.onPart(e)
 	case evCrash, evSubCrash:
 		w.crash(e)

@@ -119,7 +119,6 @@ func parse(args []string, stderr io.Writer) (sim.Config, options, error) {
 	}
 	parts := fs.Int("partitions", -1, "site cuts (overrides --faults' default)")
 	skew := fs.Duration("skew", -1, "largest clock skew (overrides --faults' default)")
-	fs.BoolVar(&cfg.StrictOnce, "strict-once", false, "count a copy of a rank as running until it ends, even once its host is counted lost")
 	fs.StringVar(&o.trace, "trace", "", "write the trace to this file")
 	fs.StringVar(&o.sweep, "sweep", "", "run at each of these numbers of agents (e.g. 1000,10000,100000), with --jobs per --agents, without and with every fault kind")
 	fs.BoolVar(&o.grid5000, "grid5000", false, "run the P2P-MPI Grid'5000 experiment's dry-run jobs (350 agents) and print its table")

@@ -51,7 +51,7 @@ func TestReplayCommandReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Faults, cfg.StrictOnce = f, true
+	cfg.Faults = f
 	cmd := strings.Fields(sim.ReplayCommand(cfg))
 	if len(cmd) < 3 || cmd[0] != "go" || cmd[2] != "./testnet/cmd/sim" {
 		t.Fatalf("replay %q", cmd)
