@@ -32,6 +32,7 @@ const poolLabel = "pool"
 type launchNet struct {
 	*Net
 	dirs []string
+	cuts *cuts
 }
 
 // startLaunchNet starts n agents offering procs process slots each, with
@@ -41,11 +42,11 @@ func startLaunchNet(t testing.TB, n, procs int, configure func(i int, cfg *node.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	ln := &launchNet{}
+	ln := &launchNet{cuts: newCuts()}
 	for range n {
 		ln.dirs = append(ln.dirs, shortTempDir(t))
 	}
-	net, err := Loopback(ctx, n, Options{Seed: 4, Configure: func(i int, cfg *node.Config) {
+	net, err := Loopback(ctx, n, Options{Seed: 4, NodeOptions: ln.cuts.options, Configure: func(i int, cfg *node.Config) {
 		cfg.DataDir = ln.dirs[i]
 		cfg.Cores, cfg.MaxProcs, cfg.MaxJobs = procs, procs, 4
 		cfg.Services.Submitter = launchSubmitter()

@@ -31,6 +31,9 @@ type Options struct {
 	// Configure, if set, adjusts agent i's config before it starts (a data
 	// dir, labels, owner settings).
 	Configure func(i int, cfg *node.Config)
+	// NodeOptions, if set, gives agent i's node options of its own (a
+	// connection gater that cuts it off from some agents).
+	NodeOptions func(i int) []node.Option
 }
 
 // Net is a set of agents running in this process. Nodes[i] is agent i; it
@@ -215,6 +218,9 @@ func (n *Net) start(ctx context.Context, i int, bootstrap []string) error {
 			return err
 		}
 		opts = append(opts, node.WithHost(h))
+	}
+	if n.opts.NodeOptions != nil {
+		opts = append(opts, n.opts.NodeOptions(i)...)
 	}
 	nd, err := node.New(ctx, cfg, opts...)
 	if err != nil {

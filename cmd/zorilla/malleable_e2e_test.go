@@ -127,8 +127,9 @@ func TestMalleableGrows(t *testing.T) {
 }
 
 // TestMalleableShrinksOnHostLost: a host of a -n 2:4 -r 1 job is killed
-// while it runs: the job starts again at once on the three hosts left
-// (no new match, no wait for a replacement) and completes verified.
+// while it runs: the job starts again on the three hosts left (no new
+// match, no wait for a replacement; once the lost host's fence closed)
+// and completes verified.
 func TestMalleableShrinksOnHostLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
