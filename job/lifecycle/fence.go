@@ -30,7 +30,8 @@ import (
 // start failed, or its kill or retry went unconfirmed). Those hosts'
 // leases are refused from then on (disown): a cut-off host that comes
 // back is told to kill what it froze. A kill a host confirms lifts its
-// fence.
+// fence, and a host that says it leaves (RepLeaving, its agent draining)
+// is in touch and ends its processes itself: it gets none.
 
 // disown makes the job refuse the reports of a lease whose run it ended:
 // a host cut off when the run ended, which the kill did not reach, is
@@ -44,9 +45,13 @@ func (m *Machine) disown(lease, why string) {
 }
 
 // fenceHost keeps the next attempt's start until host p, last heard at
-// heard, has surely frozen the job's processes.
+// heard, has surely frozen the job's processes; a zero heard fences
+// nothing.
 func (m *Machine) fenceHost(p peer.ID, heard time.Time) {
-	if heard.IsZero() || heard.After(m.now) {
+	if heard.IsZero() {
+		return
+	}
+	if heard.After(m.now) {
 		heard = m.now
 	}
 	if until := heard.Add(m.cfg.Fence + m.cfg.Fence/5); until.After(m.fences[p]) {

@@ -215,6 +215,7 @@ func (w *world) report(rt *rapid.T) {
 		w.step(rt, lifecycle.StreamEnded{From: h, Lease: l, Why: "reset"})
 		return
 	case 28:
+		delete(w.live, l) // a host that leaves ends its processes
 		w.send(rt, h, l, proto.Report{Kind: proto.RepLeaving, Reason: "stopping"})
 		return
 	case 27:

@@ -171,7 +171,8 @@ func (m *Machine) take(h *hostRun, from peer.ID, e proto.Report, t *Take) *outco
 			return m.onLost(e.Peer, "unreachable from "+job.ShortPeer(from), m.now)
 		}
 	case proto.RepLeaving:
-		return m.onLost(from, leavingPrefix+e.Reason, m.now)
+		// In touch, and ending its processes: no fence to wait for.
+		return m.onLost(from, leavingPrefix+e.Reason, time.Time{})
 	case proto.RepDone:
 		h.done = true
 		m.run.finished = m.run.all(func(h *hostRun) bool { return h.done })
@@ -246,7 +247,11 @@ func (m *Machine) checkSilent() {
 	}
 	after := m.cfg.LostAfter
 	for _, l := range run.quiet.check(m.now, leases, m.in.Heard, after, after/2) {
-		if out := m.onLost(byLease[l], "silent", m.in.Heard[l]); out != nil {
+		heard, ok := m.in.Heard[l]
+		if !ok {
+			heard = m.now
+		}
+		if out := m.onLost(byLease[l], "silent", heard); out != nil {
 			m.runEnded(*out)
 			return
 		}
@@ -257,7 +262,7 @@ func (m *Machine) checkSilent() {
 // onLost handles a host that died or fell silent. Before the job runs it
 // is a start failure; while it runs, Recover says whether the replicas
 // carry on. heard is when the host was last heard from, from which its
-// fence counts.
+// fence counts (zero: none, the host said it ends its processes).
 func (m *Machine) onLost(p peer.ID, why string, heard time.Time) *outcome {
 	run := m.run
 	h := run.hosts[p]
