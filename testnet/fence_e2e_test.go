@@ -127,3 +127,91 @@ func (ln *launchNet) awaitGone(t *testing.T, pid int) {
 		t.Fatal(err)
 	}
 }
+
+// TestSubmitterBackContinuesFrozenRanks: the agent that submitted a job
+// stops while the job runs on two other hosts; they cannot tell that from
+// a cut, and freeze the job's processes at its fence. The agent starts
+// again, re-attaches the job, answers its hosts: the processes continue
+// where they were, and the job ends well in its one run.
+func TestSubmitterBackContinuesFrozenRanks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3 agents, real processes, the submitter restarted")
+	}
+	ln := startLaunchNet(t, 3, 1, func(i int, cfg *node.Config) {
+		cfg.Labels = nil
+		if i > 0 {
+			cfg.Labels = []string{poolLabel}
+		}
+	})
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	prog := uploadScript(t, ln.Nodes[0], "echo pid $$; while [ ! -e "+gate+" ]; do sleep 0.02; done; echo through")
+	d := job.NewDescription("prog.sh", nil, 2)
+	d.Strategy, d.Require.Labels = job.Spread, []string{poolLabel}
+	w := submitJob(t, ln.Nodes[0], d, prog)
+	w.awaitLines(t, pidLine, 2)
+	pids := printedPids(t, w.updates())
+	id := w.id
+	if err := ln.Stop(0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ln.Await(ctx, "both copies frozen at the fence", func() bool { return frozen(pids[0]) && frozen(pids[1]) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ln.Restart(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ln.Await(ctx, "both copies continued", func() bool { return !frozen(pids[0]) && !frozen(pids[1]) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var rec job.Record
+	if err := ln.Await(ctx, "the re-attached job's end", func() bool {
+		rec, _ = ln.Nodes[0].Submitter().Get(id)
+		return rec.State.Terminal()
+	}); err != nil {
+		t.Fatalf("%v: job %s (%s)", err, rec.State, rec.Reason)
+	}
+	if rec.State != job.Done || rec.Attempts != 1 {
+		t.Fatalf("job ended %s (%s) after %d attempts: want done in its one run", rec.State, rec.Reason, rec.Attempts)
+	}
+}
+
+// frozen says whether process pid is stopped in place: by SIGSTOP, or by
+// its cgroup's freezer (v2, or v1 beside it).
+func frozen(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	if s := string(b); strings.Contains(s[strings.LastIndexByte(s, ')')+1:], " T ") {
+		return true
+	}
+	cg, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				if ev, err := os.ReadFile(filepath.Join(root, parts[2], "cgroup.events")); err == nil && strings.Contains(string(ev), "frozen 1") {
+					return true
+				}
+			}
+		case parts[1] == "freezer":
+			if st, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/freezer", parts[2], "freezer.state")); err == nil && strings.TrimSpace(string(st)) == "FROZEN" {
+				return true
+			}
+		}
+	}
+	return false
+}
