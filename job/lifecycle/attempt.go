@@ -30,16 +30,19 @@ type attempt struct {
 	awaiting map[peer.ID]bool
 	refused  []peer.ID // hosts whose commit (or resume) failed
 	asked    int       // hosts asked whether they still run a re-attached job
-	backlog  []Event   // reports that came while the commits were out
-	running  bool      // every host started: the record says Running
-	released bool      // phase two: the ranks were released from mpi.Init
-	finished bool      // every host is done
-	lost     []peer.ID // hosts lost while running
-	quiet    *silences
-	stop     *stopping // a stop with a checkpoint under way
-	grow     *growSearch
-	resize   *resizing // a resize of a malleable job under way
-	fallback *fallback // a start at a new size, until it is released
+	// resumeAsked counts, by host, the OpResume asked again after one
+	// went unanswered.
+	resumeAsked map[peer.ID]int
+	backlog     []Event   // reports that came while the commits were out
+	running     bool      // every host started: the record says Running
+	released    bool      // phase two: the ranks were released from mpi.Init
+	finished    bool      // every host is done
+	lost        []peer.ID // hosts lost while running
+	quiet       *silences
+	stop        *stopping // a stop with a checkpoint under way
+	grow        *growSearch
+	resize      *resizing // a resize of a malleable job under way
+	fallback    *fallback // a start at a new size, until it is released
 
 	// Timers; the zero time is unarmed.
 	startBy time.Time // when every host must have started its processes
@@ -48,7 +51,8 @@ type attempt struct {
 }
 
 func newAttempt(plan job.Plan) *attempt {
-	a := &attempt{plan: plan, hosts: map[peer.ID]*hostRun{}, awaiting: map[peer.ID]bool{}, quiet: newSilences()}
+	a := &attempt{plan: plan, hosts: map[peer.ID]*hostRun{}, awaiting: map[peer.ID]bool{}, quiet: newSilences(),
+		resumeAsked: map[peer.ID]int{}}
 	for _, hp := range plan.Hosts {
 		a.hosts[hp.Offer.Peer] = &hostRun{plan: hp}
 		a.order = append(a.order, hp.Offer.Peer)

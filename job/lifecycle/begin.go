@@ -100,12 +100,23 @@ func (m *Machine) onResumed(r LeaseReply) {
 	if !m.run.awaiting[r.Host] {
 		return
 	}
+	if h := m.run.hosts[r.Host]; r.Err != nil && h != nil && m.run.resumeAsked[r.Host] < resumeTries {
+		// No answer is not a no: a lost reply would end a job whose
+		// host still runs it. Ask again.
+		m.run.resumeAsked[r.Host]++
+		m.lease(r.Host, proto.LeaseRequest{Op: proto.OpResume, Lease: h.plan.Offer.Lease})
+		return
+	}
 	delete(m.run.awaiting, r.Host)
 	if r.Err != nil || !r.Reply.OK {
 		m.run.refused = append(m.run.refused, r.Host)
 	}
 	m.reattached()
 }
+
+// resumeTries is how many times a host that did not answer OpResume is
+// asked again before it counts as no longer running the job.
+const resumeTries = 2
 
 // reattached goes on once every host has answered whether it still runs
 // the job.
