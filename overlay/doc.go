@@ -5,7 +5,11 @@
 // long-range peers that keep the graph connected across sites.
 //
 // The neighbour choice is a pure function (SelectNeighbours) over measured
-// candidates; the Overlay type is the I/O shell that measures and refreshes.
+// candidates, and so are the exchange's decisions: whom an agent asks
+// (ExchangeTarget), what a peer answers (ExchangeAnswer) and which known
+// peer a full table forgets (Evict). The Overlay type is the I/O shell
+// that measures and refreshes; the simulation (testnet/sim) gossips with
+// the same functions.
 //
 // How the set is kept:
 //

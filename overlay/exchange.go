@@ -137,20 +137,17 @@ func (o *Overlay) startExchange(now time.Time) {
 }
 
 func (o *Overlay) exchangeTarget(now time.Time) (peer.ID, bool) {
-	if out := o.tab.outbound(); len(out) > 0 {
-		o.round++
-		return out[o.round%len(out)], true
-	}
 	var live []peer.ID
-	for id, e := range o.tab.peers {
-		if !e.dead(now) {
-			live = append(live, id)
+	out := o.tab.outbound()
+	if len(out) == 0 {
+		for id, e := range o.tab.peers {
+			if !e.dead(now) {
+				live = append(live, id)
+			}
 		}
 	}
-	if len(live) == 0 {
-		return "", false
-	}
-	return live[o.rng.IntN(len(live))], false
+	target, neighbour, _ := ExchangeTarget(out, live, &o.round, o.rng)
+	return target, neighbour
 }
 
 // learn adds the peers an exchange returned, with their addresses.
@@ -258,33 +255,30 @@ func (o *Overlay) serve(s network.Stream) error {
 	return nil
 }
 
-// answer lists our outbound neighbours and a few random live peers, with
-// their addresses, leaving out the requester.
+// answer is ExchangeAnswer with the peers' addresses, leaving out the
+// requester and peers without a known address.
 func (o *Overlay) answer(to peer.ID) exchangeResponse {
 	view := o.view.Load()
-	resp := exchangeResponse{Peers: []peerRecord{}}
-	add := func(p peer.ID) {
-		if p == to || len(resp.Peers) >= maxRecords {
-			return
-		}
-		addrs := o.h.Peerstore().Addrs(p)
-		if len(addrs) == 0 {
-			return
-		}
-		resp.Peers = append(resp.Peers, encodeRecord(peer.AddrInfo{ID: p, Addrs: addrs}))
-	}
-	for _, p := range view.outbound {
-		add(p)
-	}
 	var others []peer.ID
 	for _, p := range view.peers {
 		if p.Measured && !p.Dead && !p.Near && !p.LongRange {
 			others = append(others, p.ID)
 		}
 	}
-	rand.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
-	for _, p := range others[:min(len(others), extraRecords)] {
-		add(p)
+	resp := exchangeResponse{Peers: []peerRecord{}}
+	for _, p := range ExchangeAnswer(view.outbound, others, to, sharedRand) {
+		if addrs := o.h.Peerstore().Addrs(p); len(addrs) > 0 {
+			resp.Peers = append(resp.Peers, encodeRecord(peer.AddrInfo{ID: p, Addrs: addrs}))
+		}
 	}
 	return resp
 }
+
+// sharedRand draws from the runtime's generator, which is safe for
+// concurrent use: answers are made on the handlers' goroutines, and o.rng
+// belongs to the run loop.
+var sharedRand = rand.New(runtimeSource{})
+
+type runtimeSource struct{}
+
+func (runtimeSource) Uint64() uint64 { return rand.Uint64() }

@@ -82,26 +82,23 @@ func (t *table) knows(p peer.ID) bool {
 	return ok
 }
 
-// evict forgets one peer to make room: a dead one first, else the measured
-// non-neighbour with the largest RTT. Peers being probed stay.
+// evict forgets one peer to make room, as Evict chooses; peers being
+// probed stay.
 func (t *table) evict(now time.Time) bool {
-	var victim peer.ID
-	var worst time.Duration = -1
+	infos := make([]PeerInfo, 0, len(t.peers))
 	for id, e := range t.peers {
-		switch {
-		case e.probing || e.role != roleNone || e.inbound(now):
+		if e.probing {
 			continue
-		case e.dead(now):
-			delete(t.peers, id)
-			return true
-		case e.measured && e.rtt > worst:
-			victim, worst = id, e.rtt
 		}
+		dead := e.dead(now)
+		infos = append(infos, PeerInfo{ID: id, RTT: e.rtt, Measured: e.measured, Dead: dead,
+			Neighbour: !dead && (e.role != roleNone || e.inbound(now))})
 	}
-	if worst < 0 {
+	i := Evict(infos)
+	if i < 0 {
 		return false
 	}
-	delete(t.peers, victim)
+	delete(t.peers, infos[i].ID)
 	return true
 }
 

@@ -34,8 +34,16 @@ type Config struct {
 	Faults Faults
 	// Neighbours and LongRange are the overlay's neighbour set: the k
 	// nearest candidates and a few random ones (overlay.SelectNeighbours).
-	// Candidates is how many peers each agent learned by gossip.
-	Neighbours, LongRange, Candidates int
+	// Candidates is how many peers an agent's overlay table holds (the
+	// overlay's MaxKnown). Rounds is how many rounds of the neighbour
+	// exchange the overlay runs before the run starts.
+	Neighbours, LongRange, Candidates, Rounds int
+	// FullView starts every agent knowing every other, as the real
+	// Grid'5000 reproduction's agents do once its DHT has converged
+	// (testnet.SimOverlay: a table that holds them all); else an agent
+	// starts from its bootstrap peers and learns the others by the
+	// exchange. It needs Candidates of Agents-1.
+	FullView bool
 	// Lifecycle is every submitter's configuration of its jobs' lives.
 	Lifecycle lifecycle.Config
 	// Hooks inject bugs, for tests that show the invariants catch them.
@@ -167,10 +175,14 @@ func DefaultConfig(agents, jobs int, seed uint64) Config {
 		// and run.
 		Submit: 5 * time.Minute, Duration: 20 * time.Minute,
 		// The overlay's neighbours (overlay.DefaultConfig: K nearest and
-		// Random long-range), from 48 candidates: a real agent knows up to
-		// MaxKnown (256) peers, but 48 already find each agent neighbours
-		// of its own region, and keep 100,000 agents within 2 GB.
-		Neighbours: overlay.DefaultConfig().K, LongRange: overlay.DefaultConfig().Random, Candidates: 48,
+		// Random long-range), from tables of 48 peers: a real agent knows
+		// up to MaxKnown (256), but 48 already find each agent neighbours
+		// of its own region, and keep 100,000 agents within 2 GB. 36
+		// rounds of the exchange, 3 minutes at its interval: the
+		// neighbours of 300 to 10,000 agents settle in about 12, and the
+		// inbound leases of the neighbours they left on the way end
+		// within 24 more (InboundLease).
+		Neighbours: overlay.DefaultConfig().K, LongRange: overlay.DefaultConfig().Random, Candidates: 48, Rounds: 36,
 		Lifecycle: lifecycle.DefaultConfig(),
 	}
 }
@@ -190,9 +202,11 @@ func (c Config) Validate() error {
 		return errors.New("sim: the job mix needs sizes and a run time")
 	case c.Duration <= 0 || c.Submit < 0:
 		return fmt.Errorf("sim: need a positive duration and a submission span >= 0, got %v and %v", c.Duration, c.Submit)
-	case c.Neighbours < 1 || c.LongRange < 0 || c.Candidates < c.Neighbours:
-		return fmt.Errorf("sim: need neighbours >= 1, long-range >= 0 and candidates >= neighbours, got %d, %d, %d",
-			c.Neighbours, c.LongRange, c.Candidates)
+	case c.Neighbours < 1 || c.LongRange < 0 || c.Candidates < c.Neighbours+c.LongRange || c.Rounds < 0:
+		return fmt.Errorf("sim: need neighbours >= 1, long-range >= 0, candidates >= both and rounds >= 0, got %d, %d, %d, %d",
+			c.Neighbours, c.LongRange, c.Candidates, c.Rounds)
+	case c.FullView && c.Candidates < c.Agents-1:
+		return fmt.Errorf("sim: a full view needs candidates >= agents-1 (%d), got %d", c.Agents-1, c.Candidates)
 	}
 	if err := c.Lifecycle.Validate(); err != nil {
 		return fmt.Errorf("sim: %w", err)

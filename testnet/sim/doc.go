@@ -5,7 +5,9 @@
 // Every agent decides with the project's own code: the submitter's side
 // of a job is job/lifecycle's Machine, fed the simulated world's events
 // one at a time; adverts spread by the flood's rule (flood.Rule) over
-// neighbour sets chosen by the overlay's selection (overlay.SelectNeighbours);
+// neighbour sets that the overlay's exchange forms before the run, from
+// each agent's bootstrap peers (overlay.ExchangeTarget, ExchangeAnswer,
+// Evict and SelectNeighbours);
 // a worker answers adverts and lease requests with its own lease table
 // (worker.Leases, on the simulated clock), its owner policy (worker.Decide,
 // inside Leases.Admit) and its lease decisions (worker.DecideLease,

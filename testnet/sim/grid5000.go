@@ -12,11 +12,11 @@ import (
 
 // Grid5000Config is the configuration of the simulated P2P-MPI
 // experiment: the 350 hosts of Table 1, each knowing every other (as in
-// the real reproduction, testnet.SimOverlay), and the reproduction's
-// submitter settings (testnet.DefaultGrid5000Config).
+// the real reproduction, testnet.SimOverlay; Config.FullView), and the
+// reproduction's submitter settings (testnet.DefaultGrid5000Config).
 func Grid5000Config(seed uint64) Config {
 	c := DefaultConfig(350, 0, seed)
-	c.Topology, c.Candidates = "grid5000", c.Agents-1
+	c.Topology, c.Candidates, c.FullView = "grid5000", c.Agents-1, true
 	c.Lifecycle = testnet.DefaultGrid5000Config(1).Submitter.Config
 	return c
 }

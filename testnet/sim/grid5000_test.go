@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/csv"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -17,7 +18,8 @@ import (
 // simulation uses the same hosts and cores at every site; where the real
 // run misplaced processes (its measured RTTs put a lyon host behind a
 // rennes one), the simulation, whose RTTs are the topology's, gives the
-// ideal allocation.
+// ideal allocation, or the real run's: its flood's extra radius can end
+// a hop short of a lyon host, which then never offers.
 func TestGrid5000MatchesReproduction(t *testing.T) {
 	rows := readReproduction(t, "../../docs/grid5000/grid5000.csv")
 	clusters := testnet.Grid5000Clusters()
@@ -37,25 +39,40 @@ func TestGrid5000MatchesReproduction(t *testing.T) {
 		if a.Strategy != real.strategy || a.N != real.n {
 			t.Fatalf("row %d: simulated %s n=%d, the reproduction's %s n=%d", i, a.Strategy, a.N, real.strategy, real.n)
 		}
-		want := real.sites
+		wants := []map[string][2]int{real.sites}
 		if real.misplaced > 0 {
 			ideal, err := testnet.IdealAllocation(clusters, a.Strategy, a.N)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want = map[string][2]int{}
+			want := map[string][2]int{}
 			for _, s := range ideal.Sites {
 				want[s.Site] = [2]int{s.Hosts, s.Cores}
 			}
+			wants = []map[string][2]int{want, real.sites}
 		}
+		got := map[string][2]int{}
 		for _, site := range testnet.Grid5000Sites() {
-			got := a.Site(site)
-			if w := want[site]; got.Hosts != w[0] || got.Cores != w[1] {
-				t.Errorf("%s n=%d at %s: %d hosts / %d cores, want %d / %d (reproduction misplaced %d)",
-					a.Strategy, a.N, site, got.Hosts, got.Cores, w[0], w[1], real.misplaced)
+			if s := a.Site(site); s.Hosts > 0 {
+				got[site] = [2]int{s.Hosts, s.Cores}
 			}
 		}
+		if !slices.ContainsFunc(wants, func(w map[string][2]int) bool { return sameSites(got, w) }) {
+			t.Errorf("%s n=%d: hosts / cores per site %v, want %v (reproduction misplaced %d; the first is the ideal allocation then)",
+				a.Strategy, a.N, got, wants, real.misplaced)
+		}
 	}
+}
+
+// sameSites reports whether two allocations use as many hosts and cores
+// at every site (a site absent from one uses none there).
+func sameSites(a, b map[string][2]int) bool {
+	for _, site := range testnet.Grid5000Sites() {
+		if a[site] != b[site] {
+			return false
+		}
+	}
+	return true
 }
 
 type reproRow struct {

@@ -153,10 +153,10 @@ func ReplayCommand(c Config) string {
 	f, m := c.Faults, c.Mix
 	cmd := fmt.Sprintf("go run ./testnet/cmd/sim --agents %d --jobs %d --seed %d --topology %s --regions %d --nat %v"+
 		" --sizes %s --replicated %v --malleable %v --concentrate %v --failing %v --runtime %v --submit %v --duration %v"+
-		" --crash %v --sub-crash %v --partitions %d --loss %v --spike %v --slow %v --skew %v --liars %v",
+		" --rounds %d --crash %v --sub-crash %v --partitions %d --loss %v --spike %v --slow %v --skew %v --liars %v",
 		c.Agents, c.Jobs, c.Seed, c.Topology, c.Regions, c.NATShare,
 		strings.Join(sizes, ","), m.Replicated, m.Malleable, m.Concentrate, m.Failing, m.RunTime, c.Submit, c.Duration,
-		f.Crash, f.SubmitterCrash, f.Partitions, f.Loss, f.Spike, f.Slow, f.Skew, f.Liars)
+		c.Rounds, f.Crash, f.SubmitterCrash, f.Partitions, f.Loss, f.Spike, f.Slow, f.Skew, f.Liars)
 	return cmd
 }
 

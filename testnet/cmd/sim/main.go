@@ -112,6 +112,7 @@ func parse(args []string, stderr io.Writer) (sim.Config, options, error) {
 	fs.DurationVar(&cfg.Mix.RunTime, "runtime", cfg.Mix.RunTime, "a rank's run time (±50%)")
 	fs.DurationVar(&cfg.Submit, "submit", cfg.Submit, "span over which jobs are submitted")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "virtual time the run lasts")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds of the overlay's neighbour exchange before the run")
 	faults := fs.String("faults", "", "fault kinds on at their default rates: "+strings.Join(sim.FaultKinds(), ",")+", or all")
 	rates := map[string]*float64{}
 	for _, k := range []string{"crash", "sub-crash", "loss", "spike", "slow", "liars"} {

@@ -52,6 +52,7 @@ func TestReplayCommandReplays(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Faults = f
+	cfg.Rounds = 12
 	cmd := strings.Fields(sim.ReplayCommand(cfg))
 	if len(cmd) < 3 || cmd[0] != "go" || cmd[2] != "./testnet/cmd/sim" {
 		t.Fatalf("replay %q", cmd)
