@@ -129,3 +129,13 @@ func TestFenceKeepsARankFromRunningTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestLostResumeAnswerIsAskedAgain replays seed 191 of the many-seed
+// test: a submitter restarts, and one host's answer to whether it still
+// runs a replicated job is lost. Taken for a no, it failed the job while
+// the host ran its rank's other copy; asked again, the job goes on.
+func TestLostResumeAnswerIsAskedAgain(t *testing.T) {
+	if r := run(t, faultyConfig(t, 191)); r.Violation != nil {
+		t.Fatalf("seed 191: %v\nreplay: %s", r.Violation, r.Replay)
+	}
+}
