@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zorilla-p2p/zorilla/job"
+	"github.com/zorilla-p2p/zorilla/job/submitter"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
@@ -29,6 +30,10 @@ func TestCutOffHostFreezesBeforeItsRankRunsElsewhere(t *testing.T) {
 		t.Skip("4 agents, real processes, a host cut off")
 	}
 	ln := startLaunchNet(t, 4, 1, func(i int, cfg *node.Config) {
+		// A real agent's fence: the fifth of it by which the restart
+		// waits longer than the freeze is the margin under test, and a
+		// loaded machine's timers fire hundreds of ms late.
+		cfg.Services.Submitter.Fence = submitter.DefaultConfig().Fence
 		cfg.Labels = nil
 		if i > 0 {
 			cfg.Labels = []string{poolLabel}

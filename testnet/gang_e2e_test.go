@@ -26,13 +26,14 @@ const (
 	gangEdge  = 150 * time.Millisecond
 )
 
-// gangTick is what the ranks of these tests print: their clock, in ns.
+// gangTick is what the ranks of these tests (testdata/clock) print: their
+// clock, in ns.
 var gangTick = regexp.MustCompile(`^t (\d+)$`)
 
-// gangScript prints the clock about every 10 ms, n times.
-func gangScript(n int) string {
-	return fmt.Sprintf(`i=0; while [ $i -lt %d ]; do echo "t $(date +%%s%%N)"; i=$((i+1)); sleep 0.01; done`, n)
-}
+// gangReadings is how many readings a rank prints, 10 ms apart: 5 s of
+// running each, which gives the jobs about 10 slices each while they run
+// together.
+const gangReadings = 500
 
 func TestGangAlignedSlices(t *testing.T) {
 	if testing.Short() {
@@ -48,10 +49,10 @@ func testGang(t *testing.T, jobs int) {
 		cfg.MaxProcs = 1 // one rank of each job per host: every job on the same 4 hosts
 		cfg.Services.Worker.Gang = gang.Config{Slice: gangSlice, Columns: jobs}
 	})
-	prog := uploadScript(t, ln.Nodes[0], gangScript(250))
+	prog := uploadProgram(t, ln.Nodes[0], "./testdata/clock")
 	var ws []*watcher
 	for range jobs {
-		d := job.NewDescription("prog.sh", nil, 4)
+		d := job.NewDescription(prog.Name, []string{strconv.Itoa(gangReadings)}, 4)
 		d.Strategy = job.Spread
 		d.Require.Labels = []string{poolLabel}
 		w := submitJob(t, ln.Nodes[0], d, prog)

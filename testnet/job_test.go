@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -144,22 +143,6 @@ func TestJobFailingRankFailsTheJob(t *testing.T) {
 }
 
 var _ = blob.Hash{}
-
-// buildExample compiles one of examples/ into a temporary folder and
-// uploads it to agent nd.
-func buildExample(t testing.TB, nd *node.Node, name string) proto.FileRef {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", out, "../examples/"+name)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", name, err, b)
-	}
-	h, size, err := nd.Blobs().PutFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return proto.FileRef{Name: name, Hash: h.String(), Size: size}
-}
 
 // The NAS IS kernel sorts across 4 ranks on 3 agents, talking through the
 // agents' MPI routers, and verifies its sort.

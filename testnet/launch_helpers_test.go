@@ -79,7 +79,8 @@ func startLaunchNet(t testing.TB, n, procs int, configure func(i int, cfg *node.
 // a failed start is retried in seconds, and floods of radius at most 4
 // (1.5 s in all), which reach every one of 16 agents that have 8
 // neighbours each: a spread job wanting more hosts than the network has is
-// placed once the flood has run out.
+// placed once the flood has run out. A fence of 3 s (heartbeats 1.5 s
+// apart) starts a lost host's ranks elsewhere after 3.6 s, not 6.
 func launchSubmitter() submitter.Config {
 	c := submitter.DefaultConfig()
 	c.Schedule.First = 100 * time.Millisecond
@@ -88,6 +89,7 @@ func launchSubmitter() submitter.Config {
 	c.StartTimeout = 30 * time.Second
 	c.InitTimeout = 30 * time.Second
 	c.LostAfter = 5 * time.Second
+	c.Fence = 3 * time.Second
 	c.Retry.Backoff = 200 * time.Millisecond
 	return c
 }

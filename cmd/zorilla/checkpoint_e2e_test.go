@@ -5,7 +5,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -35,10 +34,7 @@ func TestCheckpointKillAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(2+trials)*time.Minute)
 	defer cancel()
 	n, _, _ := stencilNet(t, ctx)
-	heat := filepath.Join(t.TempDir(), "heat")
-	if out, err := exec.Command("go", "build", "-o", heat, "../../examples/heat").CombinedOutput(); err != nil {
-		t.Fatalf("go build heat: %v\n%s", err, out)
-	}
+	heat := exampleBinary(t, "heat")
 	args := []string{"zorilla", "submit", "--data-dir", n.Agents()[0].Dir, "-n", "3", "-a", "spread", "--retries", "3", heat, "40", "60", "3000"}
 	okLine := regexp.MustCompile(`(?m)^\[0\] heat OK ([0-9a-f]{16})$`)
 

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,10 +30,7 @@ func malleableNet(t *testing.T, ctx context.Context, args ...string) (n *localne
 		t.Skip("builds the binary and starts agent processes")
 	}
 	bin := zorillaBinary(t)
-	heat = filepath.Join(t.TempDir(), "heat")
-	if out, err := exec.Command("go", "build", "-o", heat, "../../examples/heat").CombinedOutput(); err != nil {
-		t.Fatalf("go build heat: %v\n%s", err, out)
-	}
+	heat = exampleBinary(t, "heat")
 	n, err := localnet.New("test", io.Discard, bin)
 	if err != nil {
 		t.Fatal(err)

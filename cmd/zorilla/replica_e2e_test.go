@@ -350,10 +350,7 @@ func stencilNet(t *testing.T, ctx context.Context) (n *localnet.Net, bin, stenci
 		t.Skip("builds the binary and starts agent processes")
 	}
 	bin = zorillaBinary(t)
-	stencil = filepath.Join(t.TempDir(), "stencil")
-	if out, err := exec.Command("go", "build", "-o", stencil, "../../examples/stencil").CombinedOutput(); err != nil {
-		t.Fatalf("go build stencil: %v\n%s", err, out)
-	}
+	stencil = exampleBinary(t, "stencil")
 	n, err := localnet.New("test", io.Discard, bin)
 	if err != nil {
 		t.Fatal(err)

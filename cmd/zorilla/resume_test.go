@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,10 +17,7 @@ func TestResumeFollowsTheJob(t *testing.T) {
 	}
 	nodes := agents(t, 2, 2)
 	dd := nodes[0].Config().DataDir
-	heat := filepath.Join(t.TempDir(), "heat")
-	if out, err := exec.Command("go", "build", "-o", heat, "../../examples/heat").CombinedOutput(); err != nil {
-		t.Fatalf("go build heat: %v\n%s", err, out)
-	}
+	heat := exampleBinary(t, "heat")
 	stopped := func() string {
 		sub := zorilla("submit", "--data-dir", dd, "--detach", "-n", "2", heat, "300", "20", "3000")
 		id := strings.TrimSpace(sub.stdout)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,53 +50,80 @@ func shaperForTest() string {
 	return ShaperAuto
 }
 
-// imageTag is a tag for the image of one test, its own: a tag shared by
-// tests (or engineers) on one engine can be rebuilt from other sources
-// between a test's build and its containers' start. The image goes when
-// the test ends.
-func imageTag(t *testing.T) string {
-	tag := fmt.Sprintf("zorilla-testnet:test-%d-%s", os.Getpid(), strings.ToLower(strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())))
-	if len(tag) > 128 {
-		tag = tag[:128]
-	}
-	t.Cleanup(func() { _, _ = dockerCLI{"docker"}.run(context.Background(), "image", "rm", "-f", tag) })
-	return tag
+// testImage is the agent image of this test process, built by the first
+// test that asks (testImageBuild): its tag names the process, since a tag
+// shared by test runs (or engineers) on one engine can be rebuilt from
+// other sources between a test's build and its containers' start.
+// TestMain removes it, and the untagged images builds left, once every
+// test's testnet is down.
+var testImage struct {
+	mu    sync.Mutex
+	tag   string
+	bin   string // the binaries for the host: zorilla, examples/NAME
+	err   error
+	built bool
 }
 
-// buildForTest builds the image from this module and keeps the binaries
-// for the host (zorilla submit and the hostname example). The image, and
-// the untagged ones builds left, are removed when the test ends (after its
-// testnet is down: cleanups run last registered first).
-func buildForTest(t *testing.T, ctx context.Context, tag string) string {
+// testImageBuild builds the image from this module, once per test process,
+// and returns its tag and the folder of the binaries for the host (zorilla
+// submit and the examples).
+func testImageBuild(t *testing.T, ctx context.Context) (tag, bin string) {
 	t.Helper()
-	t.Cleanup(func() { removeTestImage(t, tag) })
-	bin := t.TempDir()
+	testImage.mu.Lock()
+	defer testImage.mu.Unlock()
+	if !testImage.built {
+		testImage.built = true
+		testImage.tag = fmt.Sprintf("zorilla-testnet:test-%d", os.Getpid())
+		start := time.Now()
+		testImage.err = buildTestImage(ctx)
+		if testImage.err == nil {
+			t.Logf("image %s built in %v", testImage.tag, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if testImage.err != nil {
+		t.Fatal(testImage.err)
+	}
+	return testImage.tag, testImage.bin
+}
+
+func buildTestImage(ctx context.Context) error {
 	src, err := filepath.Abs("../..")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	start := time.Now()
-	if err := BuildImage(ctx, ImageSpec{Tag: tag, Source: src, Examples: []string{"hostname", "stencil"}, BinDir: bin}); err != nil {
-		t.Fatal(err)
+	if testImage.bin, err = os.MkdirTemp("", "zorilla-image"); err != nil {
+		return err
 	}
-	t.Logf("image %s built in %v", tag, time.Since(start).Round(time.Millisecond))
-	return bin
+	return BuildImage(ctx, ImageSpec{Tag: testImage.tag, Source: src, Examples: []string{"hostname", "stencil"}, BinDir: testImage.bin})
 }
 
-// removeTestImage removes a test's image tag and the untagged agent
-// images. A tag still in use is only logged: another run of the docker
-// tests on this machine may be using it.
-func removeTestImage(t *testing.T, tag string) {
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testImage.built {
+		msg, err := removeTestImage(testImage.tag)
+		if err != nil {
+			msg, code = err.Error(), max(code, 1)
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		os.RemoveAll(testImage.bin)
+	}
+	os.Exit(code)
+}
+
+// removeTestImage removes an image tag of the tests and the untagged agent
+// images, and says what it did. A tag still in use is only reported:
+// another run of the docker tests on this machine may be using it.
+func removeTestImage(tag string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	removed, err := RemoveImages(ctx, "docker", tag)
 	switch {
 	case errors.Is(err, ErrImageInUse):
-		t.Logf("image %s kept: %v", tag, err)
+		return fmt.Sprintf("image %s kept: %v", tag, err), nil
 	case err != nil:
-		t.Errorf("remove the test's images: %v", err)
+		return "", fmt.Errorf("remove the tests' images: %w", err)
 	default:
-		t.Logf("removed images %s", strings.Join(removed, " "))
+		return "removed images " + strings.Join(removed, " "), nil
 	}
 }
 

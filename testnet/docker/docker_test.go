@@ -23,8 +23,7 @@ func TestDockerTestnet(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	tag := imageTag(t)
-	bin := buildForTest(t, ctx, tag)
+	tag, bin := testImageBuild(t, ctx)
 
 	dir, err := os.MkdirTemp("", "zt") // short: the agents' sockets live here
 	if err != nil {

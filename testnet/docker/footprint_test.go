@@ -36,8 +36,7 @@ func TestDockerFootprint(t *testing.T) {
 		idle = d
 	}
 	ctx := context.Background()
-	tag := imageTag(t)
-	buildForTest(t, ctx, tag)
+	tag, _ := testImageBuild(t, ctx)
 	var rows []string
 	for f := range strings.SplitSeq(counts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -28,8 +28,7 @@ func TestDockerNAT(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	tag := imageTag(t)
-	bin := buildForTest(t, ctx, tag)
+	tag, bin := testImageBuild(t, ctx)
 	// On a private range (what a lab has) libp2p does not hole-punch: the
 	// homes stay relayed and the job runs over the relay.
 	t.Run("private range", func(t *testing.T) {
@@ -63,8 +62,7 @@ func TestDockerNATRuns(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs*len(variants))*2*time.Minute+5*time.Minute)
 	defer cancel()
-	tag := imageTag(t)
-	bin := buildForTest(t, ctx, tag)
+	tag, bin := testImageBuild(t, ctx)
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| variant | run | neighbours after | direct after | pair ended | answered flows between the homes | reachability (AutoNAT) | job |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	var sums []string

@@ -60,8 +60,7 @@ func TestDockerPMI(t *testing.T) {
 	}
 	libs := stageLibs(t, ctx, filepath.Join(progs, "hello"))
 
-	tag := imageTag(t)
-	bin := buildForTest(t, ctx, tag)
+	tag, bin := testImageBuild(t, ctx)
 	dir, err := os.MkdirTemp("", "zp")
 	if err != nil {
 		t.Fatal(err)

@@ -25,8 +25,14 @@ func TestDockerResizeCost(t *testing.T) {
 	needDocker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	tag := imageTag(t)
-	t.Cleanup(func() { removeTestImage(t, tag) })
+	tag := fmt.Sprintf("zorilla-testnet:test-%d-resize", os.Getpid()) // its own: heat, not the shared image's examples
+	t.Cleanup(func() {
+		msg, err := removeTestImage(tag)
+		if err != nil {
+			t.Error(err)
+		}
+		t.Log(msg)
+	})
 	bin := t.TempDir()
 	src, err := filepath.Abs("../..")
 	if err != nil {
