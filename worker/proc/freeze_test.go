@@ -131,11 +131,16 @@ func holdFrozen(t *testing.T, b *Sandbox, p Process) time.Duration {
 	return held
 }
 
+// wallLimit is the wall-clock limit of the tests of frozen time: long
+// enough for a loaded machine to start the shell, see its first line and
+// freeze it before the limit, which a frozen process must then outlive.
+const wallLimit = 3 * time.Second
+
 // Frozen time does not count against the wall-clock limit, and Exit says
 // how long the process was frozen.
 func TestFreezeStopsWallClock(t *testing.T) {
 	s := shSpec(t, `echo up; sleep 60`)
-	s.Timeout = 300 * time.Millisecond
+	s.Timeout = wallLimit
 	c := newCollector()
 	p := start(t, testConfig(), s, c)
 	c.waitFor(t, "up")

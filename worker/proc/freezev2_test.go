@@ -178,7 +178,7 @@ func TestFreezeV2StopsWallClock(t *testing.T) {
 	b := newSandbox(t, r, "job-v2clock", Resources{})
 	c := newCollector()
 	s := Spec{Job: "job-v2clock", Size: 1, Dir: filepath.Join(reachableBase(t), "job-v2clock"), Program: "/bin/sh",
-		Args: []string{"-c", "echo up; sleep 60"}, Sandbox: b, Timeout: 300 * time.Millisecond}
+		Args: []string{"-c", "echo up; sleep 60"}, Sandbox: b, Timeout: wallLimit}
 	p, err := r.Start(context.Background(), s, c.out)
 	if err != nil {
 		t.Fatal(err)
