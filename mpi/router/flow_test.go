@@ -21,10 +21,10 @@ import (
 // agent, and a share of the job's buffer when it has more.
 func TestFlowControl(t *testing.T) {
 	cfg := router.DefaultConfig()
-	// The kernel's default socket buffer: with 4 MiB asked (8 MiB given),
-	// the socket alone takes 8 MiB before the agent's queue starts to fill,
-	// which on a loaded machine took longer than the wait below.
-	cfg.SocketBuffer = 0
+	// A small rank socket: with 4 MiB asked (8 MiB given) the socket alone
+	// would take most of a window before the agent's queue starts to fill,
+	// and the kernel's default differs between machines.
+	cfg.SocketBuffer = 64 << 10
 	shared := cfg
 	shared.JobBuffer = cfg.Window // two remote agents: half a window each
 	for _, tc := range []struct {
@@ -48,7 +48,7 @@ func flowControl(t *testing.T, cfg router.Config, agents, window int) {
 		t.Fatal(err)
 	}
 	defer j.Remove()
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, time.Minute)
 
 	slow := dialRaw(t, j.Opts[1].Socket) // rank 1, on agent 1, by hand
 	if f := slow.hello(t, j.Opts[1]); f.Type() != proto.TypeWelcome {
@@ -159,10 +159,11 @@ func pattern(i, n int) []byte {
 	return b
 }
 
-// waitFor polls cond until it holds, failing the test after 10s.
+// waitFor polls cond until it holds, failing the test after 30s: a loaded
+// CI machine has starved these agents for more than 10s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
