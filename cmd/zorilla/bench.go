@@ -23,6 +23,9 @@ const (
 	// loaded machine does not move.
 	benchRounds    = 10
 	maxBenchRounds = 1000
+	// maxShmPoll bounds the shm relay chain's polls: a poll longer than a
+	// loopback round trip only burns the core.
+	maxShmPoll = time.Millisecond
 )
 
 func benchCommand() *cli.Command {
@@ -49,7 +52,10 @@ func benchPingpongCommand() *cli.Command {
 			"runs it on two ranks, one per agent, then the same ping-pong on a raw libp2p stream between\n" +
 			"this process and a child process with the agents' transport and security, then the relay\n" +
 			"chain (the same four processes and hops as two ranks on two agents, with relays that only\n" +
-			"copy bytes: the floor of any design where agents relay), then (--netpipe)\n" +
+			"copy bytes: the floor of any design where agents relay), then the shm relay chain (the same\n" +
+			"with a pair of shared-memory rings between each rank and its relay instead of a unix socket,\n" +
+			"the relay writing the rank's ring straight to the stream and reading the stream straight\n" +
+			"into the peer's ring: a floor below the relay chain's), then (--netpipe)\n" +
 			"NetPIPE over TCP (NPtcp) and over Open MPI's TCP transport (NPmpi), back to back. It prints,\n" +
 			"per size, the median one-way latency and bandwidth of each, and the median of the per-round\n" +
 			"ratios zorilla / that configuration. Sizes other than the largest must be powers of two:\n" +
@@ -66,6 +72,8 @@ func benchPingpongCommand() *cli.Command {
 			&cli.BoolFlag{Name: "raw", Value: true, Usage: "measure the raw libp2p stream too"},
 			&cli.BoolFlag{Name: "no-raw", Usage: "do not measure the raw libp2p stream"},
 			&cli.BoolFlag{Name: "no-relay", Usage: "do not measure the relay chain"},
+			&cli.BoolFlag{Name: "no-shm-relay", Usage: "do not measure the shm relay chain"},
+			&cli.DurationFlag{Name: "shm-poll", Value: bench.DefaultShmPoll, Usage: "how long the shm relay chain's waits poll before they sleep (0: at once, woken by the peer)"},
 			&cli.BoolFlag{Name: "netpipe", Usage: "measure NetPIPE over TCP and over Open MPI too, where installed"},
 			&cli.BoolFlag{Name: "colocated", Usage: "measure two ranks on one agent too (shared memory), against NetPIPE over Open MPI's vader and MPICH where installed"},
 			&cli.StringFlag{Name: "program", Usage: "run this `FILE` instead of building examples/" + bench.Example},
@@ -102,7 +110,7 @@ func benchPingpongAction(c *cli.Context) error {
 // benchConfigFrom is the bench the flags ask for.
 func benchConfigFrom(c *cli.Context) (bench.Config, error) {
 	cfg := bench.Config{Rounds: c.Int("rounds"), Raw: c.Bool("raw") && !c.Bool("no-raw"),
-		Relay: !c.Bool("no-relay"), NetPIPE: c.Bool("netpipe"), Colocated: c.Bool("colocated"),
+		Relay: !c.Bool("no-relay"), ShmRelay: !c.Bool("no-shm-relay"), ShmPoll: c.Duration("shm-poll"), NetPIPE: c.Bool("netpipe"), Colocated: c.Bool("colocated"),
 		Program: c.String("program"), Timeout: c.Duration("timeout")}
 	if c.NArg() > 0 {
 		return cfg, fmt.Errorf("bench pingpong takes no arguments, got %q", c.Args().First())
@@ -120,6 +128,8 @@ func benchConfigFrom(c *cli.Context) (bench.Config, error) {
 		return cfg, fmt.Errorf("--rounds: must be 1..%d, got %d", maxBenchRounds, cfg.Rounds)
 	case cfg.Timeout < time.Second:
 		return cfg, fmt.Errorf("--timeout: must be at least 1s, got %v", cfg.Timeout)
+	case cfg.ShmPoll < 0 || cfg.ShmPoll > maxShmPoll:
+		return cfg, fmt.Errorf("--shm-poll: must be 0..%v, got %v", maxShmPoll, cfg.ShmPoll)
 	}
 	if cfg.Program != "" {
 		return cfg, checkProgram(cfg.Program)

@@ -13,7 +13,7 @@ import (
 // TestBenchEndToEnd builds the zorilla binary and runs `zorilla bench
 // pingpong` as a user does: two agent processes, examples/pingpong on a
 // rank on each, the raw libp2p stream to an echo process, the relay chain
-// (echo and two relay processes), a table with
+// and the shm relay chain (each an echo and two relay processes), a table with
 // figures; then Ctrl-C during the rounds, which prints the rounds done and
 // still stops every process.
 func TestBenchEndToEnd(t *testing.T) {
@@ -35,6 +35,8 @@ func TestBenchEndToEnd(t *testing.T) {
 			`(?m)^\s+64 KiB  raw libp2p\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
 			`(?m)^\s+8 B  relay chain\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
 			`(?m)^\s+64 KiB  relay chain\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
+			`(?m)^\s+8 B  shm relay chain\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
+			`(?m)^\s+64 KiB  shm relay chain\s+` + num + `\s+` + num + `\s+` + num + `x\s+` + num + `x$`,
 		} {
 			if !regexp.MustCompile(want).MatchString(r.stdout) {
 				t.Errorf("the table has no line matching %s:\n%v", want, r)
@@ -45,6 +47,9 @@ func TestBenchEndToEnd(t *testing.T) {
 		}
 		if !strings.Contains(r.stderr, "relay chain: this process -> unix socket -> relay -> tcp, /tls/1.0.0, /yamux/1.0.0 -> relay") {
 			t.Errorf("the relay chain's relays are not joined as the agents are (TCP, TLS, yamux):\n%v", r)
+		}
+		if !strings.Contains(r.stderr, "shm relay chain: this process -> shared-memory rings -> relay -> tcp, /tls/1.0.0, /yamux/1.0.0 -> relay") {
+			t.Errorf("the shm relay chain's relays are not joined as the agents are (TCP, TLS, yamux):\n%v", r)
 		}
 		t.Logf("bench took %v", time.Since(start))
 		assertGone(t, dir)

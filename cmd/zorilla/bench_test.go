@@ -51,6 +51,8 @@ func TestBenchUsageErrors(t *testing.T) {
 		{[]string{"--sizes", ""}, "--sizes: no sizes"},
 		{[]string{"--raw", "--no-raw"}, "--raw and --no-raw"},
 		{[]string{"--timeout", "10ms"}, "--timeout: must be at least 1s"},
+		{[]string{"--shm-poll", "2s"}, "--shm-poll: must be 0..1ms, got 2s"},
+		{[]string{"--shm-poll", "-1us"}, "--shm-poll: must be 0..1ms, got -1µs"},
 		{[]string{"--program", "/nonexistent/prog"}, "program: stat /nonexistent/prog"},
 		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"extra"}, `takes no arguments, got "extra"`},
@@ -73,6 +75,18 @@ func TestBenchUsageErrors(t *testing.T) {
 	if r := zorilla("bench", "relay", "--unix", "/tmp/x.sock", "--to", "nowhere"); r.code != 2 ||
 		!strings.Contains(r.stderr, `--to "nowhere" is not a multiaddr with /p2p/`) {
 		t.Errorf("bench relay --to nowhere: want exit 2, got %v", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"echo", "--shm"}, "bench echo: --shm needs --unix"},
+		{[]string{"echo", "--unix", "/tmp/x.sock", "--poll", "1us"}, "bench echo: --poll needs --shm"},
+		{[]string{"relay", "--to-unix", "/tmp/x.sock", "--shm", "--poll", "1s"}, "bench relay: --poll: must be 0..1ms, got 1s"},
+	} {
+		if r := zorilla(append([]string{"bench"}, tc.args...)...); r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("bench %v: want exit 2 and %q, got %v", tc.args, tc.want, r)
+		}
 	}
 	if r := zorilla("bench", "bogus"); r.code != 2 || !strings.Contains(r.stderr, `unknown command "bogus"`) {
 		t.Errorf("bench bogus: want exit 2, got %v", r)

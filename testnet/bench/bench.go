@@ -17,11 +17,15 @@ const Example = "pingpong"
 
 // Config is what a bench measures.
 type Config struct {
-	Sizes   []int // reported, ascending; the sweep goes to the last
-	Rounds  int
-	Raw     bool // the raw libp2p stream
-	Relay   bool // the relay chain
-	NetPIPE bool // NetPIPE over TCP and Open MPI, where installed
+	Sizes  []int // reported, ascending; the sweep goes to the last
+	Rounds int
+	Raw    bool // the raw libp2p stream
+	Relay  bool // the relay chain
+	// ShmRelay adds the shm relay chain: the relay chain with a ring
+	// pair in shared memory between each rank and its relay.
+	ShmRelay bool
+	ShmPoll  time.Duration // how long the shm relay chain's waits poll before they sleep
+	NetPIPE  bool          // NetPIPE over TCP and Open MPI, where installed
 	// Colocated adds two ranks on one agent, and NetPIPE between two
 	// processes of this machine, with their own ratios.
 	Colocated bool
@@ -123,6 +127,16 @@ func startTargets(ctx context.Context, cfg Config, z *zorillaTarget, dir string,
 		fmt.Fprintf(log, "zorilla bench: relay chain: this process -> unix socket -> relay -> %s -> relay -> unix socket -> echo process\n",
 			relay.describe())
 		runs = append(runs, &benchRun{target: relay})
+	}
+	if cfg.ShmRelay {
+		shm, err := startShmRelay(cfg.Binary, dir, cfg.ShmPoll)
+		if err != nil {
+			return nil, nil, nil, closeAll, err
+		}
+		closers = append(closers, shm.close)
+		fmt.Fprintf(log, "zorilla bench: shm relay chain: this process -> shared-memory rings -> relay -> %s -> relay -> shared-memory rings -> echo process (waits poll %v)\n",
+			shm.describe(), cfg.ShmPoll)
+		runs = append(runs, &benchRun{target: shm})
 	}
 	if cfg.NetPIPE {
 		targets, absent := netpipeTargets(dir, exec.LookPath)

@@ -58,15 +58,24 @@ func benchHost(listen ...string) (host.Host, error) {
 
 // ServeEchoUnix is the echo at the end of the relay chain, run by the
 // bench as a child process: it echoes on connections to the unix socket
-// path, prints path on stdout once it listens, and returns when stdin
-// closes or ctx ends.
-func ServeEchoUnix(ctx context.Context, path string, stdin io.Reader, stdout io.Writer) error {
+// path (with shm, on the rings the far relay offers on each), prints path
+// on stdout once it listens, and returns when stdin closes or ctx ends.
+// Errors of the shm chain's echo are said on stderr.
+func ServeEchoUnix(ctx context.Context, path string, shm *ShmRings, stdin io.Reader, stdout, stderr io.Writer) error {
 	l, err := listenUnix(path)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	go serveUnix(l, func(conn *net.UnixConn) { _ = echoLoop(conn) })
+	go serveUnix(l, func(conn *net.UnixConn) {
+		if shm == nil {
+			_ = echoLoop(conn)
+			return
+		}
+		if err := serveShmEcho(conn, shm.Poll); err != nil {
+			fmt.Fprintf(stderr, "bench echo: %v\n", err)
+		}
+	})
 	fmt.Fprintln(stdout, path)
 	untilStdinCloses(ctx, stdin)
 	return nil

@@ -35,11 +35,12 @@ const unixSocketBuffer = 4 << 20
 
 // NearRelay is the near relay of the chain, run by the bench as a child
 // process: it relays each connection to the unix socket path over a
-// stream to the far relay at the multiaddr to (with /p2p/). Once ready it
-// prints what its connection to the far relay negotiated on stdout; it
-// returns when stdin closes or ctx ends. Streams it cannot open are said
-// on stderr.
-func NearRelay(ctx context.Context, path, to string, stdin io.Reader, stdout, stderr io.Writer) error {
+// stream to the far relay at the multiaddr to (with /p2p/); with shm, it
+// offers each connection rings and relays those (the shm relay chain).
+// Once ready it prints what its connection to the far relay negotiated on
+// stdout; it returns when stdin closes or ctx ends. Streams it cannot open
+// are said on stderr.
+func NearRelay(ctx context.Context, path, to string, shm *ShmRings, stdin io.Reader, stdout, stderr io.Writer) error {
 	far, err := peer.AddrInfoFromString(to)
 	if err != nil {
 		return fmt.Errorf("%q is not a multiaddr with /p2p/: %w", to, err)
@@ -61,12 +62,23 @@ func NearRelay(ctx context.Context, path, to string, stdin io.Reader, stdout, st
 	}
 	defer l.Close()
 	go serveUnix(l, func(conn *net.UnixConn) {
+		var side *shmSide
+		if shm != nil {
+			var err error
+			if side, err = offerRings(conn, shm.Poll); err != nil {
+				fmt.Fprintf(stderr, "bench relay: %v\n", err)
+				return
+			}
+		}
 		s, err := h.NewStream(ctx, far.ID, relayProtocol)
 		if err != nil {
 			fmt.Fprintf(stderr, "bench relay: open a stream to %s: %v\n", to, err)
+			if side != nil {
+				side.release()
+			}
 			return
 		}
-		splice(conn, s)
+		relayConn(conn, side, s)
 	})
 	fmt.Fprintln(stdout, describeConn(h, far.ID)) // ready
 	untilStdinCloses(ctx, stdin)
@@ -75,9 +87,10 @@ func NearRelay(ctx context.Context, path, to string, stdin io.Reader, stdout, st
 
 // FarRelay is the far relay of the chain, run by the bench as a child
 // process: it listens on libp2p and relays each stream to a connection to
-// the unix socket path. It prints its address on stdout and returns when
-// stdin closes or ctx ends.
-func FarRelay(ctx context.Context, path string, stdin io.Reader, stdout, stderr io.Writer) error {
+// the unix socket path; with shm, to rings it offers on that connection.
+// It prints its address on stdout and returns when stdin closes or ctx
+// ends.
+func FarRelay(ctx context.Context, path string, shm *ShmRings, stdin io.Reader, stdout, stderr io.Writer) error {
 	return serveStreams(ctx, stdin, stdout, relayProtocol, func(s network.Stream) {
 		conn, err := dialUnix(path)
 		if err != nil {
@@ -85,8 +98,27 @@ func FarRelay(ctx context.Context, path string, stdin io.Reader, stdout, stderr 
 			_ = s.Reset()
 			return
 		}
-		splice(conn, s)
+		defer conn.Close()
+		var side *shmSide
+		if shm != nil {
+			if side, err = offerRings(conn, shm.Poll); err != nil {
+				fmt.Fprintf(stderr, "bench relay: %v\n", err)
+				_ = s.Reset()
+				return
+			}
+		}
+		relayConn(conn, side, s)
 	})
+}
+
+// relayConn relays between s and the unix connection conn, or the rings
+// side offered on it.
+func relayConn(conn *net.UnixConn, side *shmSide, s network.Stream) {
+	if side != nil {
+		spliceShm(side, s)
+		return
+	}
+	splice(conn, s)
 }
 
 // splice copies both ways between a unix connection and a stream until
