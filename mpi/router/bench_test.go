@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -127,4 +130,114 @@ func BenchmarkRawStream(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkRelayChain is the same ping-pong through the hops of
+// BenchmarkPingPong (unix socket, agent, libp2p stream, agent, unix
+// socket) with relays that only copy bytes: the floor of any design where
+// agents relay, measured in the same process as BenchmarkPingPong.
+func BenchmarkRelayChain(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			c, err := mpitest.NewCluster(2, router.DefaultConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			dir, err := os.MkdirTemp("", "relay")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			near, far := filepath.Join(dir, "near"), filepath.Join(dir, "far")
+			ln, err := net.Listen("unix", near)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			lf, err := net.Listen("unix", far)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer lf.Close()
+			go func() { // the far rank: echoes
+				conn, err := lf.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				buf := make([]byte, size)
+				for {
+					if _, err := io.ReadFull(conn, buf); err != nil {
+						return
+					}
+					if _, err := conn.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+			c.Hosts[1].SetStreamHandler("/bench/relay", func(s network.Stream) { // the far relay
+				conn, err := net.Dial("unix", far)
+				if err != nil {
+					_ = s.Reset()
+					return
+				}
+				relay(conn, s)
+			})
+			go func() { // the near relay
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				s, err := c.Hosts[0].NewStream(context.Background(), c.Hosts[1].ID(), "/bench/relay")
+				if err != nil {
+					_ = conn.Close()
+					return
+				}
+				relay(conn, s)
+			}()
+			conn, err := net.Dial("unix", near)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			buf := make([]byte, size)
+			b.SetBytes(int64(2 * size))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := conn.Write(buf); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(conn, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// relay copies both ways between conn and s until either ends.
+func relay(conn net.Conn, s network.Stream) {
+	done := make(chan struct{}, 2)
+	cp := func(dst io.Writer, src io.Reader) {
+		buf := make([]byte, 512<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, err := dst.Write(buf[:n]); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		done <- struct{}{}
+	}
+	go cp(s, conn)
+	go cp(conn, s)
+	<-done
+	_ = s.Reset()
+	_ = conn.Close()
+	<-done
 }

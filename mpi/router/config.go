@@ -63,7 +63,8 @@ type Config struct {
 	// lead waits for it.
 	LogBytes int
 	// AckDelay is how long a receiving agent gathers delivery positions
-	// before acknowledging them (at once after every ackEvery bytes). 2ms:
+	// before acknowledging them (at once after every ackEvery bytes), for
+	// a replicated job; an unreplicated one waits longer (ackDelay). 2ms:
 	// acknowledgements of a burst go out together, and logs stay short.
 	AckDelay time.Duration
 	// EveryCopySends makes every copy of a replicated rank transmit, not
@@ -110,6 +111,23 @@ func DefaultConfig() Config {
 // ackEvery is how many data bytes a local copy receives before its
 // position is acknowledged at once, without waiting for AckDelay.
 const ackEvery = 1 << 20
+
+// soloAckFactor stretches AckDelay for a job without replicas (up to the
+// heartbeat interval): no backup waits for its acknowledgements, which
+// only trim its logs (kept for a reconnect's resend) and let a finalizing
+// copy's Bye go; each round costs both agents writes, reads and wake-ups
+// that latency-bound traffic feels.
+const soloAckFactor = 10
+
+// ackDelay is how long a receiving agent of a job with replicas copies of
+// each rank gathers delivery positions: AckDelay, or for an unreplicated
+// job soloAckFactor times that, at most the heartbeat interval.
+func (c Config) ackDelay(replicas int) time.Duration {
+	if replicas > 1 {
+		return c.AckDelay
+	}
+	return min(soloAckFactor*c.AckDelay, c.HeartbeatInterval)
+}
 
 // frameMax is the largest frame (header included) a MSG can take.
 func (c Config) frameMax() int { return proto.HeaderLen + proto.MsgHeaderLen + c.MaxData }

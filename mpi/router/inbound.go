@@ -26,7 +26,8 @@ type inbound struct {
 
 	window int // what the sender may have in flight: Config.linkWindow
 
-	wmu sync.Mutex // serializes writes to s
+	wmu sync.Mutex    // serializes writes to s
+	wdl writeDeadline // s's write deadline; wmu guards it
 
 	cmu  sync.Mutex // guards owed
 	owed int
@@ -207,7 +208,7 @@ func (in *inbound) creditLoop() {
 	}
 }
 
-// write writes one frame back to the sender within the heartbeat timeout.
+// write writes one frame back to the sender (writeLocked).
 func (in *inbound) write(f proto.Frame) error {
 	in.wmu.Lock()
 	err := in.writeLocked(f)
@@ -218,9 +219,10 @@ func (in *inbound) write(f proto.Frame) error {
 	return err
 }
 
-// writeLocked writes one frame within the heartbeat timeout; in.wmu is held.
+// writeLocked writes one frame within one to one and a half heartbeat
+// timeouts (writeDeadline); in.wmu is held.
 func (in *inbound) writeLocked(f proto.Frame) error {
-	_ = in.s.SetWriteDeadline(time.Now().Add(in.j.cfg.HeartbeatTimeout))
+	in.wdl.arm(in.s, in.j.cfg.HeartbeatTimeout)
 	_, err := in.s.Write(f)
 	return err
 }
@@ -268,7 +270,7 @@ func (in *inbound) control(f proto.Frame) { _ = in.write(f) }
 // shutdown ends the stream with a last frame (Bye, or the job's failure).
 func (in *inbound) shutdown(last proto.Frame) {
 	in.wmu.Lock()
-	_ = in.s.SetWriteDeadline(time.Now().Add(time.Second))
+	in.wdl.set(in.s, time.Now().Add(time.Second))
 	if last != nil {
 		_, _ = in.s.Write(last)
 	}

@@ -67,7 +67,7 @@ type Job struct {
 	events     chan Event
 	ready      chan struct{}
 	ackNow     chan struct{}           // capacity 1: acknowledge delivery positions now
-	ackSoon    chan struct{}           // capacity 1: acknowledge them after Config.AckDelay
+	ackSoon    chan struct{}           // capacity 1: acknowledge them after the job's ack delay
 	ackArmed   atomic.Bool             // an acknowledgement round is due: later deliveries need not ask
 	born       time.Time               // when the job was added: the base of the heard stamps
 	heard      map[peer.ID]*heardStamp // per remote agent; the map never changes (watch.go)

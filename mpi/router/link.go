@@ -40,7 +40,8 @@ type link struct {
 	ctx  context.Context    // ends when the link is over (or the job): stops an open under way
 	stop context.CancelFunc // ends ctx
 
-	wmu sync.Mutex // serializes writes to the stream
+	wmu sync.Mutex    // serializes writes to the stream
+	wdl writeDeadline // the stream's write deadline; wmu guards it
 
 	cmu    sync.Mutex // guards everything below
 	s      network.Stream
@@ -297,11 +298,12 @@ func (l *link) resend(s network.Stream, f proto.Frame) error {
 	return l.write(s, f)
 }
 
-// write writes one frame on stream s within the heartbeat timeout. A failed
-// write resets the stream; its reader then sees it broken.
+// write writes one frame on stream s within one to one and a half heartbeat
+// timeouts (writeDeadline). A failed write resets the stream; its reader
+// then sees it broken.
 func (l *link) write(s network.Stream, f proto.Frame) error {
 	l.wmu.Lock()
-	_ = s.SetWriteDeadline(time.Now().Add(l.j.cfg.HeartbeatTimeout))
+	l.wdl.arm(s, l.j.cfg.HeartbeatTimeout)
 	_, err := s.Write(f)
 	l.wmu.Unlock()
 	if err != nil {
@@ -506,10 +508,34 @@ func (l *link) shutdown(last proto.Frame) {
 		return // still opening: run sees the job's cancelled context and ends it
 	}
 	l.wmu.Lock()
-	_ = s.SetWriteDeadline(time.Now().Add(time.Second))
+	l.wdl.set(s, time.Now().Add(time.Second))
 	if last != nil {
 		_, _ = s.Write(last)
 	}
 	l.wmu.Unlock()
 	_ = s.Close()
+}
+
+// writeDeadline keeps a stream's write deadline ahead of its writes. It is
+// set again only when less than the timeout is left, to one and a half
+// timeouts ahead: a deadline set per frame costs a timer per message (the
+// muxer arms a new one each time), which the latency path feels.
+type writeDeadline struct {
+	s  network.Stream
+	at time.Time
+}
+
+// arm gives a write on s starting now at least d before its deadline.
+func (w *writeDeadline) arm(s network.Stream, d time.Duration) {
+	now := time.Now()
+	if w.s == s && w.at.Sub(now) >= d {
+		return
+	}
+	w.set(s, now.Add(d+d/2))
+}
+
+// set sets s's write deadline to at.
+func (w *writeDeadline) set(s network.Stream, at time.Time) {
+	w.s, w.at = s, at
+	_ = s.SetWriteDeadline(at)
 }

@@ -211,7 +211,9 @@ func (q *outq) enqueue(it item) {
 	q.busy = false
 	it.begun = it.begun || n > 0
 	if n == len(it.f) || (q.closed && !it.kept()) {
-		q.signal()
+		if len(q.items) > 0 || q.closed {
+			q.signal() // the writer waits for the socket; otherwise it sleeps until a push or close
+		}
 		q.mu.Unlock()
 		it.done()
 		return

@@ -178,8 +178,8 @@ func (j *Job) positionsFor(p peer.ID) []proto.AckEntry {
 	return out
 }
 
-// askAck wakes the acknowledgement loop: now, or after Config.AckDelay so
-// that acknowledgements of a burst go out together.
+// askAck wakes the acknowledgement loop: now, or after the job's ack delay
+// (Config.ackDelay) so that acknowledgements of a burst go out together.
 func (j *Job) askAck(now bool) {
 	c := j.ackSoon
 	if now {
@@ -211,10 +211,10 @@ func (j *Job) ackLoop() {
 	}
 }
 
-// ackWait waits Config.AckDelay, or less when an acknowledgement is asked
-// for now; false when the job ended.
+// ackWait waits the job's ack delay, or less when an acknowledgement is
+// asked for now; false when the job ended.
 func (j *Job) ackWait() bool {
-	t := time.NewTimer(j.cfg.AckDelay)
+	t := time.NewTimer(j.cfg.ackDelay(j.spec.Replicas))
 	defer t.Stop()
 	select {
 	case <-t.C:
