@@ -469,7 +469,7 @@ func (s *Session) shmPoll(req *Request, src int) {
 	}
 	s.shm.mu.RLock()
 	defer s.shm.mu.RUnlock()
-	if s.shm.closed || s.shmLook(req, rings) { // the message may be there already
+	if s.shm.closed || s.shmLook(req, rings, false) { // the message may be there already
 		return
 	}
 	for _, ir := range rings {
@@ -483,7 +483,7 @@ func (s *Session) shmPoll(req *Request, src int) {
 	// The poll yields now and then, as the machine's load asks, to let the
 	// program's other goroutines and the peer run (shm.Poller).
 	for p := shm.StartPoll(s.shm.poll); p.Next(); {
-		if s.shmLook(req, rings) {
+		if s.shmLook(req, rings, true) {
 			return
 		}
 	}
@@ -491,10 +491,14 @@ func (s *Session) shmPoll(req *Request, src int) {
 
 // shmLook is one look of a poll: it reads what the rings hold (those no
 // other goroutine reads now) and reports whether the poll is over: req
-// completed, a ring failed, or the session ended.
-func (s *Session) shmLook(req *Request, rings []*inRing) bool {
+// completed, a ring failed, or the session ended. watching: the rings are
+// watched, and unwatched when the poll ends.
+func (s *Session) shmLook(req *Request, rings []*inRing, watching bool) bool {
 	for _, ir := range rings {
 		if ir.r.Pending() && ir.mu.TryLock() {
+			if watching {
+				ir.r.PrepareUnwatch()
+			}
 			err := s.shmDrain(ir, req, &s.shm.polled)
 			ir.mu.Unlock()
 			if err != nil {

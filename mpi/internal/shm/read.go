@@ -47,6 +47,7 @@ func (r *Ring) begin(c uint64) error {
 	}
 	r.at, r.rem = r.next+8, n
 	r.next += recordSize(n)
+	r.prefetchNext()
 	return nil
 }
 
