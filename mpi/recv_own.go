@@ -40,7 +40,7 @@ func (r *Request) waitOwn() (st Status, err error, reuse bool) {
 	if r.s.shm.list != nil {
 		r.s.shmPoll(r, r.src)
 	}
-	if r.state.CompareAndSwap(reqPending, reqAsleep) {
+	if !r.completed() && r.state.CompareAndSwap(reqPending, reqAsleep) { // (the poll mostly completed it)
 		select {
 		case <-r.done:
 		case <-r.s.dead:

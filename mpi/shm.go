@@ -274,8 +274,10 @@ func (s *Session) shmDrain(ir *inRing, stop *Request, count *atomic.Int64) error
 	if ir.bad {
 		return ErrProtocol
 	}
-	for ir.r.Pending() {
-		if stop != nil && stop.completed() {
+	// The stop comes first: the next record's line is the writer's
+	// (it zeroed it), and reading it costs the receive a cache miss.
+	for stop == nil || !stop.completed() {
+		if !ir.r.Pending() {
 			return nil
 		}
 		if err := s.shmReadMsg(ir, count); err != nil {
@@ -333,6 +335,9 @@ func (s *Session) shmReadMsg(ir *inRing, count *atomic.Int64) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
+	if h.Offset == 0 && uint64(dataLen) == h.Total && dataLen <= wholeMax && ir.r.Rest() >= dataLen {
+		return s.shmReadWhole(ir, &h, dataLen)
+	}
 	in, dst, err := s.place(&h, dataLen)
 	if err != nil {
 		return err
@@ -342,6 +347,50 @@ func (s *Session) shmReadMsg(ir *inRing, count *atomic.Int64) error {
 	}
 	if h.Last(dataLen) {
 		s.arrived(in)
+	}
+	return nil
+}
+
+// wholeMax bounds the messages shmReadWhole copies under the session's
+// lock, which receives being posted wait for.
+const wholeMax = 4 << 10
+
+// shmReadWhole receives a small message whose data lies whole in the
+// record being read (written with its header as one record): matched,
+// copied and marked arrived under one hold of the session's lock, where
+// place and arrived take it twice on a small message's path. mu is held.
+func (s *Session) shmReadWhole(ir *inRing, h *proto.MsgHeader, dataLen int) error {
+	if int(h.Dst) != s.rank || int(h.Src) >= s.size {
+		return fmt.Errorf("%w: msg %d->%d delivered to rank %d", ErrProtocol, h.Src, h.Dst, s.rank)
+	}
+	s.mu.Lock()
+	if in := s.partial[h.Src]; in != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
+	}
+	in := s.m.arrive(&inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: dataLen, got: dataLen,
+		sync: h.Ctx&ctxSync != 0})
+	r := in.recv
+	if r != nil {
+		if r.choose {
+			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
+		}
+		s.acknowledge(in) // after the choice it depends on
+	}
+	if r != nil && len(r.buf) >= dataLen {
+		in.buf, in.direct = r.buf, true
+	} else {
+		in.buf = make([]byte, dataLen)
+	}
+	// The record holds the data: this read does not wait.
+	err := ir.readFull(in.buf[:dataLen], s.alive)
+	in.done = err == nil
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		finishRecv(r, in)
 	}
 	return nil
 }
@@ -420,7 +469,7 @@ func (s *Session) shmPoll(req *Request, src int) {
 	}
 	s.shm.mu.RLock()
 	defer s.shm.mu.RUnlock()
-	if s.shm.closed || s.shmLook(req, rings) { // the message may be there already
+	if s.shm.closed || s.shmLook(req, rings, false) { // the message may be there already
 		return
 	}
 	for _, ir := range rings {
@@ -434,7 +483,7 @@ func (s *Session) shmPoll(req *Request, src int) {
 	// The poll yields now and then, as the machine's load asks, to let the
 	// program's other goroutines and the peer run (shm.Poller).
 	for p := shm.StartPoll(s.shm.poll); p.Next(); {
-		if s.shmLook(req, rings) {
+		if s.shmLook(req, rings, true) {
 			return
 		}
 	}
@@ -442,10 +491,14 @@ func (s *Session) shmPoll(req *Request, src int) {
 
 // shmLook is one look of a poll: it reads what the rings hold (those no
 // other goroutine reads now) and reports whether the poll is over: req
-// completed, a ring failed, or the session ended.
-func (s *Session) shmLook(req *Request, rings []*inRing) bool {
+// completed, a ring failed, or the session ended. watching: the rings are
+// watched, and unwatched when the poll ends.
+func (s *Session) shmLook(req *Request, rings []*inRing, watching bool) bool {
 	for _, ir := range rings {
 		if ir.r.Pending() && ir.mu.TryLock() {
+			if watching {
+				ir.r.PrepareUnwatch()
+			}
 			err := s.shmDrain(ir, req, &s.shm.polled)
 			ir.mu.Unlock()
 			if err != nil {

@@ -386,3 +386,53 @@ func checkAlltoallvLarge(c *mpi.Comm, round int) error {
 	}
 	return nil
 }
+
+// TestShmSmallMessages: small messages through shared memory keep the
+// receive's semantics whether the receive was posted first or not: a
+// message longer than the buffer truncates and the next one still
+// arrives, unexpected ones are matched by tag out of order, a synchronous
+// send completes once matched, and sizes around the bound of the small
+// path arrive intact.
+func TestShmSmallMessages(t *testing.T) {
+	sizes := []int{0, 1, 8, 4 << 10, 4<<10 + 1}
+	run(t, 2, placements["one agent"], func(c *mpi.Comm) error {
+		if c.Rank() == 0 {
+			if err := errors.Join(mpi.Send(c, []byte("too long"), 1, 0), mpi.Send(c, []byte("ok"), 1, 0)); err != nil {
+				return err
+			}
+			for i, size := range sizes {
+				if err := mpi.Send(c, pattern(0, i, size), 1, 10+i); err != nil {
+					return err
+				}
+			}
+			if err := c.Barrier(); err != nil { // rank 1 receives them only now
+				return err
+			}
+			return mpi.Ssend(c, []byte("sync"), 1, 1)
+		}
+		small := make([]byte, 2)
+		if _, err := mpi.Recv(c, small, 0, 0); !errors.Is(err, mpi.ErrTruncate) {
+			return fmt.Errorf("truncation: %v", err)
+		}
+		if st, err := mpi.Recv(c, small, 0, 0); err != nil || string(small[:st.Count]) != "ok" {
+			return fmt.Errorf("after truncation: %q, %v", small, err)
+		}
+		if err := c.Barrier(); err != nil {
+			return err
+		}
+		buf := make([]byte, 8<<10)
+		for i := len(sizes) - 1; i >= 0; i-- { // the last sent first
+			st, err := mpi.Recv(c, buf, 0, 10+i)
+			if err != nil {
+				return err
+			}
+			if st.Count != sizes[i] || !bytes.Equal(buf[:st.Count], pattern(0, i, sizes[i])) {
+				return fmt.Errorf("message of %d bytes: got %d, wrong content or size", sizes[i], st.Count)
+			}
+		}
+		if st, err := mpi.Recv(c, buf, 0, 1); err != nil || string(buf[:st.Count]) != "sync" {
+			return fmt.Errorf("synchronous send: %q, %v", buf[:st.Count], err)
+		}
+		return nil
+	})
+}

@@ -47,6 +47,7 @@ func (r *Ring) begin(c uint64) error {
 	}
 	r.at, r.rem = r.next+8, n
 	r.next += recordSize(n)
+	r.prefetchNext()
 	return nil
 }
 
@@ -69,6 +70,10 @@ func (r *Ring) take(p []byte) int {
 	}
 	return int(n)
 }
+
+// Rest is how many bytes of the record being read are left: a read of at
+// most that many does not wait.
+func (r *Ring) Rest() int { return int(r.rem) }
 
 // Pending reports whether the writer has published data not yet read:
 // whether the record at the tail has a control word (the tail moves past a
