@@ -204,42 +204,64 @@ func dialUnix(path string) (*net.UnixConn, error) {
 	return conn, nil
 }
 
-// relayTarget is the relay chain: this process -> near relay -> far relay
-// -> echo, each a child process that stays up across rounds; each round
-// connects anew.
-type relayTarget struct {
+// chain is the three children of a relay chain: this process -> near relay
+// -> far relay -> echo, each a child process that stays up across rounds.
+type chain struct {
 	echo, far, near *benchChild
 	path            string // the near relay's socket
 	conn            string // what the relays' connection negotiated
 }
 
-func (r *relayTarget) name() string { return "relay chain" }
-
-// startRelay starts the echo and the two relays, children of the zorilla
-// binary exe, their logs and sockets in dir.
-func startRelay(exe, dir string) (_ *relayTarget, err error) {
-	r := &relayTarget{}
+// startChain starts the echo and the two relays, children of the zorilla
+// binary exe with extra arguments each, their logs and sockets in dir
+// named from file; what names them in errors starts with label.
+func startChain(exe, dir, file, label string, extra ...string) (_ chain, err error) {
+	var c chain
 	defer func() {
 		if err != nil {
-			r.close()
+			c.close()
 		}
 	}()
-	echoPath := filepath.Join(dir, "relay-echo.sock")
-	if r.echo, _, err = startChild(exe, filepath.Join(dir, "relay-echo.log"), "relay chain's echo process",
-		"bench", "echo", "--unix", echoPath); err != nil {
-		return nil, err
+	child := func(what, log string, args ...string) (*benchChild, string, error) {
+		return startChild(exe, filepath.Join(dir, file+"-"+log+".log"), label+what, append(args, extra...)...)
+	}
+	echoPath := filepath.Join(dir, file+"-echo.sock")
+	if c.echo, _, err = child("relay chain's echo process", "echo", "bench", "echo", "--unix", echoPath); err != nil {
+		return chain{}, err
 	}
 	var farAddr string
-	if r.far, farAddr, err = startChild(exe, filepath.Join(dir, "relay-far.log"), "far relay",
-		"bench", "relay", "--to-unix", echoPath); err != nil {
+	if c.far, farAddr, err = child("far relay", "far", "bench", "relay", "--to-unix", echoPath); err != nil {
+		return chain{}, err
+	}
+	c.path = filepath.Join(dir, file+"-near.sock")
+	if c.near, c.conn, err = child("near relay", "near", "bench", "relay", "--unix", c.path, "--to", farAddr); err != nil {
+		return chain{}, err
+	}
+	return c, nil
+}
+
+func (c *chain) describe() string { return c.conn }
+
+// close ends the three children, nearest first.
+func (c *chain) close() {
+	c.near.close()
+	c.far.close()
+	c.echo.close()
+}
+
+// relayTarget is the relay chain; each round connects anew.
+type relayTarget struct{ chain }
+
+func (r *relayTarget) name() string { return "relay chain" }
+
+// startRelay starts the relay chain's children, their logs and sockets in
+// dir.
+func startRelay(exe, dir string) (*relayTarget, error) {
+	c, err := startChain(exe, dir, "relay", "")
+	if err != nil {
 		return nil, err
 	}
-	r.path = filepath.Join(dir, "relay-near.sock")
-	if r.near, r.conn, err = startChild(exe, filepath.Join(dir, "relay-near.log"), "near relay",
-		"bench", "relay", "--unix", r.path, "--to", farAddr); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return &relayTarget{c}, nil
 }
 
 // measure connects to the near relay and sweeps sizes up to the largest.
@@ -256,13 +278,4 @@ func (r *relayTarget) measure(ctx context.Context, sizes []int) (map[int]figure,
 		return nil, fmt.Errorf("relay chain: %w", err)
 	}
 	return figures(results), nil
-}
-
-func (r *relayTarget) describe() string { return r.conn }
-
-// close ends the three children, nearest first.
-func (r *relayTarget) close() {
-	r.near.close()
-	r.far.close()
-	r.echo.close()
 }

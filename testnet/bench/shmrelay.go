@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -241,44 +240,23 @@ func serveShmEcho(conn *net.UnixConn, poll time.Duration) error {
 	return side.hangUp()
 }
 
-// shmRelayTarget is the shm relay chain: this process -> near relay -> far
-// relay -> echo, each a child process that stays up across rounds; each
-// round connects anew and gets new rings.
+// shmRelayTarget is the shm relay chain; each round connects anew and
+// gets new rings.
 type shmRelayTarget struct {
-	echo, far, near *benchChild
-	path            string // the near relay's socket
-	conn            string // what the relays' connection negotiated
-	poll            time.Duration
+	chain
+	poll time.Duration
 }
 
 func (r *shmRelayTarget) name() string { return "shm relay chain" }
 
-// startShmRelay starts the echo and the two relays of the shm chain,
-// children of the zorilla binary exe, their logs and sockets in dir.
-func startShmRelay(exe, dir string, poll time.Duration) (_ *shmRelayTarget, err error) {
-	r := &shmRelayTarget{poll: poll}
-	defer func() {
-		if err != nil {
-			r.close()
-		}
-	}()
-	shm := []string{"--shm", "--poll", poll.String()}
-	echoPath := filepath.Join(dir, "shm-echo.sock")
-	if r.echo, _, err = startChild(exe, filepath.Join(dir, "shm-echo.log"), "shm relay chain's echo process",
-		append([]string{"bench", "echo", "--unix", echoPath}, shm...)...); err != nil {
+// startShmRelay starts the shm relay chain's children, their logs and
+// sockets in dir.
+func startShmRelay(exe, dir string, poll time.Duration) (*shmRelayTarget, error) {
+	c, err := startChain(exe, dir, "shm", "shm ", "--shm", "--poll", poll.String())
+	if err != nil {
 		return nil, err
 	}
-	var farAddr string
-	if r.far, farAddr, err = startChild(exe, filepath.Join(dir, "shm-far.log"), "shm far relay",
-		append([]string{"bench", "relay", "--to-unix", echoPath}, shm...)...); err != nil {
-		return nil, err
-	}
-	r.path = filepath.Join(dir, "shm-near.sock")
-	if r.near, r.conn, err = startChild(exe, filepath.Join(dir, "shm-near.log"), "shm near relay",
-		append([]string{"bench", "relay", "--unix", r.path, "--to", farAddr}, shm...)...); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return &shmRelayTarget{chain: c, poll: poll}, nil
 }
 
 // measure takes rings from the near relay and sweeps sizes up to the
@@ -304,13 +282,4 @@ func (r *shmRelayTarget) measure(ctx context.Context, sizes []int) (map[int]figu
 		return nil, fmt.Errorf("shm relay chain: hang up: %w", err)
 	}
 	return figures(results), nil
-}
-
-func (r *shmRelayTarget) describe() string { return r.conn }
-
-// close ends the three children, nearest first.
-func (r *shmRelayTarget) close() {
-	r.near.close()
-	r.far.close()
-	r.echo.close()
 }
