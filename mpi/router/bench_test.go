@@ -117,17 +117,7 @@ func BenchmarkRawStream(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Reset()
-			buf := make([]byte, size)
-			b.SetBytes(int64(2 * size))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := s.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(s, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			echoRounds(b, s, size)
 		})
 	}
 }
@@ -201,18 +191,24 @@ func BenchmarkRelayChain(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer conn.Close()
-			buf := make([]byte, size)
-			b.SetBytes(int64(2 * size))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := conn.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.ReadFull(conn, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			echoRounds(b, conn, size)
 		})
+	}
+}
+
+// echoRounds times b.N round trips of size bytes to an echo at the far end
+// of rw.
+func echoRounds(b *testing.B, rw io.ReadWriter, size int) {
+	buf := make([]byte, size)
+	b.SetBytes(int64(2 * size))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := rw.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(rw, buf); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
