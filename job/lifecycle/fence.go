@@ -54,6 +54,11 @@ func (m *Machine) fenceHost(p peer.ID, heard time.Time) {
 	if heard.After(m.now) {
 		heard = m.now
 	}
+	for q, until := range m.fences {
+		if !m.now.Before(until) {
+			delete(m.fences, q) // closed
+		}
+	}
 	if until := heard.Add(m.cfg.Fence + m.cfg.Fence/5); until.After(m.fences[p]) {
 		m.fences[p] = until
 	}
@@ -72,13 +77,11 @@ func (m *Machine) unfence(p peer.ID) {
 	}
 }
 
-// fencedUntil is when the last fence open closes.
+// fencedUntil is when the last fence open closes (zero when none is).
 func (m *Machine) fencedUntil() time.Time {
 	var last time.Time
-	for p, until := range m.fences {
-		if !m.now.Before(until) {
-			delete(m.fences, p) // closed
-		} else if until.After(last) {
+	for _, until := range m.fences {
+		if m.now.Before(until) && until.After(last) {
 			last = until
 		}
 	}
