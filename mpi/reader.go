@@ -170,32 +170,21 @@ func grow(buf []byte, end, total int) []byte {
 // into the receive's buffer, outside the lock (only the reader touches the
 // data of a message still arriving).
 func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (in *inMsg, move bool, err error) {
-	if int(h.Dst) != s.rank || int(h.Src) >= s.size {
-		return nil, false, fmt.Errorf("%w: msg %d->%d delivered to rank %d", ErrProtocol, h.Src, h.Dst, s.rank)
-	}
-	if h.Total > uint64(maxMessage) {
-		return nil, false, fmt.Errorf("%w: message of %d bytes", ErrProtocol, h.Total)
+	if err := s.checkMsg(h); err != nil {
+		return nil, false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in = s.partial[h.Src]
 	if h.Offset != 0 {
+		in = s.partial[h.Src]
 		if in == nil || in.seq != h.Seq || uint64(in.got) != h.Offset {
 			return nil, false, fmt.Errorf("%w: fragment at %d of message %d from rank %d out of order", ErrProtocol, h.Offset, h.Seq, h.Src)
 		}
 		in.got += dataLen
 		return in, in.recv != nil && !in.direct && len(in.recv.buf) >= in.total, nil
 	}
-	if in != nil {
-		return nil, false, fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
-	}
-	in = s.m.arrive(&inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen,
-		sync: h.Ctx&ctxSync != 0})
-	if r := in.recv; r != nil {
-		if r.choose {
-			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
-		}
-		s.acknowledge(in) // after the choice it depends on
+	if in, err = s.firstFragment(h, dataLen); err != nil {
+		return nil, false, err
 	}
 	if in.recv != nil && len(in.recv.buf) >= in.total {
 		in.buf, in.direct = in.recv.buf, true // straight into the user's buffer
@@ -204,6 +193,36 @@ func (s *Session) fragment(h *proto.MsgHeader, dataLen int) (in *inMsg, move boo
 	}
 	s.partial[h.Src] = in
 	return in, false, nil
+}
+
+// checkMsg refuses a message header that is not for this rank, or whose
+// message is too large to receive.
+func (s *Session) checkMsg(h *proto.MsgHeader) error {
+	if int(h.Dst) != s.rank || int(h.Src) >= s.size {
+		return fmt.Errorf("%w: msg %d->%d delivered to rank %d", ErrProtocol, h.Src, h.Dst, s.rank)
+	}
+	if h.Total > uint64(maxMessage) {
+		return fmt.Errorf("%w: message of %d bytes", ErrProtocol, h.Total)
+	}
+	return nil
+}
+
+// firstFragment makes the message whose first fragment h heads arrive:
+// matched against the posted receives, and the choice and acknowledgement
+// its match needs sent. The caller gives it a buffer. s.mu is held.
+func (s *Session) firstFragment(h *proto.MsgHeader, dataLen int) (*inMsg, error) {
+	if in := s.partial[h.Src]; in != nil {
+		return nil, fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
+	}
+	in := s.m.arrive(&inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: int(h.Total), got: dataLen,
+		sync: h.Ctx&ctxSync != 0})
+	if r := in.recv; r != nil {
+		if r.choose {
+			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
+		}
+		s.acknowledge(in) // after the choice it depends on
+	}
+	return in, nil
 }
 
 // maxMessage bounds the size of one message (the receiver allocates it).

@@ -360,30 +360,23 @@ const wholeMax = 4 << 10
 // copied and marked arrived under one hold of the session's lock, where
 // place and arrived take it twice on a small message's path. mu is held.
 func (s *Session) shmReadWhole(ir *inRing, h *proto.MsgHeader, dataLen int) error {
-	if int(h.Dst) != s.rank || int(h.Src) >= s.size {
-		return fmt.Errorf("%w: msg %d->%d delivered to rank %d", ErrProtocol, h.Src, h.Dst, s.rank)
+	if err := s.checkMsg(h); err != nil {
+		return err
 	}
 	s.mu.Lock()
-	if in := s.partial[h.Src]; in != nil {
+	in, err := s.firstFragment(h, dataLen)
+	if err != nil {
 		s.mu.Unlock()
-		return fmt.Errorf("%w: message %d from rank %d started inside message %d", ErrProtocol, h.Seq, h.Src, in.seq)
+		return err
 	}
-	in := s.m.arrive(&inMsg{src: int(h.Src), ctx: h.Ctx &^ ctxSync, tag: int(h.Tag), seq: h.Seq, total: dataLen, got: dataLen,
-		sync: h.Ctx&ctxSync != 0})
 	r := in.recv
-	if r != nil {
-		if r.choose {
-			s.tell(r.num, proto.DecideRecv, true, in.src, in.tag)
-		}
-		s.acknowledge(in) // after the choice it depends on
-	}
 	if r != nil && len(r.buf) >= dataLen {
 		in.buf, in.direct = r.buf, true
 	} else {
 		in.buf = make([]byte, dataLen)
 	}
 	// The record holds the data: this read does not wait.
-	err := ir.readFull(in.buf[:dataLen], s.alive)
+	err = ir.readFull(in.buf[:dataLen], s.alive)
 	in.done = err == nil
 	s.mu.Unlock()
 	if err != nil {
