@@ -1,56 +1,30 @@
 package testnet
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/zorilla-p2p/zorilla/internal/gobuild"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/node"
 )
 
-// The programs the tests run, each built once per test process (a build
-// links for a second or more of a loaded machine's CPU, and a dozen tests
-// run heat) into a folder TestMain removes.
-var programs struct {
-	mu    sync.Mutex
-	dir   string
-	built map[string]string // package dir -> binary
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if programs.dir != "" {
-		os.RemoveAll(programs.dir)
-	}
+	gobuild.Clean()
 	os.Exit(code)
 }
 
 // buildProgram builds the Go program in folder pkg (relative to this
-// package: ../examples/heat, ./testdata/clock), once per test process, and returns
-// the binary's path.
+// package: ../examples/heat, ./testdata/clock), once per test process
+// (gobuild), and returns the binary's path.
 func buildProgram(t testing.TB, pkg string) string {
 	t.Helper()
-	programs.mu.Lock()
-	defer programs.mu.Unlock()
-	if bin, ok := programs.built[pkg]; ok {
-		return bin
+	bin, err := gobuild.Once(pkg, filepath.Base(pkg))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if programs.dir == "" {
-		dir, err := os.MkdirTemp("", "zorilla-programs")
-		if err != nil {
-			t.Fatal(err)
-		}
-		programs.dir, programs.built = dir, map[string]string{}
-	}
-	bin := filepath.Join(programs.dir, fmt.Sprint(len(programs.built)), filepath.Base(pkg))
-	if b, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, b)
-	}
-	programs.built[pkg] = bin
 	return bin
 }
 

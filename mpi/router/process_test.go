@@ -6,56 +6,27 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zorilla-p2p/zorilla/internal/gobuild"
 	"github.com/zorilla-p2p/zorilla/mpi"
 	"github.com/zorilla-p2p/zorilla/mpi/internal/mpitest"
 	"github.com/zorilla-p2p/zorilla/mpi/router"
 )
 
-// binDir holds the programs the tests build; TestMain removes it.
-var binDir string
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	gobuild.Clean()
 	os.Exit(code)
 }
 
-// build builds an example program once per test binary.
+// build builds an example program once per test binary (gobuild).
 func build(name string) (string, error) {
-	builds.Lock()
-	defer builds.Unlock()
-	if bin, ok := builds.bins[name]; ok {
-		return bin, nil
-	}
-	if binDir == "" {
-		dir, err := os.MkdirTemp("", "zbin")
-		if err != nil {
-			return "", err
-		}
-		binDir = dir
-	}
-	bin := filepath.Join(binDir, name)
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/zorilla-p2p/zorilla/examples/"+name).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	builds.bins[name] = bin
-	return bin, nil
+	return gobuild.Once("github.com/zorilla-p2p/zorilla/examples/"+name, name)
 }
-
-var builds = struct {
-	sync.Mutex
-	bins map[string]string
-}{bins: map[string]string{}}
 
 // rankProc is one real rank process.
 type rankProc struct {
