@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/zorilla-p2p/zorilla/job"
 	"github.com/zorilla-p2p/zorilla/job/proto"
 	"github.com/zorilla-p2p/zorilla/job/submitter"
@@ -108,14 +110,35 @@ func shortTempDir(t testing.TB) string {
 
 func (ln *launchNet) awaitNeighbours(ctx context.Context) error {
 	want := min(len(ln.Nodes)-1, 2)
-	return ln.Await(ctx, "every live agent has neighbours", func() bool {
+	return ln.Await(ctx, "every live agent has neighbours and knows every other", func() bool {
+		live := map[peer.ID]bool{}
 		for i, nd := range ln.Nodes {
-			if ln.Live(i) && len(nd.Overlay().Neighbours()) < want {
+			if ln.Live(i) {
+				live[nd.Host().ID()] = true
+			}
+		}
+		for i, nd := range ln.Nodes {
+			if ln.Live(i) && (len(nd.Overlay().Neighbours()) < want || !knowsAll(nd, live)) {
 				return false
 			}
 		}
 		return true
 	})
+}
+
+// knowsAll reports whether nd's overlay knows every agent of live but
+// itself. A submitter that knows an agent which has not answered its
+// flood yet waits for it longer (lifecycle.Config.QuietUnheard): on a
+// loaded machine one that a fresh agent did not know yet answered after
+// the flood was judged over, and a job that fitted failed.
+func knowsAll(nd *node.Node, live map[peer.ID]bool) bool {
+	known := 0
+	for _, pi := range nd.Overlay().Peers() {
+		if live[pi.ID] && pi.ID != nd.Host().ID() && !pi.Dead {
+			known++
+		}
+	}
+	return known >= len(live)-1
 }
 
 // jobDir is where agent i runs job id's processes.
